@@ -1,0 +1,227 @@
+"""The benchwatch command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+
+from benchwatch.config import DEFAULT_PORTS, load_config
+from benchwatch.exporter import add_collector_flags
+from benchwatch.stack import Stack, StackError
+
+
+def say(message: str) -> None:
+    """benchwatch's own messages go to stderr, prefixed, so pgbench's output stays as it is."""
+    print(f"benchwatch: {message}", file=sys.stderr, flush=True)
+
+
+def _add_stack_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--state-dir", help="where the stack keeps data, logs and runs (env BENCHWATCH_STATE_DIR)")
+    p.add_argument("--pg-dsn", help="use this existing PostgreSQL instead of the embedded one (env BENCHWATCH_PG_DSN; prefer a pgpass file to a password here)")
+    for component, port in DEFAULT_PORTS.items():
+        p.add_argument(f"--{component.replace('_', '-')}-port", type=int, dest=f"port_{component}",
+                       help=f"port of {component} on 127.0.0.1 (default {port})")
+
+
+def _stack(args: argparse.Namespace) -> Stack:
+    ports = {c: getattr(args, f"port_{c}", None) for c in DEFAULT_PORTS}
+    cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "pg_dsn", None))
+    return Stack(cfg, out=say)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    stack = _stack(args)
+    try:
+        status = stack.up()
+    except StackError as e:
+        say(str(e))
+        return 1
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        _print_status(status)
+    return 0
+
+
+def _print_status(status: dict) -> None:
+    pg = status["postgres"]
+    print(f"state dir   {status['state_dir']}")
+    print(f"postgres    {pg['dsn']}" + (f"  pid {pg.get('pid')}  log {pg['log_file']}" if pg.get("embedded") else "  (external)"))
+    for name, c in status["components"].items():
+        state = "healthy" if c["healthy"] else ("running, not healthy" if c["pid"] else "not running")
+        print(f"{name:<20} {c['url']:<26} pid {c['pid'] or '-':<8} {state}")
+    if not status["grafana"]["installed"]:
+        print(f"grafana     {status['grafana']['hint']}")
+    print(f"runs        {status['runs_dir']}")
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    stopped = _stack(args).down()
+    say("stopped " + (", ".join(stopped) if stopped else "nothing (no component was running)"))
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    stack = _stack(args)
+    status = stack.status()
+    if args.json:
+        print(json.dumps(status, indent=2))
+    else:
+        _print_status(status)
+    healthy = all(c["healthy"] for c in status["components"].values()) and status["postgres"].get("healthy", True)
+    return 0 if healthy else 1
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from benchwatch.watch import run_pgbench
+
+    argv = list(args.pgbench)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        say("usage: benchwatch run -- pgbench [ARGS...]")
+        return 2
+    stack = _stack(args)
+    if not stack.healthy("benchwatch_exporter"):
+        say(f"the exporter is not running: the run is saved but not sent to Prometheus "
+            f"(start the stack with ./benchwatch up, or import the run later with ./benchwatch import)")
+    pg_env = stack.pg_env() if os.path.exists(stack.cfg.stack_file) else {}
+    code, run = run_pgbench(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say,
+                            on_start=lambda r: say(f"run {r.run_id}: output saved in {r.path}"))
+    say(f"run {run.run_id} ended with exit code {code}")
+    return code
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    from benchwatch.watch import attach_stream
+
+    stack = _stack(args)
+    pgbench_args = shlex.split(args.pgbench_args) if args.pgbench_args else None
+    run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
+                        echo=None if args.quiet else sys.stdout.buffer,
+                        pgbench_args=pgbench_args, interval=args.interval)
+    say(f"run {run.run_id}: output saved in {run.path}")
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from benchwatch import importer, runs
+    from benchwatch.openmetrics import write_openmetrics
+    from benchwatch.remote_write import RemoteWriteError, RemoteWriter
+    from benchwatch.run_model import METRICS
+
+    path = args.file
+    if os.path.isdir(path):  # a run directory: its saved output
+        candidates = [os.path.join(path, n) for n in ("output.log", "stderr.log")]
+        sources = [c for c in candidates if os.path.exists(c)]
+        data = b"".join(open(p, "rb").read() for p in sources + [os.path.join(path, "stdout.log")] if os.path.exists(p))
+    else:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            say(f"cannot read {path}: {e.strerror}")
+            return 2
+    if args.start:
+        try:
+            start = importer.parse_time(args.start)
+        except ValueError:
+            say(f"--start {args.start!r} is not a time: use RFC 3339 like 2016-01-06T10:00:00Z or Unix seconds")
+            return 2
+    else:
+        start, note = importer.default_start(path if not os.path.isdir(path) else sources[0], data)
+        if note:
+            say(note)
+    run_id = args.run_id or runs.new_run_id(start)
+    model, samples = importer.build_samples(data, run_id, start)
+    unparsed = model._counters["pgbench_exporter_unparsed_lines_total"]
+    if args.openmetrics:
+        write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in METRICS.items()},
+                          help={k: v[1] for k, v in METRICS.items()})
+        say(f"run {run_id}: {len(samples)} samples, {int(model._counters['pgbench_progress_lines_total'])} progress lines, {int(unparsed)} unparsed lines")
+        return 0
+    stack = _stack(args)
+    try:
+        RemoteWriter(stack.cfg.remote_write_url).send(samples)
+    except (RemoteWriteError, OSError) as e:
+        say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? ./benchwatch up)")
+        return 1
+    run = importer.save_import(stack.cfg.runs_dir, run_id, path, data, start, model)
+    say(f"imported run {run_id}: {int(model._counters['pgbench_progress_lines_total'])} progress lines, "
+        f"{len(samples)} samples, {int(unparsed)} unparsed lines; saved in {run.path}")
+    print(run_id)
+    return 0
+
+
+def cmd_exporter(args: argparse.Namespace) -> int:
+    from benchwatch.exporter import server
+
+    return server.main(args)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from benchwatch.demo import demo
+
+    return demo(_stack(args), duration=args.duration, say=say)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="benchwatch", description="Live observability for pgbench runs.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("up", help="start the native stack (idempotent)")
+    _add_stack_options(p)
+    p.add_argument("--json", action="store_true", help="print the status as JSON")
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("down", help="stop the native stack (data is kept)")
+    _add_stack_options(p)
+    p.set_defaults(func=cmd_down)
+
+    p = sub.add_parser("status", help="components, URLs, ports, pids, health")
+    _add_stack_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON object for scripts")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("run", help="run pgbench under observation: benchwatch run -- pgbench ARGS")
+    _add_stack_options(p)
+    p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench ARGS...")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("attach", help="observe a pgbench started elsewhere: pgbench ... 2>&1 | benchwatch attach")
+    _add_stack_options(p)
+    p.add_argument("--interval", type=float, help="pgbench's -P interval, if not 1 and not learnt from the lines")
+    p.add_argument("--pgbench-args", help="the pgbench arguments of that run, for the run's metadata")
+    p.add_argument("--quiet", action="store_true", help="do not echo the stream to stdout")
+    p.set_defaults(func=cmd_attach)
+
+    p = sub.add_parser("import", help="backfill a saved pgbench output into Prometheus")
+    _add_stack_options(p)
+    p.add_argument("file", help="a saved pgbench output (stdout and stderr together), or a run directory")
+    p.add_argument("--start", help="when the run started (RFC 3339, e.g. 2016-01-06T10:00:00Z, or Unix seconds)")
+    p.add_argument("--openmetrics", action="store_true", help="print OpenMetrics text for promtool tsdb create-blocks-from openmetrics instead")
+    p.add_argument("--run-id", help="the run id to use (default: from the start time)")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("exporter", help="the exporter daemon (started by up)")
+    p.add_argument("--listen", default=f"127.0.0.1:{DEFAULT_PORTS['benchwatch_exporter']}")
+    p.add_argument("--runs-dir", required=True)
+    p.add_argument("--remote-write-url", required=True)
+    p.add_argument("--server-log", help="PostgreSQL server log to follow for checkpoints")
+    add_collector_flags(p)
+    p.set_defaults(func=cmd_exporter)
+
+    p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary")
+    _add_stack_options(p)
+    p.add_argument("--duration", type=int, default=40, help="seconds of pgbench (default 40)")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return args.func(args)

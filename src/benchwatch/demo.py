@@ -1,0 +1,86 @@
+"""``benchwatch demo``: the README's first command, a real run observed end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from typing import Callable
+
+from benchwatch import procs
+from benchwatch.config import REPO_ROOT
+from benchwatch.stack import Stack, StackError, pg_bindir
+
+
+def prom_query(base: str, promql: str, at: float | None = None) -> list[dict]:
+    params = {"query": promql}
+    if at is not None:
+        params["time"] = f"{at:.3f}"
+    status, body = procs.http_get(f"{base}/api/v1/query?{urllib.parse.urlencode(params)}", timeout=10)
+    data = json.loads(body)
+    if data.get("status") != "success":
+        raise RuntimeError(f"query {promql!r} failed: {data.get('error')}")
+    return data["data"]["result"]
+
+
+def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
+    install = subprocess.run([os.path.join(REPO_ROOT, "scripts", "install-deps")])
+    if install.returncode != 0:
+        return install.returncode
+    try:
+        stack.up()
+    except StackError as e:
+        say(str(e))
+        return 1
+    say(f"stack is up in {stack.cfg.state_dir}")
+    env = dict(os.environ, **stack.pg_env())
+    pgbench = os.path.join(pg_bindir(), "pgbench")
+    say("initialising pgbench tables (scale 10)")
+    init = subprocess.run([pgbench, "-i", "-q", "-s", "10"], env=env, capture_output=True, text=True)
+    if init.returncode != 0:
+        say(f"pgbench -i failed: {init.stderr.strip()}")
+        return init.returncode
+
+    from benchwatch.watch import run_pgbench
+
+    # A manual CHECKPOINT half way, beside the timed/wal ones the settings cause.
+    def checkpoint_later():
+        time.sleep(duration / 2)
+        subprocess.run([os.path.join(pg_bindir(), "psql"), "-X", "-qc", "CHECKPOINT"], env=env,
+                       capture_output=True)
+
+    threading.Thread(target=checkpoint_later, daemon=True).start()
+    argv = [pgbench, "-M", "prepared", "-n", "-r", "-P", "1", "-c", "4", "-j", "2", "-T", str(duration)]
+    code, run = run_pgbench(argv, runs_dir=stack.cfg.runs_dir, pg_env=stack.pg_env(), notice=say,
+                            on_start=lambda r: say(f"run {r.run_id}: watching pgbench"))
+    if code != 0:
+        say(f"pgbench exited with {code}")
+        return code
+    base = stack.cfg.url("prometheus")
+    selector = f'{{run_id="{run.run_id}"}}'
+    ended = procs.wait_until(lambda: bool(prom_query(base, f"pgbench_running{selector} == 0")), 30.0, interval=0.2)
+    with open(run.file("stderr.log"), "rb") as f:
+        printed = sum(1 for line in f if line.startswith(b"progress: "))
+    at = time.time()
+    stored = prom_query(base, f"count_over_time(pgbench_progress_tps{selector}[1h])", at)
+    tps = prom_query(base, f"pgbench_progress_tps{selector}[1h]", at)
+    values = [float(v) for _, v in tps[0]["values"]] if tps else []
+    targets = {r["metric"]["job"]: r["value"][1] for r in prom_query(base, "up")}
+    print()
+    print(f"run {run.run_id}")
+    print(f"  progress lines printed by pgbench: {printed}; samples in Prometheus: {int(float(stored[0]['value'][1])) if stored else 0}")
+    if values:
+        print(f"  TPS mean {statistics.mean(values):.1f}  min {min(values):.1f}  max {max(values):.1f}  "
+              f"stddev {statistics.pstdev(values):.1f}")
+    print(f"  scrape targets up: " + ", ".join(f"{job}={'yes' if v == '1' else 'NO'}" for job, v in sorted(targets.items())))
+    print(f"  run directory: {run.path}")
+    expr = urllib.parse.quote(f"pgbench_progress_tps{selector}")
+    print(f"  Prometheus: {base}/graph?g0.expr={expr}&g0.range_input=5m")
+    print(f"  Alertmanager: {stack.cfg.url('alertmanager')}")
+    print(f"  stop the stack with: ./benchwatch down")
+    return 0 if ended and values else 1

@@ -1,0 +1,145 @@
+"""Collector for pgbench runs: follows run directories and turns them into series.
+
+Each live run directory (see benchwatch.runs) is read as it grows; every line
+goes through the run model, and the samples it returns are handed to the
+sink (the remote writer) with pgbench's own timestamps. /metrics shows the
+latest value of every series for scrapers that do not take remote write.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Callable, Iterable
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from benchwatch import runs
+from benchwatch.exporter.follow import LineFollower
+from benchwatch.pgbench_args import parse_pgbench_args
+from benchwatch.run_model import METRICS, RunModel
+from benchwatch.samples import Sample
+
+INGESTED_MARKER = ".ingested"
+# Ended runs kept on /metrics; older ones live on in Prometheus and the run directory.
+KEEP_ENDED = 10
+# stderr first: progress lines come from there, the summary from stdout at the end.
+FILE_ORDER = ("stderr.log", "output.log", "stdout.log")
+
+
+def info_labels(meta: dict) -> dict[str, str]:
+    labels = parse_pgbench_args(meta.get("argv", [])[1:]).info_labels() if meta.get("argv") else {}
+    labels.update({k: str(v) for k, v in (meta.get("info") or {}).items()})
+    for key in ("pgbench_version", "server_version", "scale", "mode", "hostname"):
+        if meta.get(key) is not None:
+            labels[key] = str(meta[key])
+    return labels
+
+
+class RunFollower:
+    def __init__(self, run: runs.RunDir):
+        self.run = run
+        meta = run.read_meta()
+        self.model = RunModel(run.run_id, info_labels=info_labels(meta),
+                              interval_s=meta.get("progress_interval"),
+                              start_epoch=meta.get("clock_start_epoch"))
+        self.followers = {name: LineFollower(run.file(name)) for name in FILE_ORDER}
+        self.done = False
+
+    def poll(self, now: float) -> list[Sample]:
+        batches = [(name, f.read_lines()) for name, f in self.followers.items()]
+        # Read meta after the lines: the writer stamps pgbench's clock start into
+        # meta.json before it writes the first progress line.
+        meta = self.run.read_meta()
+        if self.model.start_epoch is None and meta.get("clock_start_epoch") is not None:
+            self.model.start_epoch = float(meta["clock_start_epoch"])
+        out: list[Sample] = []
+        for _name, lines in batches:
+            for line in lines:
+                out.extend(self.model.feed_line(line, now))
+        ended = meta.get("state") != runs.RUNNING or not runs.pid_alive(meta.get("pid"))
+        if ended:
+            # Whatever the writer left unterminated, then the end of the run.
+            for name, follower in self.followers.items():
+                for line in follower.read_lines():
+                    out.extend(self.model.feed_line(line, now))
+                rest = follower.take_partial()
+                if rest is not None:
+                    out.extend(self.model.feed_line(rest, now))
+            out.extend(self.model.finish(meta.get("ended_at", now), meta.get("exit_code")))
+            self.done = True
+            try:
+                with open(self.run.file(INGESTED_MARKER), "w", encoding="ascii") as f:
+                    f.write(f"{now}\n")
+            except OSError:
+                pass
+        else:
+            out.extend(self.model.tick(now))
+        return out
+
+
+class PgbenchRunsCollector:
+    """Discovers runs in runs_dir, follows the live ones, exposes their latest values."""
+
+    def __init__(self, runs_dir: str, sink: Callable[[list[Sample]], None],
+                 clock: Callable[[], float] = time.time, rescan_s: float = 0.5):
+        self.runs_dir = runs_dir
+        self.sink = sink
+        self.clock = clock
+        self.rescan_s = rescan_s
+        self.following: dict[str, RunFollower] = {}
+        self.ended: list[RunFollower] = []
+        self.seen: set[str] = set()
+        self._last_scan = 0.0
+
+    def poll(self) -> int:
+        now = self.clock()
+        if now - self._last_scan >= self.rescan_s:
+            self._last_scan = now
+            self._discover()
+        produced = 0
+        for run_id, follower in list(self.following.items()):
+            samples = follower.poll(now)
+            if samples:
+                produced += len(samples)
+                self.sink(samples)
+            if follower.done:
+                del self.following[run_id]
+                self.ended = (self.ended + [follower])[-KEEP_ENDED:]
+        return produced
+
+    def _discover(self) -> None:
+        try:
+            names = os.listdir(self.runs_dir)
+        except FileNotFoundError:
+            return
+        for name in names:
+            if name in self.seen:
+                continue
+            run = runs.RunDir(os.path.join(self.runs_dir, name))
+            meta = run.read_meta()
+            if not meta:
+                continue  # meta.json not written yet: look again next scan
+            self.seen.add(name)
+            if meta.get("mode") == "import" or os.path.exists(run.file(INGESTED_MARKER)):
+                continue
+            self.following[name] = RunFollower(run)
+
+    def collect(self) -> Iterable:
+        by_name: dict[str, list] = {}
+        for follower in list(self.following.values()) + list(self.ended):
+            for series in follower.model.current():
+                by_name.setdefault(series.name, []).append(series)
+        families = []
+        for name, members in by_name.items():
+            kind, help_text = METRICS[name]
+            # Runs may differ in label names (e.g. scale known or not): expose the union, "" where absent.
+            labels = sorted({k for s in members for k in s.labels})
+            if kind == "counter":
+                family = CounterMetricFamily(name[:-len("_total")], help_text, labels=labels)
+            else:
+                family = GaugeMetricFamily(name, help_text, labels=labels)
+            for s in members:
+                family.add_metric([s.labels.get(k, "") for k in labels], s.value)
+            families.append(family)
+        return families

@@ -1,0 +1,132 @@
+"""The benchwatch exporter daemon: collectors, a remote-write sink, /metrics.
+
+Collectors can be switched like node_exporter's: --[no-]collector.NAME.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from benchwatch.exporter import COLLECTORS
+from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
+from benchwatch.remote_write import BufferedRemoteWriter
+
+log = logging.getLogger("benchwatch.exporter")
+
+POLL_INTERVAL_S = 0.1  # how often files are checked for new lines; bounds line-to-Prometheus latency
+
+
+class WriterStats:
+    """Self-metrics of the remote-write sink."""
+
+    def __init__(self, writer: BufferedRemoteWriter):
+        self.writer = writer
+
+    def collect(self):
+        w = self.writer
+        c = CounterMetricFamily("benchwatch_exporter_remote_write_samples", "Samples delivered to Prometheus by remote write.")
+        c.add_metric([], getattr(w, "sent_samples", 0))
+        yield c
+        c = CounterMetricFamily("benchwatch_exporter_remote_write_failed_requests", "Remote-write requests that failed.")
+        c.add_metric([], getattr(w, "failed_requests", 0))
+        yield c
+        c = CounterMetricFamily("benchwatch_exporter_remote_write_dropped_samples", "Samples dropped because the pending buffer was full.")
+        c.add_metric([], getattr(w, "dropped_samples", 0))
+        yield c
+        g = GaugeMetricFamily("benchwatch_exporter_remote_write_pending_samples", "Samples waiting to be delivered.")
+        g.add_metric([], float(w.pending_count()) if hasattr(w, "pending_count") else 0.0)
+        yield g
+
+
+class LockedCollector:
+    """Serialises a collector's collect() with the poll loop that mutates it."""
+
+    def __init__(self, inner, lock: threading.Lock):
+        self.inner, self.lock = inner, lock
+
+    def collect(self):
+        with self.lock:
+            return list(self.inner.collect())
+
+
+class Exporter:
+    def __init__(self, *, runs_dir: str, remote_write_url: str, server_log: str | None = None,
+                 collectors: dict[str, bool] | None = None, clock: Callable[[], float] = time.time,
+                 registry: CollectorRegistry | None = None):
+        enabled = dict.fromkeys(COLLECTORS, True)
+        enabled.update(collectors or {})
+        self.registry = registry or CollectorRegistry()
+        self.writer = BufferedRemoteWriter(remote_write_url)
+        self.lock = threading.Lock()
+        self.pollers = []
+        if enabled["pgbench_runs"]:
+            runs = PgbenchRunsCollector(runs_dir, self.writer.enqueue, clock=clock)
+            self.pollers.append(runs)
+            self.registry.register(LockedCollector(runs, self.lock))
+        self.registry.register(WriterStats(self.writer))
+        self.server_log = server_log
+
+    def poll_once(self) -> None:
+        with self.lock:
+            for poller in self.pollers:
+                try:
+                    poller.poll()
+                except Exception:  # one bad run must not stop the others
+                    log.exception("collector %s failed", type(poller).__name__)
+        self.writer.flush()
+
+    def serve(self, host: str, port: int, stop: threading.Event) -> None:
+        registry = self.registry
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path.startswith("/metrics"):
+                    body, ctype = generate_latest(registry), CONTENT_TYPE_LATEST
+                elif self.path.startswith("/healthz"):
+                    body, ctype = b"ok\n", "text/plain"
+                else:
+                    body, ctype = b"benchwatch exporter: /metrics /healthz\n", "text/plain"
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, fmt, *args):  # scrapes every second: keep the log quiet
+                pass
+
+        httpd = ThreadingHTTPServer((host, port), Handler)
+        httpd.daemon_threads = True
+        thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+        thread.start()
+        log.info("listening on http://%s:%d/metrics", host, port)
+        try:
+            while not stop.is_set():
+                self.poll_once()
+                stop.wait(POLL_INTERVAL_S)
+            self.poll_once()
+        finally:
+            httpd.shutdown()
+
+
+def main(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    host, _, port = args.listen.rpartition(":")
+    exporter = Exporter(runs_dir=args.runs_dir, remote_write_url=args.remote_write_url,
+                        server_log=args.server_log,
+                        collectors={name: getattr(args, f"collector_{name}") for name in COLLECTORS})
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    exporter.serve(host or "127.0.0.1", int(port), stop)
+    return 0

@@ -1,0 +1,184 @@
+"""``benchwatch run`` and ``benchwatch attach``: keep a run's raw output and describe the run.
+
+pgbench's stdout and stderr reach the terminal byte for byte and are saved in
+the run directory as they arrive; the exporter follows those files. Before the
+first progress line is saved, the moment pgbench's clock started (arrival of
+that line minus its elapsed time) is stamped into meta.json, so every progress
+sample lands at pgbench's own time.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from typing import BinaryIO, Callable
+
+from benchwatch import pgconn, runs
+from benchwatch.pgbench_args import ensure_progress, parse_pgbench_args
+
+_PROGRESS_ELAPSED = re.compile(rb"^progress: ([0-9]+(?:\.[0-9]+)?) s")
+
+
+class ClockStamper:
+    """Writes clock_start_epoch into meta.json when the first progress line arrives."""
+
+    def __init__(self, run: runs.RunDir, clock: Callable[[], float] = time.time):
+        self.run = run
+        self.clock = clock
+        self.stamped = False
+        self.lock = threading.Lock()
+
+    def see(self, line: bytes) -> None:
+        if self.stamped:
+            return
+        m = _PROGRESS_ELAPSED.match(line)
+        if not m:
+            return
+        with self.lock:
+            if self.stamped:
+                return
+            elapsed = float(m.group(1))
+            # With --progress-timestamp the line carries epoch seconds: it is its own clock.
+            if elapsed <= 1e8:
+                self.run.update_meta(clock_start_epoch=round(self.clock() - elapsed, 6))
+            self.stamped = True
+
+
+def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockStamper | None) -> None:
+    """Copy a stream to the terminal unchanged and to its file in the run directory."""
+    pending = b""  # while unstamped, hold a line starting with "progress:" until it is complete
+    while True:
+        try:
+            chunk = os.read(source_fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        for sink in sinks:
+            try:
+                sink.write(chunk)
+                sink.flush()
+            except (OSError, ValueError):
+                pass  # a closed terminal must not lose the saved copy
+        if stamper is None or stamper.stamped:
+            saved.write(chunk)
+            saved.flush()
+            continue
+        data = pending + chunk
+        lines = data.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            stamper.see(line)
+            saved.write(line + b"\n")
+        if stamper.stamped and pending:
+            saved.write(pending)
+            pending = b""
+        saved.flush()
+    if pending:
+        saved.write(pending)
+    saved.flush()
+
+
+def _tool_version(argv: list[str], env: dict[str, str]) -> str | None:
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=5, env=env, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
+
+
+def describe_server(env: dict[str, str]) -> dict[str, str]:
+    """Server version and pgbench scale, best effort (a few ms; never blocks the run for long)."""
+    psql = shutil.which("psql", path=env.get("PATH"))
+    if not psql:
+        return {}
+    out: dict[str, str] = {}
+    version = _tool_version([psql, "-X", "-Atqc", "SHOW server_version", "--set=connect_timeout=3"], env)
+    if version:
+        out["server_version"] = version.split()[0]
+    scale = _tool_version([psql, "-X", "-Atqc", "SELECT count(*) FROM pgbench_branches"], env)
+    if scale and scale.isdigit():
+        out["scale"] = scale
+    return out
+
+
+def pgbench_version(pgbench: str, env: dict[str, str]) -> str | None:
+    text = _tool_version([pgbench, "--version"], env)
+    m = re.search(r"(\d+(?:\.\d+)+)", text or "")
+    return m.group(1) if m else None
+
+
+def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
+                notice: Callable[[str], None], on_start: Callable[[runs.RunDir], None] | None = None) -> tuple[int, runs.RunDir]:
+    """Run pgbench with its output passed through and saved; returns (exit code, run directory)."""
+    program, args = pgbench_argv[0], pgbench_argv[1:]
+    args, added = ensure_progress(args)
+    if added:
+        notice("added -P 1 to the pgbench arguments (no -P was given)")
+    env = dict(os.environ)
+    for key, value in pg_env.items():
+        env.setdefault(key, value)  # the user's own PG* settings win
+    resolved = shutil.which(program, path=env.get("PATH")) or program
+    run = runs.create_run_dir(runs_dir)
+    parsed = parse_pgbench_args(args)
+    meta = {
+        "run_id": run.run_id, "mode": "run", "state": runs.RUNNING, "pid": os.getpid(),
+        "argv": pgconn.redact_argv([os.path.basename(program)] + args),
+        "progress_interval": parsed.progress_interval, "hostname": socket.gethostname(),
+        "pgbench_version": pgbench_version(resolved, env), "started_at": time.time(),
+        "stdout": "stdout.log", "stderr": "stderr.log",
+    }
+    meta.update(describe_server(env))
+    run.write_meta(meta)
+    if on_start:
+        on_start(run)
+    stamper = ClockStamper(run)
+    with open(run.file("stdout.log"), "wb") as out_file, open(run.file("stderr.log"), "wb") as err_file:
+        try:
+            proc = subprocess.Popen([resolved] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        except OSError as e:
+            notice(f"cannot start {program}: {e.strerror}")
+            run.update_meta(state=runs.FINISHED, exit_code=127, ended_at=time.time(), error=str(e))
+            return 127, run
+        # Ctrl-C reaches pgbench from the terminal; we stay to record the end.
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        old_term = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
+        threads = [
+            threading.Thread(target=pump, args=(proc.stdout.fileno(), [sys.stdout.buffer], out_file, None)),
+            threading.Thread(target=pump, args=(proc.stderr.fileno(), [sys.stderr.buffer], err_file, stamper)),
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        code = proc.wait()
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+    exit_code = code if code >= 0 else 128 - code  # killed by signal N: the shell's 128+N
+    run.update_meta(state=runs.FINISHED, exit_code=exit_code, ended_at=time.time())
+    return exit_code, run
+
+
+def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgbench_args: list[str] | None,
+                  interval: float | None) -> runs.RunDir:
+    """Follow a pgbench output stream from another process (e.g. stdin of a pipe)."""
+    run = runs.create_run_dir(runs_dir)
+    parsed = parse_pgbench_args(pgbench_args or [])
+    meta = {
+        "run_id": run.run_id, "mode": "attach", "state": runs.RUNNING, "pid": os.getpid(),
+        "argv": pgconn.redact_argv(["pgbench"] + list(pgbench_args)) if pgbench_args else None,
+        "progress_interval": interval or parsed.progress_interval, "hostname": socket.gethostname(),
+        "started_at": time.time(), "output": "output.log",
+    }
+    run.write_meta({k: v for k, v in meta.items() if v is not None})
+    with open(run.file("output.log"), "wb") as saved:
+        pump(source_fd, [echo] if echo else [], saved, ClockStamper(run))
+    run.update_meta(state=runs.FINISHED, ended_at=time.time())
+    return run
