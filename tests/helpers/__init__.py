@@ -1,0 +1,1 @@
+"""Helpers shared by benchwatch tests (real Prometheus processes, queries)."""

@@ -1,0 +1,201 @@
+"""Remote write and OpenMetrics backfill against a real Prometheus / promtool."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from benchwatch.openmetrics import write_openmetrics
+from benchwatch.remote_write import BufferedRemoteWriter, RemoteWriteError, RemoteWriter
+from benchwatch.samples import sample
+from tests.helpers.prometheus import (
+    PROMTOOL_BIN,
+    REMOTE_WRITE_CONFIG,
+    free_port,
+    prometheus_available,
+    promtool_available,
+    query,
+    query_range,
+    series_values,
+    start_prometheus,
+)
+
+pytestmark = pytest.mark.skipif(not prometheus_available(), reason="prometheus binary not installed")
+
+RECEIVER = ["--web.enable-remote-write-receiver"]
+T2016 = int(datetime(2016, 1, 6, 10, 0, 0, tzinfo=timezone.utc).timestamp() * 1000)
+assert T2016 == 1452074400000
+NASTY = 'quote" back\\slash\nnewline é'  # label value needing escapes everywhere
+N = 60
+
+
+def make_samples(now_ms: int) -> list:
+    """60 s of a 2016 run (tps with a 250 ms offset, a counter) and a recent run."""
+    recent = (now_ms // 1000 - 600) * 1000  # ten minutes ago, whole second
+    samples = []
+    for i in range(N):
+        samples.append(sample("bwtest_progress_tps", {"run": "r2016", "note": NASTY}, 1000 + i * 1.5 + 0.1, T2016 + 250 + i * 1000))
+        samples.append(sample("bwtest_xacts_total", {"run": "r2016"}, float(i * 17), T2016 + i * 1000))
+        samples.append(sample("bwtest_progress_tps", {"run": "recent"}, i / 3, recent + i * 1000))
+    return samples
+
+
+def expected_series(samples, name, run):
+    return [(s.timestamp_ms, s.value) for s in samples if s.name == name and dict(s.labels)["run"] == run]
+
+
+def assert_round_trip(url: str, samples) -> None:
+    """Query every series back and compare values and timestamps exactly."""
+    for name, run in (("bwtest_progress_tps", "r2016"), ("bwtest_xacts_total", "r2016"), ("bwtest_progress_tps", "recent")):
+        expected = expected_series(samples, name, run)
+        first, last = expected[0][0], expected[-1][0]
+        selector = f'{name}{{run="{run}"}}'
+
+        # Evaluated at exactly the sample instants, query_range returns each sample.
+        result = query_range(url, selector, first / 1000, last / 1000, "1s")
+        assert len(result) == 1, result
+        labels = result[0]["metric"]
+        assert labels["__name__"] == name and labels["run"] == run
+        if name == "bwtest_progress_tps" and run == "r2016":
+            assert labels["note"] == NASTY
+        (got,) = series_values(result).values()
+        assert got == expected
+
+        # The samples' own timestamps, as PromQL sees them.
+        stamps = query_range(url, f"timestamp({selector})", first / 1000, last / 1000, "1s")
+        assert [float(v) for _, v in stamps[0]["values"]] == [t / 1000 for t, _ in expected]
+
+        # Raw samples through a range selector: exact millisecond timestamps.
+        raw = query(url, f"{selector}[{N + 5}s]", time=last / 1000)
+        (got_raw,) = series_values(raw).values()
+        assert got_raw == expected
+
+
+@pytest.fixture
+def workdir():
+    """A temporary directory removed after the test (TSDBs are not kept)."""
+    path = Path(tempfile.mkdtemp(prefix="benchwatch-rw-test-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def prometheus(workdir):
+    prom = start_prometheus(workdir / "prom", REMOTE_WRITE_CONFIG, RECEIVER)
+    try:
+        yield prom
+    finally:
+        prom.stop()
+
+
+def test_remote_write_round_trip_and_errors(prometheus):
+    samples = make_samples(int(time.time() * 1000))
+    writer = RemoteWriter(prometheus.remote_write_url, max_batch=50)
+    writer.send(samples)
+    assert_round_trip(prometheus.url, samples)
+
+    # Older than the 30y out-of-order window: 500 "too old sample", not retryable.
+    with pytest.raises(RemoteWriteError) as info:
+        writer.send([sample("bwtest_progress_tps", {"run": "r1980"}, 1.0, 315532800000)])
+    assert info.value.status == 500
+    assert "too old sample" in info.value.body
+    assert info.value.retryable is False
+
+    # Unknown endpoint: a 4xx, not retryable.
+    with pytest.raises(RemoteWriteError) as info:
+        RemoteWriter(prometheus.url + "/api/v1/nonexistent").send(samples[:1])
+    assert 400 <= info.value.status < 500
+    assert info.value.retryable is False
+
+
+def test_remote_write_without_receiver_is_rejected(workdir):
+    prom = start_prometheus(workdir / "prom", REMOTE_WRITE_CONFIG)
+    try:
+        with pytest.raises(RemoteWriteError) as info:
+            RemoteWriter(prom.remote_write_url).send([sample("bwtest_x", {}, 1.0, T2016)])
+        assert 400 <= info.value.status < 500
+        assert info.value.retryable is False
+    finally:
+        prom.stop()
+
+
+def test_buffered_writer_delivers_once_prometheus_is_up(workdir):
+    port = free_port()
+    samples = make_samples(int(time.time() * 1000))
+    writer = BufferedRemoteWriter(f"http://127.0.0.1:{port}/api/v1/write", timeout_s=2, max_batch=40)
+    writer.enqueue(samples)
+
+    assert writer.flush() == 0  # nobody listening yet
+    assert writer.pending == len(samples)
+    assert writer.failed_requests == 1
+    assert writer.last_error is not None and writer.last_error.status is None
+
+    prom = start_prometheus(workdir / "prom", REMOTE_WRITE_CONFIG, RECEIVER, port=port)
+    try:
+        assert writer.flush() == len(samples)
+        assert (writer.pending, writer.sent_samples, writer.dropped_samples) == (0, len(samples), 0)
+        assert_round_trip(prom.url, samples)
+    finally:
+        prom.stop()
+
+
+@pytest.mark.skipif(not promtool_available(), reason="promtool not installed")
+def test_openmetrics_backfill_with_promtool(workdir):
+    samples = make_samples(int(time.time() * 1000))
+    # 131570.800 s reads back as 131570799 ms if written naively (Prometheus
+    # truncates seconds * 1000); the writer must compensate.
+    tricky = [sample("bwtest_tricky_ts", {}, 7.0, 131570800), sample("bwtest_tricky_ts", {}, 8.0, 131571800)]
+    om_path = workdir / "samples.om"
+    with open(om_path, "w", encoding="utf-8") as out:
+        lines = write_openmetrics(
+            samples + tricky,
+            out,
+            types={"bwtest_xacts": "counter", "bwtest_progress_tps": "gauge"},
+            help={"bwtest_xacts": "Transactions so far", "bwtest_progress_tps": 'TPS "reported"\\ by pgbench\n'},
+        )
+    assert lines == len(samples) + len(tricky)
+
+    data_dir = workdir / "prom" / "data"
+    done = subprocess.run(
+        [PROMTOOL_BIN, "tsdb", "create-blocks-from", "openmetrics", str(om_path), str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr + done.stdout
+    blocks = [p for p in data_dir.iterdir() if (p / "meta.json").is_file()]
+    assert len(blocks) == 3  # one 2h block each for 1970, 2016 and the recent run
+
+    # promtool's own view of the blocks (dump needs a wal dir to exist).
+    (data_dir / "wal").mkdir()
+    dump = subprocess.run(
+        [PROMTOOL_BIN, "tsdb", "dump", "--match", '{__name__="bwtest_xacts_total"}', str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert dump.returncode == 0, dump.stderr
+    rows = [line.rsplit(" ", 2) for line in dump.stdout.splitlines() if line]
+    assert [(int(ts), float(v)) for _, v, ts in rows] == expected_series(samples, "bwtest_xacts_total", "r2016")
+    dump = subprocess.run(
+        [PROMTOOL_BIN, "tsdb", "dump", "--match", '{__name__="bwtest_tricky_ts"}', str(data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert dump.returncode == 0, dump.stderr
+    assert dump.stdout.split() == ['{__name__="bwtest_tricky_ts"}', "7", "131570800", '{__name__="bwtest_tricky_ts"}', "8", "131571800"]
+
+    # And Prometheus serving those blocks returns exactly what was written.
+    prom = start_prometheus(workdir / "prom", REMOTE_WRITE_CONFIG)
+    try:
+        assert_round_trip(prom.url, samples)
+    finally:
+        prom.stop()
