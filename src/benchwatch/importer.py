@@ -8,11 +8,8 @@ import re
 
 from benchwatch import pgbench_output as po
 from benchwatch import runs
-from benchwatch.run_model import RunModel
+from benchwatch.run_model import RunModel, script_name
 from benchwatch.samples import Sample
-
-_BUILTIN_NAMES = {"TPC-B (sort of)": "tpcb-like", "simple update": "simple-update", "select only": "select-only"}
-
 
 def parse_time(text: str) -> float:
     """RFC 3339 / ISO 8601 (a trailing Z is UTC; no zone means UTC) or Unix seconds."""
@@ -23,14 +20,6 @@ def parse_time(text: str) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.timezone.utc)
     return value.timestamp()
-
-
-def script_name(transaction_type: str) -> str:
-    text = transaction_type.strip()
-    m = re.fullmatch(r"<builtin: (.*)>", text)
-    if m:
-        return _BUILTIN_NAMES.get(m.group(1), m.group(1))
-    return os.path.basename(text)
 
 
 def info_from_summary(summary: dict[str, object], scripts: list[str]) -> dict[str, str]:

@@ -64,7 +64,7 @@ class PgbenchArgs:
 
     def info_labels(self) -> dict[str, str]:
         """Labels for pgbench_run_info that the command line determines."""
-        return {
+        labels = {
             "script": self.script,
             "clients": self.last("client", "1") or "1",
             "threads": self.last("jobs", "1") or "1",
@@ -73,6 +73,7 @@ class PgbenchArgs:
             "transactions_per_client": self.last("transactions", "") or "",
             "rate_limit_tps": self.last("rate", "") or "",
         }
+        return {k: v for k, v in labels.items() if v}  # Prometheus treats an empty label as absent
 
 
 def parse_pgbench_args(argv: list[str]) -> PgbenchArgs:

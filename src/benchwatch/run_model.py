@@ -19,6 +19,8 @@ Rules that make the stored curve trustworthy:
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -78,6 +80,17 @@ _SUMMARY_GAUGES = {
 
 STALL_FACTOR = 1.5
 
+_BUILTIN_NAMES = {"TPC-B (sort of)": "tpcb-like", "simple update": "simple-update", "select only": "select-only"}
+
+
+def script_name(transaction_type: str) -> str:
+    """How people name a script: pgbench's builtin names, or a script file's base name."""
+    text = transaction_type.strip()
+    m = re.fullmatch(r"<builtin: (.*)>", text)
+    if m:
+        return _BUILTIN_NAMES.get(m.group(1), m.group(1))
+    return os.path.basename(text)
+
 
 @dataclass
 class _Series:
@@ -133,7 +146,7 @@ class RunModel:
         elif isinstance(event, po.StatementLatency):
             self.statements.append(event)
         elif isinstance(event, po.ScriptHeader):
-            self.script_names[event.index] = event.name
+            self.script_names[event.index] = script_name(event.name)
         elif isinstance(event, (po.ErrorLine, po.RunAborted)):
             self.errors.append(event.message)
         return []
@@ -177,7 +190,10 @@ class RunModel:
             if isinstance(value, (int, float)):
                 out.append(self._set(name, float(value), ts))
         for row in self.statements:
-            labels = {"statement": row.statement, "script": self.script_names.get(row.script_index, str(row.script_index))}
+            # A single script's table has index 0: name it as the run's script.
+            script = (self.script_names.get(row.script_index) if row.script_index
+                      else self.info_labels.get("script") or script_name(str(self.summary.get("transaction_type", ""))))
+            labels = {"statement": row.statement, "script": script or str(row.script_index)}
             out.append(self._set("pgbench_statement_latency_seconds", row.latency_s, ts, labels))
             if row.failures is not None:
                 out.append(self._set("pgbench_statement_failures_total", float(row.failures), ts, labels))

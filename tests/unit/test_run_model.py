@@ -1,0 +1,171 @@
+"""The run model on outputs captured from real runs, and hand-written older formats."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from benchwatch import importer
+from benchwatch.run_model import RunModel
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "pgbench")
+START = 1_700_000_000.0
+
+
+def lines(name: str) -> list[bytes]:
+    out = []
+    for ext in (".stderr", ".stdout"):
+        with open(os.path.join(FIXTURES, name + ext), "rb") as f:
+            out.extend(f.read().splitlines())
+    return out
+
+
+def feed_all(model: RunModel, name: str) -> list:
+    samples = []
+    for line in lines(name):
+        samples.extend(model.feed_line(line))
+    return samples
+
+
+def series(samples, name, **labels):
+    return [(s.timestamp_ms, s.value) for s in samples
+            if s.name == name and all(dict(s.labels).get(k) == v for k, v in labels.items())]
+
+
+def test_one_sample_per_progress_line_at_start_plus_elapsed():
+    model = RunModel("r1", start_epoch=START)
+    samples = feed_all(model, "pg15_plain")
+    samples += model.finish(START + 60, 0)
+    printed = [l for l in lines("pg15_plain") if l.startswith(b"progress: ")]
+    tps = series(samples, "pgbench_progress_tps")
+    assert len(tps) == len(printed)
+    for (ts, value), line in zip(tps, printed):
+        elapsed = float(line.split()[1])
+        assert ts == round((START + elapsed) * 1000)
+        assert value == float(line.split()[3])
+
+
+def test_timestamps_strictly_increase_through_a_catch_up_burst():
+    """9.4 prints several lines with the same elapsed time after a stall."""
+    model = RunModel("r94", start_epoch=START)
+    samples = feed_all(model, "pg94_report_stall")
+    tps = series(samples, "pgbench_progress_tps")
+    stamps = [ts for ts, _ in tps]
+    assert stamps == sorted(set(stamps)), "not strictly increasing"
+    assert len(tps) == 8
+    # The three 5.2 s lines: the first at pgbench's time, the repeats 1 ms apart.
+    at_5_2 = round((START + 5.2) * 1000)
+    assert stamps[2:5] == [at_5_2, at_5_2 + 1, at_5_2 + 2]
+    # -nan latency of an interval without transactions is kept as NaN, not dropped.
+    latency = series(samples, "pgbench_progress_latency_seconds")
+    assert math.isnan(latency[3][1])
+
+
+def test_catch_up_lines_do_not_double_count():
+    model = RunModel("r94", start_epoch=START)
+    samples = feed_all(model, "pg94_report_stall")
+    total = series(samples, "pgbench_transactions_total")
+    by_ts = dict(total)
+    at_5_2 = round((START + 5.2) * 1000)
+    # 1512.3 x 1 + 1498.0 x 1 + 146.5 x 3.2; the repeats at 5.2 s cover no time and add nothing.
+    expected = round(1512.3) + round(1498.0) + round(146.5 * 3.2)
+    assert by_ts[at_5_2] == expected
+    assert by_ts[at_5_2 + 2] == expected
+
+
+def test_aborted_clients_are_counted():
+    model = RunModel("r94", start_epoch=START)
+    samples = feed_all(model, "pg94_report_stall")
+    assert series(samples, "pgbench_aborted_clients_total")[-1][1] == 1
+
+
+def test_stall_writes_zero_once_per_interval_then_recovers():
+    model = RunModel("rs", interval_s=1.0)
+    assert model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100, 0 failed", START + 1.0)
+    assert model.start_epoch == START
+    assert model.tick(START + 2.4) == []            # within 1.5 intervals: no stall yet
+    stall = model.tick(START + 2.6)
+    assert series(stall, "pgbench_progress_tps") == [(round((START + 2.6) * 1000), 0.0)]
+    assert series(stall, "pgbench_progress_stalled") == [(round((START + 2.6) * 1000), 1.0)]
+    assert model.tick(START + 3.0) == []            # at most one zero per interval
+    assert series(model.tick(START + 3.7), "pgbench_progress_tps") == [(round((START + 3.7) * 1000), 0.0)]
+    # A catch-up line covering 4 s arrives: its own time, its own value, counted once.
+    after = model.feed_line(b"progress: 5.0 s, 80.0 tps, lat 9.000 ms stddev 0.100, 0 failed", START + 5.0)
+    assert series(after, "pgbench_progress_tps") == [(round((START + 5.0) * 1000), 80.0)]
+    assert series(after, "pgbench_progress_stalled")[-1][1] == 0.0
+    assert series(after, "pgbench_transactions_total")[-1][1] == 100 + 80 * 4
+
+
+def test_stall_zero_never_precedes_an_earlier_line():
+    """A line timestamped before the last stall sample is moved after it, keeping the series ordered."""
+    model = RunModel("ro", interval_s=1.0, start_epoch=START)
+    model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100", None)
+    stall = model.tick(START + 3.0)
+    late = model.feed_line(b"progress: 2.9 s, 50.0 tps, lat 1.000 ms stddev 0.100", None)
+    assert series(late, "pgbench_progress_tps")[0][0] == series(stall, "pgbench_progress_tps")[0][0] + 1
+
+
+def test_finished_run_is_not_stalled():
+    model = RunModel("rf", interval_s=1.0, start_epoch=START)
+    model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100", None)
+    model.finish(START + 1.5, 0)
+    assert model.tick(START + 10) == []
+
+
+def test_summary_and_statement_latencies_at_the_end():
+    model = RunModel("rr", start_epoch=START, info_labels={"script": "tpcb-like"})
+    feed_all(model, "pg15_report")
+    end = model.finish(START + 100, 0)
+    summary_tps = [s for s in end if s.name == "pgbench_summary_tps"]
+    assert len(summary_tps) == 1 and summary_tps[0].value > 0
+    rows = [s for s in end if s.name == "pgbench_statement_latency_seconds"]
+    assert len(rows) == 11
+    assert {dict(s.labels)["script"] for s in rows} == {"tpcb-like"}
+    assert series(end, "pgbench_running") == [(end[0].timestamp_ms, 0.0)]
+    processed = model.summary["transactions_processed"]
+    assert series(end, "pgbench_transactions_total")[-1][1] == processed
+
+
+def test_multi_script_statements_are_labelled_by_script():
+    model = RunModel("rm", start_epoch=START)
+    feed_all(model, "pg15_multi_script")
+    end = model.finish(START + 100, 0)
+    scripts = {dict(s.labels)["script"] for s in end if s.name == "pgbench_statement_latency_seconds"}
+    assert scripts == {"tpcb-like", "select-only"}
+
+
+def test_progress_timestamp_lines_are_their_own_clock():
+    model = RunModel("rt")
+    samples = feed_all(model, "pg15_progress_timestamp")
+    first = series(samples, "pgbench_progress_tps")[0]
+    assert first[0] == 1795370176604
+
+
+def test_malformed_and_non_utf8_lines_are_counted_never_fatal():
+    model = RunModel("rb", start_epoch=START)
+    with open(os.path.join(FIXTURES, "malformed.bin"), "rb") as f:
+        data = f.read()
+    for line in data.split(b"\n"):
+        model.feed_line(line)
+    model.finish(START + 10, None)
+    assert model._counters["pgbench_exporter_unparsed_lines_total"] > 0
+
+
+def test_import_fills_run_info_from_the_summary():
+    data = b"\n".join(lines("pg15_prepared")) + b"\n"
+    model, samples = importer.build_samples(data, "imp", START)
+    info = [dict(s.labels) for s in samples if s.name == "pgbench_run_info"]
+    assert info and info[0]["protocol"] == "prepared" and info[0]["script"] == "tpcb-like"
+    assert info[0]["clients"] == "4" and info[0]["scale"] == "2"
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2016-01-06T10:00:00Z", 1452074400.0),
+    ("2016-01-06T10:00:00+01:00", 1452070800.0),
+    ("2016-01-06 10:00:00", 1452074400.0),
+    ("1452074400", 1452074400.0),
+])
+def test_import_start_times(text, expected):
+    assert importer.parse_time(text) == expected
