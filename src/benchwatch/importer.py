@@ -43,6 +43,8 @@ def read_events(lines: list[bytes]) -> tuple[dict[str, object], list[str], float
     parser = po.PgbenchOutputParser()
     summary: dict[str, object] = {}
     scripts: list[str] = []
+    weights: dict[int, int] = {}
+    sql_rows: dict[int, int] = {}
     last_time = None
     for line in lines:
         for event in parser.feed(line):
@@ -50,8 +52,14 @@ def read_events(lines: list[bytes]) -> tuple[dict[str, object], list[str], float
                 summary[event.key] = event.value
             elif isinstance(event, po.ScriptHeader):
                 scripts.append(event.name)
+                weights[event.index] = event.weight or 1
+            elif isinstance(event, po.StatementLatency) and not event.statement.startswith("\\"):
+                sql_rows[event.script_index] = sql_rows.get(event.script_index, 0) + 1
             elif isinstance(event, po.Progress):
                 last_time = event.time_s
+    if sql_rows:
+        total = sum(weights.get(i, 1) for i in sql_rows)
+        summary["_sql_statements"] = sum(weights.get(i, 1) * n for i, n in sql_rows.items()) / total
     return summary, scripts, last_time
 
 
@@ -64,7 +72,8 @@ def build_samples(data: bytes, run_id: str, start_epoch: float | None, *,
     labels = info_from_summary(summary, scripts)
     labels["mode"] = "import"
     labels.update(extra_labels or {})
-    model = RunModel(run_id, info_labels=labels, start_epoch=start_epoch)
+    model = RunModel(run_id, info_labels=labels, start_epoch=start_epoch,
+                     sql_statements=summary.get("_sql_statements"))
     samples: list[Sample] = []
     for line in lines:
         samples.extend(model.feed_line(line))

@@ -76,6 +76,56 @@ class PgbenchArgs:
         return {k: v for k, v in labels.items() if v}  # Prometheus treats an empty label as absent
 
 
+# SQL statements per transaction of the builtin scripts (BEGIN..END counted).
+_BUILTIN_SQL_STATEMENTS = {"tpcb-like": 7, "simple-update": 5, "select-only": 1}
+
+
+def _builtin(name: str) -> str | None:
+    """pgbench accepts any unambiguous prefix of a builtin name."""
+    matches = [b for b in _BUILTIN_SQL_STATEMENTS if b.startswith(name)]
+    return matches[0] if len(matches) == 1 else None
+
+
+def count_sql_statements(script_text: str) -> int:
+    """SQL commands in a pgbench script: what is not a backslash meta-command, split at semicolons."""
+    count, pending = 0, False
+    for line in script_text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("--") or (stripped.startswith("\\") and not pending):
+            continue
+        pending = True
+        if stripped.endswith(";") or stripped.endswith("\\gset") or stripped.endswith("\\aset"):
+            count += 1
+            pending = False
+    return count + (1 if pending else 0)
+
+
+def sql_statements_per_transaction(parsed: "PgbenchArgs", read_file=None) -> float | None:
+    """Weighted mean of SQL statements per transaction over the run's scripts (QPS = TPS x this)."""
+    entries: list[tuple[int, float]] = []
+    for value in parsed.options.get("builtin", []):
+        name, _, weight = value.partition("@")
+        builtin = _builtin(name)
+        if builtin is None:
+            return None
+        entries.append((int(weight or 1), _BUILTIN_SQL_STATEMENTS[builtin]))
+    for value in parsed.options.get("file", []):
+        name, _, weight = value.partition("@")
+        try:
+            text = (read_file or (lambda p: open(p, encoding="utf-8", errors="replace").read()))(name)
+        except OSError:
+            return None
+        entries.append((int(weight or 1), count_sql_statements(text)))
+    if "select-only" in parsed.flags:
+        entries.append((1, 1))
+    if "skip-some-updates" in parsed.flags:
+        entries.append((1, 5))
+    if not entries:
+        entries.append((1, 7))
+    total = sum(w for w, _ in entries)
+    return sum(w * n for w, n in entries) / total if total else None
+
+
 def parse_pgbench_args(argv: list[str]) -> PgbenchArgs:
     """argv without the program name."""
     parsed = PgbenchArgs()

@@ -46,6 +46,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "pgbench_running": ("gauge", "1 while the run is active, 0 once it ended."),
     "pgbench_exit_code": ("gauge", "pgbench's exit code, once the run ended."),
     "pgbench_run_info": ("gauge", "Run metadata in labels; always 1."),
+    "pgbench_script_sql_statements": ("gauge", "SQL statements per transaction (weighted over the run's scripts); statements per second = TPS x this."),
     "pgbench_run_start_timestamp_seconds": ("gauge", "Start of pgbench's clock for the run, as a Unix timestamp."),
     "pgbench_statement_latency_seconds": ("gauge", "Average latency per script statement, from pgbench -r."),
     "pgbench_statement_failures_total": ("counter", "Failures per script statement, from pgbench -r (pgbench 15+)."),
@@ -102,12 +103,14 @@ class _Series:
 
 class RunModel:
     def __init__(self, run_id: str, *, info_labels: dict[str, str] | None = None,
-                 interval_s: float | None = None, start_epoch: float | None = None):
+                 interval_s: float | None = None, start_epoch: float | None = None,
+                 sql_statements: float | None = None):
         self.run_id = run_id
         self.info_labels = {k: v for k, v in (info_labels or {}).items() if k != "run_id"}
         self.interval_s = interval_s
         self.interval_from_args = interval_s is not None
         self.start_epoch = start_epoch  # start of pgbench's clock; None until known
+        self.sql_statements = sql_statements
         self.active = True
         self.stalled = False
         self.last_ts_ms: int | None = None        # newest sample written for this run
@@ -255,6 +258,8 @@ class RunModel:
                self._set("pgbench_run_start_timestamp_seconds", float(self.start_epoch or 0.0), ts)]
         if self.interval_s:
             out.append(self._set("pgbench_progress_interval_seconds", float(self.interval_s), ts))
+        if self.sql_statements is not None:
+            out.append(self._set("pgbench_script_sql_statements", float(self.sql_statements), ts))
         if self.last_line_ts_ms is not None:
             out.append(self._set("pgbench_progress_last_line_timestamp_seconds", self.last_line_ts_ms / 1000.0, ts))
         return out

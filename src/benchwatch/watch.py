@@ -21,7 +21,7 @@ import time
 from typing import BinaryIO, Callable
 
 from benchwatch import pgconn, runs
-from benchwatch.pgbench_args import ensure_progress, parse_pgbench_args
+from benchwatch.pgbench_args import ensure_progress, parse_pgbench_args, sql_statements_per_transaction
 
 _PROGRESS_ELAPSED = re.compile(rb"^progress: ([0-9]+(?:\.[0-9]+)?) s")
 
@@ -133,6 +133,7 @@ def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str
         "argv": pgconn.redact_argv([os.path.basename(program)] + args),
         "progress_interval": parsed.progress_interval, "hostname": socket.gethostname(),
         "pgbench_version": pgbench_version(resolved, env), "started_at": time.time(),
+        "sql_statements_per_transaction": sql_statements_per_transaction(parsed),
         "stdout": "stdout.log", "stderr": "stderr.log",
     }
     meta.update(describe_server(env))
@@ -176,6 +177,7 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgben
         "argv": pgconn.redact_argv(["pgbench"] + list(pgbench_args)) if pgbench_args else None,
         "progress_interval": interval or parsed.progress_interval, "hostname": socket.gethostname(),
         "started_at": time.time(), "output": "output.log",
+        "sql_statements_per_transaction": sql_statements_per_transaction(parsed) if pgbench_args else None,
     }
     run.write_meta({k: v for k, v in meta.items() if v is not None})
     with open(run.file("output.log"), "wb") as saved:

@@ -49,3 +49,14 @@ def test_dsn_parsing_and_redaction(dsn):
 def test_redact_argv():
     argv = ["pgbench", "postgresql://u:hunter2@h/db", "host=h password=hunter2 dbname=x"]
     assert "hunter2" not in " ".join(pgconn.redact_argv(argv))
+
+
+def test_sql_statements_per_transaction():
+    from benchwatch.pgbench_args import count_sql_statements, sql_statements_per_transaction
+    assert sql_statements_per_transaction(parse_pgbench_args(["-c", "4"])) == 7
+    assert sql_statements_per_transaction(parse_pgbench_args(["-S"])) == 1
+    assert sql_statements_per_transaction(parse_pgbench_args(["-b", "tpcb@2", "-b", "select-only@1"])) == 5
+    script = "\\set aid random(1, 10)\nBEGIN;\nSELECT *\n  FROM t\n WHERE a = :aid;\nSELECT 1 \\gset\nEND;\n"
+    assert count_sql_statements(script) == 4
+    files = {"a.sql": script}
+    assert sql_statements_per_transaction(parse_pgbench_args(["-f", "a.sql"]), read_file=files.__getitem__) == 4

@@ -29,6 +29,8 @@ FILE_ORDER = ("stderr.log", "output.log", "stdout.log")
 
 def info_labels(meta: dict) -> dict[str, str]:
     labels = parse_pgbench_args(meta.get("argv", [])[1:]).info_labels() if meta.get("argv") else {}
+    if meta.get("argv"):
+        labels["args"] = " ".join(meta["argv"][1:])  # already without passwords (see watch.py)
     labels.update({k: str(v) for k, v in (meta.get("info") or {}).items()})
     for key in ("pgbench_version", "server_version", "scale", "mode", "hostname"):
         if meta.get(key) is not None:
@@ -42,7 +44,8 @@ class RunFollower:
         meta = run.read_meta()
         self.model = RunModel(run.run_id, info_labels=info_labels(meta),
                               interval_s=meta.get("progress_interval"),
-                              start_epoch=meta.get("clock_start_epoch"))
+                              start_epoch=meta.get("clock_start_epoch"),
+                              sql_statements=meta.get("sql_statements_per_transaction"))
         self.followers = {name: LineFollower(run.file(name)) for name in FILE_ORDER}
         self.done = False
 
