@@ -256,12 +256,14 @@ class Stack:
         return component == "postgres" and procs.process_alive(getattr(self, "_pg_popen_pid", None))
 
     def _log_tail(self, component: str, lines: int = 3) -> str:
+        """The most telling lines of a component's log: its errors if it logged any, else the last lines."""
         try:
             with open(self.log_file(component), encoding="utf-8", errors="replace") as f:
-                tail = [l.strip() for l in f.readlines()[-lines:] if l.strip()]
-            return " | ".join(tail) or "no output"
+                all_lines = [l.strip() for l in f.readlines()[-200:] if l.strip()]
         except FileNotFoundError:
             return "no log"
+        errors = [l for l in all_lines if "level=error" in l or "ERROR" in l or "FATAL" in l]
+        return " | ".join((errors or all_lines)[-lines:]) or "no output"
 
     def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
                user: str | None = None) -> int:

@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Generates the Grafana dashboards in this folder; the JSON files are committed.
+
+    .venv/bin/python dashboards/generate.py          # rewrite dashboards/*.json
+    .venv/bin/python dashboards/generate.py --check  # exit 1 if a committed file differs (CI)
+
+Every panel has a title, a description and a unit, takes its datasource from the
+`datasource` variable (default: the provisioned uid below), and rates over
+$__rate_interval.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATASOURCE_UID = "benchwatch-prometheus"
+DS = {"type": "prometheus", "uid": "${datasource}"}
+RUN = 'run_id="$run_id"'
+
+UIDS = {"run": "benchwatch-pgbench-run", "host": "benchwatch-host-io", "checkpoints": "benchwatch-checkpoints-wal"}
+
+# One colour per checkpoint reason, so a dip's cause reads at a glance.
+CHECKPOINT_REASONS = [
+    ("time", 'reason=~"time.*"', "#5794F2"),
+    ("wal", 'reason=~"(wal|xlog).*"', "#FF9830"),
+    ("requested", 'reason=~"(immediate|force|wait).*"', "#F2495C"),
+    ("shutdown / recovery", 'reason=~"(shutdown|end-of-recovery).*"', "#B877D9"),
+]
+
+
+class Layout:
+    """Places panels left to right in rows of 24 columns."""
+
+    def __init__(self):
+        self.x = self.y = self.row_h = 0
+        self.next_id = 1
+
+    def place(self, w: int, h: int) -> dict:
+        if self.x + w > 24:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+        pos = {"x": self.x, "y": self.y, "w": w, "h": h}
+        self.x += w
+        self.row_h = max(self.row_h, h)
+        return pos
+
+    def new_row(self) -> None:
+        if self.x:
+            self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
+
+    def take_id(self) -> int:
+        self.next_id += 1
+        return self.next_id - 1
+
+
+def target(expr: str, legend: str = "", ref: str = "A", instant: bool = False, fmt: str = "time_series") -> dict:
+    t = {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend, "format": fmt}
+    if instant:
+        t.update({"instant": True, "range": False})
+    else:
+        t.update({"range": True, "instant": False})
+    return t
+
+
+def targets(*specs) -> list[dict]:
+    return [target(*spec) if isinstance(spec, tuple) else spec for spec in specs]
+
+
+def timeseries(layout: Layout, title: str, description: str, unit: str, tgts: list[dict], w: int = 12, h: int = 8,
+               overrides: list | None = None, stack: bool = False, min_zero: bool = True) -> dict:
+    for i, t in enumerate(tgts):
+        t["refId"] = chr(ord("A") + i)
+    defaults = {"unit": unit, "custom": {"lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
+                                         "spanNulls": False, "stacking": {"mode": "normal" if stack else "none"}}}
+    if min_zero:
+        defaults["min"] = 0
+    return {
+        "id": layout.take_id(), "type": "timeseries", "title": title, "description": description,
+        "datasource": DS, "gridPos": layout.place(w, h), "targets": tgts,
+        "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
+        "options": {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+                    "tooltip": {"mode": "multi", "sort": "none"}},
+    }
+
+
+def stat(layout: Layout, title: str, description: str, unit: str, expr: str, w: int = 4, h: int = 4,
+         decimals: int | None = 1) -> dict:
+    defaults = {"unit": unit, "color": {"mode": "thresholds"},
+                "thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}]}}
+    if decimals is not None:
+        defaults["decimals"] = decimals
+    return {
+        "id": layout.take_id(), "type": "stat", "title": title, "description": description, "datasource": DS,
+        "gridPos": layout.place(w, h), "targets": [target(expr, instant=True)],
+        "fieldConfig": {"defaults": defaults, "overrides": []},
+        "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
+                    "colorMode": "value", "graphMode": "none", "textMode": "value", "justifyMode": "auto"},
+    }
+
+
+def table(layout: Layout, title: str, description: str, unit: str, expr: str, rename: dict, w: int = 24, h: int = 10) -> dict:
+    return {
+        "id": layout.take_id(), "type": "table", "title": title, "description": description, "datasource": DS,
+        "gridPos": layout.place(w, h), "targets": [target(expr, instant=True, fmt="table")],
+        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
+        "options": {"showHeader": True, "sortBy": [{"displayName": "latency", "desc": True}]},
+        "transformations": [{"id": "organize", "options": {
+            "excludeByName": {"Time": True, "__name__": True, "run_id": True},
+            "renameByName": rename}}],
+    }
+
+
+def checkpoint_annotations(extra_selector: str = "") -> list[dict]:
+    """One region per checkpoint, edges at the server log's timestamps, coloured by reason."""
+    out = []
+    for name, selector, colour in CHECKPOINT_REASONS:
+        out.append({
+            "name": f"Checkpoints: {name}", "datasource": DS, "enable": True, "iconColor": colour,
+            "expr": f"pg_checkpoint_in_progress{{{selector}{extra_selector}}} == 1", "step": "1s",
+            "titleFormat": "checkpoint ({{reason}})",
+            "textFormat": "{{kind}} {{reason}}",
+            "tagKeys": "reason", "useValueForTime": False,
+        })
+    return out
+
+
+def run_annotation() -> dict:
+    return {
+        "name": "pgbench run", "datasource": DS, "enable": True, "iconColor": "#73BF69",
+        "expr": f'pgbench_run_info{{{RUN}}} and on(run_id) (pgbench_running{{{RUN}}} == 1)', "step": "1s",
+        "titleFormat": "pgbench run {{run_id}}", "textFormat": "pgbench {{args}}", "tagKeys": "script,clients",
+        "useValueForTime": False,
+    }
+
+
+def datasource_variable() -> dict:
+    return {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
+            "current": {"selected": True, "text": DATASOURCE_UID, "value": DATASOURCE_UID}, "hide": 0,
+            "refresh": 1, "regex": "", "options": []}
+
+
+# Newest first, labelled "run_id — script, N clients, scale S".
+RUN_PICKER_EXPR = (
+    'sort_desc(label_replace(label_join('
+    'last_over_time(pgbench_run_start_timestamp_seconds[$__range]) * on(run_id) group_left(script, clients, scale) '
+    'last_over_time(pgbench_run_info[$__range]), '
+    '"display", "|", "run_id", "script", "clients", "scale"), '
+    '"display", "$1 — $2, $3 clients, scale $4", "display", "([^|]*)\\\\|([^|]*)\\\\|([^|]*)\\\\|(.*)"))'
+)
+
+
+def run_variable() -> dict:
+    return {"name": "run_id", "label": "Run", "type": "query", "datasource": DS,
+            "definition": f"query_result({RUN_PICKER_EXPR})",
+            "query": {"query": f"query_result({RUN_PICKER_EXPR})", "refId": "run_id"},
+            "regex": '/display="(?<text>[^"]*)".*run_id="(?<value>[^"]*)"/',
+            "refresh": 2, "sort": 0, "hide": 0, "multi": False, "includeAll": False, "options": [], "current": {}}
+
+
+def links() -> list[dict]:
+    return [{"title": "benchwatch dashboards", "type": "dashboards", "tags": ["benchwatch"], "asDropdown": False,
+             "includeVars": True, "keepTime": True, "targetBlank": False, "icon": "external link"}]
+
+
+def dashboard(uid: str, title: str, description: str, panels: list[dict], variables: list[dict],
+              annotations: list[dict]) -> dict:
+    builtin = {"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "enable": True, "hide": True,
+               "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts", "type": "dashboard"}
+    return {
+        "uid": uid, "title": title, "description": description, "tags": ["benchwatch"], "editable": True,
+        "schemaVersion": 39, "version": 1, "refresh": "5s", "timezone": "", "graphTooltip": 1,
+        "time": {"from": "now-15m", "to": "now"}, "timepicker": {"refresh_intervals": ["1s", "5s", "10s", "30s", "1m"]},
+        "templating": {"list": variables}, "annotations": {"list": [builtin] + annotations},
+        "links": links(), "panels": panels,
+    }
+
+
+def pgbench_run() -> dict:
+    L = Layout()
+    tps = f"pgbench_progress_tps{{{RUN}}}"
+    server_tps = ('sum(rate(pg_stat_database_xact_commit{datname!~"template.*"}[$__rate_interval]) '
+                  '+ rate(pg_stat_database_xact_rollback{datname!~"template.*"}[$__rate_interval]))')
+    median = f"quantile_over_time(0.5, {tps}[$__range] @ end())"
+    panels = [
+        timeseries(L, "TPS", "pgbench's own TPS, one point per progress line at pgbench's time (0 while the run is stalled), "
+                   "and commits+rollbacks per second counted by the server (pg_stat_database). Shaded regions are checkpoints, "
+                   "coloured by reason; the green region is the run, with its pgbench arguments.",
+                   "reqps", targets((tps, "pgbench TPS"), (server_tps, "server commits+rollbacks/s")), w=24, h=10),
+    ]
+    L.new_row()
+    panels += [
+        stat(L, "TPS mean", "Mean of pgbench's TPS over the selected time range.", "reqps", f"avg_over_time({tps}[$__range])"),
+        stat(L, "TPS min", "Lowest TPS over the selected range.", "reqps", f"min_over_time({tps}[$__range])"),
+        stat(L, "TPS max", "Highest TPS over the selected range.", "reqps", f"max_over_time({tps}[$__range])"),
+        stat(L, "TPS stddev", "Standard deviation of TPS over the selected range.", "reqps", f"stddev_over_time({tps}[$__range])"),
+        stat(L, "TPS coefficient of variation", "Stddev / mean of TPS over the selected range: 0 is perfectly steady.",
+             "percentunit", f"stddev_over_time({tps}[$__range]) / avg_over_time({tps}[$__range])", decimals=2),
+        stat(L, "Seconds below 50% of median", "How many seconds of the selected range TPS stayed under half its median: "
+             "the stalls and deep dips.", "s",
+             f"sum_over_time(({tps} < bool 0.5 * scalar({median}))[$__range:1s])", decimals=0),
+    ]
+    L.new_row()
+    panels += [
+        timeseries(L, "Statements per second (QPS)", "TPS times the SQL statements per transaction of the run's scripts "
+                   "(BEGIN and END count; backslash meta-commands do not).", "reqps",
+                   targets((f"{tps} * on(run_id) pgbench_script_sql_statements{{{RUN}}}", "statements/s"))),
+        timeseries(L, "Latency", "Average and stddev per progress interval as pgbench printed them; p50/p95/p99 from the "
+                   "per-transaction log histogram when the run uses -l.", "s", targets(
+                       (f"pgbench_progress_latency_seconds{{{RUN}}}", "average"),
+                       (f"pgbench_progress_latency_stddev_seconds{{{RUN}}}", "stddev"),
+                       (f'histogram_quantile(0.5, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p50"),
+                       (f'histogram_quantile(0.95, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p95"),
+                       (f'histogram_quantile(0.99, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p99"))),
+    ]
+    L.new_row()
+    panels += [
+        timeseries(L, "Failed, skipped and retried transactions", "Per second: failed (pgbench 15+ serialization/deadlock "
+                   "failures), skipped for being late (-R with -L), retried (--max-tries).", "reqps", targets(
+                       (f"rate(pgbench_failed_transactions_total{{{RUN}}}[$__rate_interval])", "failed/s"),
+                       (f"rate(pgbench_skipped_transactions_total{{{RUN}}}[$__rate_interval])", "skipped/s"),
+                       (f"rate(pgbench_retried_transactions_total{{{RUN}}}[$__rate_interval])", "retried/s")), w=8),
+        timeseries(L, "Aborted clients", "Clients that aborted so far; pgbench goes on with the others, so TPS drops without an error.",
+                   "short", targets((f"pgbench_aborted_clients_total{{{RUN}}}", "aborted clients")), w=8),
+        timeseries(L, "Schedule lag", "With -R: how late transactions started compared with their schedule; growing lag "
+                   "means the server cannot keep up with the target rate.", "s",
+                   targets((f"pgbench_progress_lag_seconds{{{RUN}}}", "lag")), w=8),
+    ]
+    L.new_row()
+    panels.append(table(L, "Per-statement latency", "Average latency of each script statement from pgbench -r, reported at the "
+                        "end of the run, with failures and retries on pgbench 15+.", "s",
+                        f"pgbench_statement_latency_seconds{{{RUN}}}",
+                        {"script": "script", "statement": "statement", "Value": "latency"}))
+    return dashboard(UIDS["run"], "pgbench run", "One pgbench run: TPS curve with checkpoint regions, latency, failures.",
+                     panels, [datasource_variable(), run_variable()], checkpoint_annotations() + [run_annotation()])
+
+
+GENERATORS = {"pgbench-run.json": pgbench_run}
+
+
+def render_all() -> dict[str, str]:
+    return {name: json.dumps(fn(), indent=2, sort_keys=True) + "\n" for name, fn in GENERATORS.items()}
+
+
+def main(argv: list[str]) -> int:
+    rendered = render_all()
+    if "--check" in argv:
+        stale = []
+        for name, text in rendered.items():
+            path = os.path.join(HERE, name)
+            if not os.path.exists(path) or open(path, encoding="utf-8").read() != text:
+                stale.append(name)
+        if stale:
+            print("dashboards out of date, run dashboards/generate.py: " + ", ".join(stale), file=sys.stderr)
+            return 1
+        return 0
+    for name, text in rendered.items():
+        with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
