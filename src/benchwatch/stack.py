@@ -29,7 +29,7 @@ from typing import Callable
 from benchwatch import pgconn, procs
 from benchwatch.config import LISTEN_HOST, REPO_ROOT, Config
 
-COMPONENTS = ("postgres", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "benchwatch_exporter")
+COMPONENTS = ("postgres", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "benchwatch_exporter", "grafana")
 
 # Embedded server settings: checkpoints often enough that a one-minute demo shows them.
 PG_SETTINGS = {
@@ -57,6 +57,7 @@ PACKAGES = {
     "alertmanager": "prometheus-alertmanager",
     "node_exporter": "prometheus-node-exporter",
     "postgres_exporter": "prometheus-postgres-exporter",
+    "grafana": "grafana (not in Debian: see docker-compose.yml)",
 }
 BINARIES = {
     "prometheus": "prometheus",
@@ -81,7 +82,13 @@ def pg_bindir() -> str | None:
     return os.path.dirname(which) if which else None
 
 
+def grafana_binary() -> str | None:
+    return shutil.which("grafana") or shutil.which("grafana-server")
+
+
 def binary(component: str) -> str | None:
+    if component == "grafana":
+        return grafana_binary()
     if component == "postgres":
         bindir = pg_bindir()
         return os.path.join(bindir, "postgres") if bindir else None
@@ -111,7 +118,9 @@ class Stack:
         return not self.external_dsn()
 
     def components(self) -> list[str]:
-        return [c for c in COMPONENTS if c != "postgres" or self.embedded_pg]
+        """What this stack runs: the embedded server unless a DSN was given; Grafana only where installed."""
+        return [c for c in COMPONENTS
+                if (c != "postgres" or self.embedded_pg) and (c != "grafana" or grafana_binary() is not None)]
 
     # -- connection -------------------------------------------------------------
 
@@ -177,6 +186,7 @@ class Stack:
             "node_exporter": base + "/metrics",
             "postgres_exporter": base + "/metrics",
             "benchwatch_exporter": base + "/healthz",
+            "grafana": base + "/api/health",
         }.get(component)
 
     def healthy(self, component: str) -> bool:
@@ -188,7 +198,7 @@ class Stack:
     def status(self) -> dict:
         components = {}
         for c in COMPONENTS:
-            if c == "postgres":
+            if c == "postgres" or (c == "grafana" and c not in self.components()):
                 continue
             components[c] = {"url": self.cfg.url(c), "port": self.cfg.ports[c], "pid": self.pid(c),
                              "healthy": self.healthy(c), "log_file": self.log_file(c)}
@@ -197,11 +207,12 @@ class Stack:
         if self.embedded_pg:
             pg.update({"pid": self.pid("postgres"), "port": self.cfg.ports["postgres"],
                        "healthy": self.healthy("postgres"), "data_dir": self.path("pg", "data")})
-        grafana = shutil.which("grafana-server") or shutil.which("grafana")
+        grafana = grafana_binary()
         return {"state_dir": self.cfg.state_dir, "postgres": pg, "components": components,
                 "runs_dir": self.cfg.runs_dir,
                 "grafana": {"installed": bool(grafana),
-                            "hint": None if grafana else "Grafana is not installed here: use docker-compose (docker-compose.yml) or your own Grafana with grafana/provisioning/"}}
+                            "hint": None if grafana else "Grafana is not installed: put grafana-server (or grafana) on the PATH "
+                                    "and run up again, or use docker-compose.yml, or point your own Grafana at grafana/provisioning/"}}
 
     # -- up ---------------------------------------------------------------------
 
@@ -433,6 +444,31 @@ class Stack:
         if self.embedded_pg:
             argv.append(f"--server-log={self.log_file('postgres')}")
         self._spawn("benchwatch_exporter", argv, env=env)
+
+    def _start_grafana(self) -> None:
+        # Configured entirely through GF_* variables so no grafana.ini is copied;
+        # the provisioning files are the ones docker-compose mounts.
+        password = os.environ.get("BENCHWATCH_GRAFANA_ADMIN_PASSWORD") or self._read_secret("grafana_admin_password")
+        if not password:
+            password = secrets.token_urlsafe(18)
+            self._write_secret("grafana_admin_password", password)
+        exe = grafana_binary()
+        home = os.environ.get("BENCHWATCH_GRAFANA_HOME") or os.path.dirname(os.path.dirname(os.path.realpath(exe)))
+        if not os.path.exists(os.path.join(home, "conf", "defaults.ini")):
+            home = "/usr/share/grafana"
+        data = self.path("grafana")
+        os.makedirs(data, exist_ok=True)
+        env = dict(self._base_env(),
+                   GF_SECURITY_ADMIN_PASSWORD=password, GF_USERS_ALLOW_SIGN_UP="false",
+                   GF_ANALYTICS_REPORTING_ENABLED="false", GF_ANALYTICS_CHECK_FOR_UPDATES="false",
+                   GF_SERVER_HTTP_ADDR=LISTEN_HOST, GF_SERVER_HTTP_PORT=str(self.cfg.ports["grafana"]),
+                   GF_PATHS_DATA=os.path.join(data, "data"), GF_PATHS_LOGS=os.path.join(data, "logs"),
+                   GF_PATHS_PLUGINS=os.path.join(data, "plugins"),
+                   GF_PATHS_PROVISIONING=os.path.join(REPO_ROOT, "grafana", "provisioning"),
+                   BENCHWATCH_PROMETHEUS_URL=self.cfg.url("prometheus"),
+                   BENCHWATCH_DASHBOARDS_DIR=os.path.join(REPO_ROOT, "dashboards"))
+        argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
+        self._spawn("grafana", argv + [f"--homepath={home}"], env=env)
 
     # -- down -------------------------------------------------------------------
 
