@@ -94,19 +94,70 @@ def _tool_version(argv: list[str], env: dict[str, str]) -> str | None:
     return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
 
 
-def describe_server(env: dict[str, str]) -> dict[str, str]:
-    """Server version and pgbench scale, best effort (a few ms; never blocks the run for long)."""
+# Settings that explain a TPS curve: checkpoint spacing, cache size, WAL volume.
+SETTINGS = ("shared_buffers", "max_wal_size", "min_wal_size", "checkpoint_timeout", "checkpoint_completion_target",
+            "wal_buffers", "full_page_writes", "synchronous_commit", "fsync", "wal_compression", "work_mem",
+            "effective_io_concurrency", "bgwriter_lru_maxpages", "max_connections", "data_checksums")
+
+
+def describe_server(env: dict[str, str]) -> dict:
+    """Server version, pgbench scale and settings, best effort (a few ms; never blocks the run for long)."""
     psql = shutil.which("psql", path=env.get("PATH"))
     if not psql:
         return {}
-    out: dict[str, str] = {}
-    version = _tool_version([psql, "-X", "-Atqc", "SHOW server_version", "--set=connect_timeout=3"], env)
-    if version:
-        out["server_version"] = version.split()[0]
+    env = dict(env, PGCONNECT_TIMEOUT=env.get("PGCONNECT_TIMEOUT", "3"))
+    out: dict = {}
+    names = ",".join(f"'{n}'" for n in SETTINGS)
+    rows = _tool_version([psql, "-X", "-Atq", "-F", "\t", "-c",
+                          f"SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings WHERE name IN ({names}) "
+                          "UNION ALL SELECT 'server_version', current_setting('server_version') ORDER BY 1"], env)
+    settings = dict(line.split("\t", 1) for line in (rows or "").splitlines() if "\t" in line)
+    if "server_version" in settings:
+        out["server_version"] = settings.pop("server_version").split()[0]
+    if settings:
+        out["settings"] = settings
     scale = _tool_version([psql, "-X", "-Atqc", "SELECT count(*) FROM pgbench_branches"], env)
     if scale and scale.isdigit():
         out["scale"] = scale
     return out
+
+
+def describe_host() -> dict:
+    """CPU, memory and block devices of the machine pgbench runs on."""
+    host: dict = {"cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), None)
+        if model:
+            host["cpu_model"] = model
+        with open("/proc/meminfo", encoding="ascii", errors="replace") as f:
+            total_kb = int(next(l.split()[1] for l in f if l.startswith("MemTotal:")))
+        host["memory_bytes"] = total_kb * 1024
+    except (OSError, StopIteration, ValueError):
+        pass
+    disks = []
+    for name in sorted(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else []:
+        if name.startswith(("loop", "ram", "zram")):
+            continue
+        base = os.path.join("/sys/block", name)
+
+        def read(rel: str) -> str | None:
+            try:
+                with open(os.path.join(base, rel), encoding="ascii", errors="replace") as f:
+                    return f.read().strip()
+            except OSError:
+                return None
+
+        size = read("size")
+        disks.append({"name": name, "size_bytes": int(size) * 512 if size and size.isdigit() else None,
+                      "rotational": read("queue/rotational") == "1", "model": read("device/model"),
+                      "scheduler": read("queue/scheduler")})
+    host["disks"] = disks
+    try:
+        host["kernel"] = os.uname().release
+    except AttributeError:
+        pass
+    return host
 
 
 def pgbench_version(pgbench: str, env: dict[str, str]) -> str | None:
@@ -137,6 +188,7 @@ def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str
         "stdout": "stdout.log", "stderr": "stderr.log",
     }
     meta.update(describe_server(env))
+    meta["host"] = describe_host()
     run.write_meta(meta)
     if on_start:
         on_start(run)

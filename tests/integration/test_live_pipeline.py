@@ -262,3 +262,13 @@ def test_no_password_in_logs_argv_or_runs(live_stack):
     for name in live_stack.stack.components():
         pid = live_stack.stack.pid(name)
         assert password not in " ".join(procs.process_cmdline(pid)), name
+
+
+def test_run_metadata_describes_server_and_host(live_stack):
+    r = live_stack.benchwatch("run", "--", "pgbench", "-n", "-T", "1")
+    assert r.returncode == 0, r.stderr
+    meta = json.load(open(os.path.join(live_stack.state_dir, "runs", run_id_of(r.stderr), "meta.json")))
+    assert meta["settings"]["max_wal_size"] == "64 MB" and meta["settings"]["checkpoint_timeout"] == "30 s"
+    assert meta["settings"]["shared_buffers"].endswith("8kB")
+    assert meta["host"]["cpus"] == os.cpu_count() and meta["host"]["memory_bytes"] > 0
+    assert any(d["name"] for d in meta["host"]["disks"])
