@@ -27,7 +27,7 @@ CHECKPOINT_REASONS = [
     ("time", 'reason=~"time.*"', "#5794F2"),
     ("wal", 'reason=~"(wal|xlog).*"', "#FF9830"),
     ("requested", 'reason=~"(immediate|force|wait).*"', "#F2495C"),
-    ("shutdown / recovery", 'reason=~"(shutdown|end-of-recovery).*"', "#B877D9"),
+    ("other", 'reason!~"(time|wal|xlog|immediate|force|wait).*"', "#B877D9"),  # shutdown, end-of-recovery
 ]
 
 

@@ -113,35 +113,30 @@ def cmd_import(args: argparse.Namespace) -> int:
     from benchwatch.remote_write import RemoteWriteError, RemoteWriter
     from benchwatch.run_model import METRICS
 
-    path = args.file
-    if os.path.isdir(path):  # a run directory: its saved output
-        candidates = [os.path.join(path, n) for n in ("output.log", "stderr.log")]
-        sources = [c for c in candidates if os.path.exists(c)]
-        data = b"".join(open(p, "rb").read() for p in sources + [os.path.join(path, "stdout.log")] if os.path.exists(p))
-    else:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            say(f"cannot read {path}: {e.strerror}")
-            return 2
+    try:
+        data, recorded_start = importer.read_source(args.file)
+    except OSError as e:
+        say(f"cannot read {args.file}: {e.strerror or e}")
+        return 2
     if args.start:
         try:
             start = importer.parse_time(args.start)
         except ValueError:
             say(f"--start {args.start!r} is not a time: use RFC 3339 like 2016-01-06T10:00:00Z or Unix seconds")
             return 2
+    elif recorded_start is not None:
+        start = recorded_start
     else:
-        start, note = importer.default_start(path if not os.path.isdir(path) else sources[0], data)
+        start, note = importer.default_start(args.file, data)
         if note:
             say(note)
     run_id = args.run_id or runs.new_run_id(start)
     model, samples = importer.build_samples(data, run_id, start)
-    unparsed = model._counters["pgbench_exporter_unparsed_lines_total"]
+    counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
     if args.openmetrics:
         write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in METRICS.items()},
                           help={k: v[1] for k, v in METRICS.items()})
-        say(f"run {run_id}: {len(samples)} samples, {int(model._counters['pgbench_progress_lines_total'])} progress lines, {int(unparsed)} unparsed lines")
+        say(f"run {run_id}: {counts}")
         return 0
     stack = _stack(args)
     try:
@@ -149,9 +144,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     except (RemoteWriteError, OSError) as e:
         say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? ./benchwatch up)")
         return 1
-    run = importer.save_import(stack.cfg.runs_dir, run_id, path, data, start, model)
-    say(f"imported run {run_id}: {int(model._counters['pgbench_progress_lines_total'])} progress lines, "
-        f"{len(samples)} samples, {int(unparsed)} unparsed lines; saved in {run.path}")
+    run = importer.save_import(stack.cfg.runs_dir, run_id, args.file, data, start, model)
+    say(f"imported run {run_id}: {counts}; saved in {run.path}")
     print(run_id)
     return 0
 

@@ -86,6 +86,24 @@ def build_samples(data: bytes, run_id: str, start_epoch: float | None, *,
     return model, samples
 
 
+def read_source(path: str) -> tuple[bytes, float | None]:
+    """A saved output file, or a run directory (its raw files, and the clock start it recorded)."""
+    if not os.path.isdir(path):
+        with open(path, "rb") as f:
+            return f.read(), None
+    run = runs.RunDir(path)
+    names = ("output.log",) if os.path.exists(run.file("output.log")) else ("stderr.log", "stdout.log")
+    data = b""
+    for name in names:
+        if os.path.exists(run.file(name)):
+            with open(run.file(name), "rb") as f:
+                chunk = f.read()
+            data += chunk if chunk.endswith(b"\n") or not chunk else chunk + b"\n"
+    if not data:
+        raise FileNotFoundError(f"no pgbench output in {path}")
+    return data, run.read_meta().get("clock_start_epoch")
+
+
 def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:
     """Without --start: absolute progress timestamps need none; else the file's mtime minus the run length."""
     _, _, last_time = read_events(data.split(b"\n"))

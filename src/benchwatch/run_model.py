@@ -126,6 +126,14 @@ class RunModel:
         self._counters = {name: 0.0 for name in METRICS if name.endswith("_total")}
         self._transactions_exact = 0.0
 
+    @property
+    def progress_lines(self) -> int:
+        return int(self._counters["pgbench_progress_lines_total"])
+
+    @property
+    def unparsed_lines(self) -> int:
+        return int(self._counters["pgbench_exporter_unparsed_lines_total"])
+
     # -- inputs ---------------------------------------------------------------
 
     def feed_line(self, line: bytes | str, arrival_epoch: float | None = None) -> list[Sample]:

@@ -3,8 +3,10 @@ against the live Prometheus fed by a real run: none may error, none may come bac
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -57,12 +59,46 @@ def all_queries():
 QUERIES = all_queries()
 
 
+CHECKPOINT_START = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+ \w+) \[\d+\] LOG:  checkpoint starting: (.*)$")
+
+
+def logged_checkpoint_reasons(log_file: str, start: float, end: float) -> list[str]:
+    """Reasons of the checkpoints the server log shows starting in [start, end]: what the annotations must draw."""
+    reasons = []
+    with open(log_file, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = CHECKPOINT_START.match(line.rstrip("\n"))
+            if m:
+                stamp, zone = m.group(1).rsplit(" ", 1)
+                t = datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc).timestamp()
+                if start <= t <= end:
+                    reasons.append(m.group(2).strip())
+    return reasons
+
+
+def expected_to_have_data(live_stack, q, start: float, end: float) -> bool:
+    """Checkpoint annotations of one reason have data exactly when the server log has such checkpoints."""
+    m = re.search(r'reason(=~|!~)"([^"]*)"', q.expr)
+    if not m or not q.source.startswith("annotation"):
+        return True
+    matches = [re.fullmatch(m.group(2), r) is not None for r in logged_checkpoint_reasons(live_stack.stack.log_file("postgres"), start, end)]
+    return any(matches) if m.group(1) == "=~" else any(not x for x in matches)
+
+
 @pytest.mark.parametrize("name, q", QUERIES, ids=[f"{n}:{q.source}" for n, q in QUERIES])
 def test_query_returns_data(live_stack, observed_run, name, q):
     run_id, start, end = observed_run
     variables = {"run_id": run_id, "datasource": "benchwatch-prometheus"}
     result = gq.run_query(live_stack.prometheus, q, variables, start, end)
-    assert result, f"{name} {q.source}: no data for {gq.expand(q.expr, variables, end - start)}"
+    if expected_to_have_data(live_stack, q, start, end):
+        assert result, f"{name} {q.source}: no data for {gq.expand(q.expr, variables, end - start)}"
+    else:
+        assert not result, f"{name} {q.source}: data although the server log has no such checkpoint"
+
+
+def test_the_run_had_a_requested_checkpoint(live_stack, observed_run):
+    _, start, end = observed_run
+    assert "immediate force wait" in logged_checkpoint_reasons(live_stack.stack.log_file("postgres"), start, end)
 
 
 def test_run_picker_lists_the_run_newest_first(live_stack, observed_run):

@@ -131,3 +131,16 @@ def test_missing_binary_names_the_debian_package():
     finally:
         shutil.rmtree(state, ignore_errors=True)
         shutil.rmtree(bindir, ignore_errors=True)
+
+
+def test_import_of_a_run_directory_keeps_its_clock(live_stack):
+    r = live_stack.benchwatch("run", "--", "pgbench", "-n", "-T", "3")
+    assert r.returncode == 0, r.stderr
+    run_id = [l.split()[2].rstrip(":") for l in r.stderr.decode().splitlines() if l.startswith("benchwatch: run ")][0]
+    run_dir = os.path.join(live_stack.state_dir, "runs", run_id)
+    meta = json.load(open(os.path.join(run_dir, "meta.json")))
+    r = live_stack.benchwatch("import", run_dir, "--run-id", f"{run_id}-replayed")
+    assert r.returncode == 0, r.stderr
+    live = query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]')[0]["values"]
+    replayed = query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}-replayed"}}[1h]')[0]["values"]
+    assert replayed == live and meta["clock_start_epoch"]
