@@ -18,6 +18,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from benchwatch.exporter import COLLECTORS
+from benchwatch.exporter.checkpoints import CheckpointCollector
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
 from benchwatch.remote_write import BufferedRemoteWriter
 
@@ -73,6 +74,10 @@ class Exporter:
             runs = PgbenchRunsCollector(runs_dir, self.writer.enqueue, clock=clock)
             self.pollers.append(runs)
             self.registry.register(LockedCollector(runs, self.lock))
+        if enabled["checkpoints"] and server_log:
+            checkpoints = CheckpointCollector(server_log, self.writer.enqueue, clock=clock)
+            self.pollers.append(checkpoints)
+            self.registry.register(LockedCollector(checkpoints, self.lock))
         self.registry.register(WriterStats(self.writer))
         self.server_log = server_log
 
