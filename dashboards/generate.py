@@ -248,7 +248,107 @@ def pgbench_run() -> dict:
                      panels, [datasource_variable(), run_variable()], checkpoint_annotations() + [run_annotation()])
 
 
-GENERATORS = {"pgbench-run.json": pgbench_run}
+def device_variable() -> dict:
+    return {"name": "device", "label": "Device", "type": "query", "datasource": DS,
+            "definition": "label_values(instance_device:node_disk_io_time_seconds:rate1s, device)",
+            "query": {"query": "label_values(instance_device:node_disk_io_time_seconds:rate1s, device)", "refId": "device"},
+            "regex": "", "refresh": 2, "sort": 1, "hide": 0, "multi": True, "includeAll": True,
+            "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "options": []}
+
+
+def host_io() -> dict:
+    """iostat -x 1 as time series, with the run's checkpoint regions."""
+    L = Layout()
+    dev = 'device=~"$device"'
+
+    def per_device(rule: str, legend: str) -> tuple:
+        return (f"instance_device:{rule}{{{dev}}}", f"{{{{device}}}} {legend}")
+
+    panels = [
+        timeseries(L, "Requests per second (r/s, w/s)", "Read and write requests completed per second per device, "
+                   "as iostat -x prints r/s and w/s.", "iops",
+                   targets(per_device("node_disk_reads_completed:rate1s", "r/s"),
+                           per_device("node_disk_writes_completed:rate1s", "w/s"))),
+        timeseries(L, "Throughput (rkB/s, wkB/s)", "Bytes read and written per second per device (iostat rkB/s and "
+                   "wkB/s, in bytes).", "Bps",
+                   targets(per_device("node_disk_read_bytes:rate1s", "read"),
+                           per_device("node_disk_written_bytes:rate1s", "written"))),
+        timeseries(L, "Wait per request (r_await, w_await)", "Average time a read or write request took, queueing "
+                   "included (iostat r_await/w_await). Climbing await while TPS dips points at the disk.", "s",
+                   targets(per_device("node_disk_read_await_seconds:mean1s", "r_await"),
+                           per_device("node_disk_write_await_seconds:mean1s", "w_await"))),
+        timeseries(L, "Utilisation (%util)", "Share of time the device had requests in flight (iostat %util); near 100% "
+                   "on a single disk means saturated, less meaningful for SSD/NVMe with parallel queues.", "percentunit",
+                   targets(per_device("node_disk_io_time_seconds:rate1s", "%util"))),
+        timeseries(L, "Average request size (rareq-sz, wareq-sz)", "Average size of read and write requests "
+                   "(iostat rareq-sz/wareq-sz, in bytes): checkpoints write large sorted requests, backends small ones.",
+                   "bytes", targets(per_device("node_disk_read_request_size_bytes:mean1s", "read"),
+                                    per_device("node_disk_write_request_size_bytes:mean1s", "write"))),
+        timeseries(L, "Queue size (aqu-sz)", "Average number of requests queued or in service (iostat aqu-sz).", "short",
+                   targets(per_device("node_disk_io_time_weighted_seconds:rate1s", "aqu-sz"))),
+    ]
+    L.new_row()
+    panels.append(timeseries(L, "CPU (avg-cpu)", "Machine-wide CPU as iostat's avg-cpu line: %user, %system (irq and "
+                             "softirq included), %iowait, %idle.", "percentunit", targets(
+                                 ("instance:node_cpu_user:ratio1s", "%user"), ("instance:node_cpu_system:ratio1s", "%system"),
+                                 ("instance:node_cpu_iowait:ratio1s", "%iowait"), ("instance:node_cpu_idle:ratio1s", "%idle")),
+                             w=24, stack=True))
+    return dashboard(UIDS["host"], "Host I/O", "The iostat -x view per device and CPU, with the same checkpoint regions.",
+                     panels, [datasource_variable(), run_variable(), device_variable()],
+                     checkpoint_annotations() + [run_annotation()])
+
+
+def checkpoints_wal() -> dict:
+    L = Layout()
+    panels = [
+        timeseries(L, "Checkpoints per minute: timed vs requested", "Timed checkpoints come from checkpoint_timeout; "
+                   "requested ones from max_wal_size running out (or CHECKPOINT). Mostly requested means max_wal_size is "
+                   "too small for the write rate.", "short", targets(
+                       ("instance:pg_checkpoints_timed:rate1m * 60", "timed/min"),
+                       ("instance:pg_checkpoints_requested:rate1m * 60", "requested/min"))),
+        timeseries(L, "Checkpoint write and sync time", "Write and sync phase of each checkpoint from the server log "
+                   "(log_checkpoints), at its end. A long sync stalls the disk for everyone.", "s", targets(
+                       ('pg_checkpoint_last_duration_seconds{phase="write"}', "write"),
+                       ('pg_checkpoint_last_duration_seconds{phase="sync"}', "sync"),
+                       ('pg_checkpoint_last_duration_seconds{phase="total"}', "total"))),
+    ]
+    L.new_row()
+    panels += [
+        timeseries(L, "Buffers written per second", "Who writes dirty shared buffers: the checkpointer, the background "
+                   "writer, or the backends themselves (the last one hurts latency).", "short", targets(
+                       ("instance:pg_checkpoint_buffers_written:rate1s", "checkpointer"),
+                       ("instance:pg_bgwriter_buffers_clean:rate1s", "bgwriter"),
+                       ("instance:pg_backend_buffers_written:rate1s", "backends")), stack=True),
+        timeseries(L, "WAL bytes per second", "WAL generated per second (pg_stat_wal). Right after a checkpoint it jumps: "
+                   "first changes to each page write a full-page image.", "Bps",
+                   targets(("instance:pg_wal_bytes:rate1s", "WAL"))),
+    ]
+    L.new_row()
+    panels += [
+        timeseries(L, "Full-page image ratio", "Full-page images per WAL record: high just after each checkpoint "
+                   "(full_page_writes), the WAL cost of checkpointing often.", "percentunit",
+                   targets(("instance:pg_wal_fpi_per_record:ratio1s", "FPI per record"))),
+        timeseries(L, "Checkpoint distance against max_wal_size", "WAL written since the last checkpoint's redo point, "
+                   "and the distance of each completed checkpoint, against max_wal_size; a requested checkpoint starts "
+                   "near max_wal_size / (1 + checkpoint_completion_target).", "bytes", targets(
+                       ("pg_control_checkpoint_wal_since_redo_bytes", "WAL since redo"),
+                       ("pg_checkpoint_last_distance_bytes", "last checkpoint distance"),
+                       ("pg_control_checkpoint_max_wal_size_bytes", "max_wal_size"))),
+    ]
+    L.new_row()
+    panels += [
+        timeseries(L, '"Checkpoints are occurring too frequently"', "Warnings the server logged (checkpoint_warning): "
+                   "checkpoints forced by WAL volume closer together than checkpoint_warning seconds.", "short",
+                   targets(("pg_checkpoints_too_frequent_total", "warnings so far")), w=12),
+        stat(L, "Checkpoints in range", "Checkpoints completed during the selected range, by reason, from the server log.",
+             "short", "sum by (reason) (increase(pg_checkpoints_completed_total[$__range]))", w=12, h=8, decimals=0),
+    ]
+    return dashboard(UIDS["checkpoints"], "Checkpoints & WAL", "Timed vs requested checkpoints, their cost, who writes "
+                     "buffers, WAL volume and full-page images.", panels, [datasource_variable(), run_variable()],
+                     checkpoint_annotations() + [run_annotation()])
+
+
+GENERATORS = {"pgbench-run.json": pgbench_run, "host-io.json": host_io, "checkpoints-wal.json": checkpoints_wal}
 
 
 def render_all() -> dict[str, str]:

@@ -85,7 +85,11 @@ def dashboard_queries(dash: dict) -> list[Query]:
             q = v.get("query")
             text = q.get("query") if isinstance(q, dict) else q
             m = re.fullmatch(r"query_result\((.*)\)", text or "", re.S)
-            out.append(Query(title, f"variable {v['name']}", m.group(1) if m else text, True))
+            lv = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", text or "", re.S)
+            if lv:  # Grafana asks for the label's values among the series matching the selector
+                out.append(Query(title, f"variable {v['name']}", lv.group(1), True, legend=lv.group(2)))
+            else:
+                out.append(Query(title, f"variable {v['name']}", m.group(1) if m else text, True))
     return out
 
 

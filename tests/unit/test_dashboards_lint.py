@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -48,8 +49,9 @@ def test_every_panel_is_complete(name):
         assert p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, where
         for t in p["targets"]:
             assert t["datasource"]["uid"] == "${datasource}", where
-            if "rate(" in t["expr"] or "increase(" in t["expr"]:
-                assert "[$__rate_interval]" in t["expr"], f"{where}: rate without $__rate_interval"
+            for window in re.findall(r"(?:rate|increase)\([^\[]*\[([^\]]+)\]", t["expr"]):
+                # Per-second curves use $__rate_interval; stats over the selected range use $__range.
+                assert window in ("$__rate_interval", "$__range"), f"{where}: rate over [{window}]"
     for a in dash["annotations"]["list"]:
         if a.get("builtIn"):
             continue
