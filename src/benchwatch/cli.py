@@ -212,6 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stack_options(p)
     p.add_argument("--duration", type=int, default=40, help="seconds of pgbench (default 40)")
     p.set_defaults(func=cmd_demo)
+    from benchwatch.snapshot.cli import register as register_snapshot
+    register_snapshot(sub, _add_stack_options, _stack)
     return parser
 
 
