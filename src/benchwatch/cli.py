@@ -140,7 +140,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         return 0
     stack = _stack(args)
     try:
-        RemoteWriter(stack.cfg.remote_write_url).send(samples)
+        RemoteWriter(stack.cfg.remote_write_url).send(samples + model.end_markers())
     except (RemoteWriteError, OSError) as e:
         say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? ./benchwatch up)")
         return 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -80,6 +81,13 @@ _SUMMARY_GAUGES = {
 }
 
 STALL_FACTOR = 1.5
+
+# Prometheus' staleness marker. Written after a run's last progress sample so the
+# curve ends with the run instead of running flat through the 5-minute lookback.
+STALE_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
+_ENDED_WITH_THE_RUN = ("pgbench_progress_tps", "pgbench_progress_latency_seconds",
+                       "pgbench_progress_latency_stddev_seconds", "pgbench_progress_lag_seconds",
+                       "pgbench_progress_stalled")
 
 _BUILTIN_NAMES = {"TPC-B (sort of)": "tpcb-like", "simple update": "simple-update", "select only": "select-only"}
 
@@ -214,6 +222,12 @@ class RunModel:
             out.append(self._set("pgbench_exit_code", float(exit_code), ts))
         out.extend(self._heartbeat(ts, running=0.0))
         return out
+
+    def end_markers(self) -> list[Sample]:
+        """For Prometheus only, after finish(): staleness markers that end the progress curves with the run."""
+        stale_ts = self._next_ts((self.last_ts_ms or 0) + 1)
+        return [Sample(name, labels, STALE_NAN, stale_ts)
+                for (name, labels) in self.values if name in _ENDED_WITH_THE_RUN]
 
     # -- internals ------------------------------------------------------------
 

@@ -116,6 +116,15 @@ def test_run_is_point_exact(live_stack):
     assert info["clients"] == "2" and info["threads"] == "2" and info["script"] == "tpcb-like" and info["scale"] == "2"
     summary_tps = float(re.search(rb"tps = ([0-9.]+)", r.stdout).group(1))
     assert raw_samples(live_stack, "pgbench_summary_tps", run_id)[-1][1] == pytest.approx(summary_tps)
+    # The curve ends with the run (staleness marker), not 5 minutes of flat line.
+    last = tps[-1][0]
+    assert query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}', last - 0.5)
+    assert procs.wait_until(lambda: time.time() > last + 2, 10, 0.1)
+    assert query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}', last + 2) == []
+    assert query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}}', last + 2)[0]["value"][1] == "0"
+    # The exporter keeps the run's other series in its directory, for snapshots without Prometheus.
+    series_dir = os.path.join(run_dir, "series")
+    assert procs.wait_until(lambda: os.path.isdir(series_dir) and any(n.endswith(".csv") for n in os.listdir(series_dir)), 30, 0.2)
 
 
 def test_pgbench_errors_and_exit_code_pass_through(live_stack):

@@ -70,6 +70,7 @@ class RunFollower:
                 if rest is not None:
                     out.extend(self.model.feed_line(rest, now))
             out.extend(self.model.finish(meta.get("ended_at", now), meta.get("exit_code")))
+            out.extend(self.model.end_markers())
             self.done = True
             try:
                 with open(self.run.file(INGESTED_MARKER), "w", encoding="ascii") as f:
@@ -85,9 +86,11 @@ class PgbenchRunsCollector:
     """Discovers runs in runs_dir, follows the live ones, exposes their latest values."""
 
     def __init__(self, runs_dir: str, sink: Callable[[list[Sample]], None],
-                 clock: Callable[[], float] = time.time, rescan_s: float = 0.5):
+                 clock: Callable[[], float] = time.time, rescan_s: float = 0.5,
+                 on_finished: Callable[[runs.RunDir], None] | None = None):
         self.runs_dir = runs_dir
         self.sink = sink
+        self.on_finished = on_finished
         self.clock = clock
         self.rescan_s = rescan_s
         self.following: dict[str, RunFollower] = {}
@@ -109,6 +112,8 @@ class PgbenchRunsCollector:
             if follower.done:
                 del self.following[run_id]
                 self.ended = (self.ended + [follower])[-KEEP_ENDED:]
+                if self.on_finished:
+                    self.on_finished(follower.run)
         return produced
 
     def _discover(self) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import queue
 import signal
 import threading
 import time
@@ -49,6 +50,44 @@ class WriterStats:
         yield g
 
 
+class RunArchiver:
+    """Saves each finished run's series into its run directory, so a later snapshot needs no Prometheus.
+
+    In a thread of its own: saving waits until Prometheus has scraped a few
+    seconds past the run, and the poll loop must not wait with it.
+    """
+
+    def __init__(self, prometheus_url: str):
+        self.prometheus_url = prometheus_url
+        self.queue: queue.Queue = queue.Queue()
+        self.saved = 0
+        self.failed = 0
+        threading.Thread(target=self._work, daemon=True, name="run-archiver").start()
+
+    def __call__(self, run) -> None:
+        self.queue.put(run)
+
+    def _work(self) -> None:
+        from benchwatch.snapshot import save_run_series
+
+        while True:
+            run = self.queue.get()
+            try:
+                save_run_series(run.path, self.prometheus_url)
+                self.saved += 1
+            except Exception:  # Prometheus away, a run without data: the raw output is still there
+                self.failed += 1
+                log.exception("could not save the series of run %s", run.run_id)
+
+    def collect(self):
+        c = CounterMetricFamily("benchwatch_exporter_run_series_saved", "Finished runs whose series were saved to their run directory.")
+        c.add_metric([], self.saved)
+        yield c
+        c = CounterMetricFamily("benchwatch_exporter_run_series_save_failures", "Finished runs whose series could not be saved.")
+        c.add_metric([], self.failed)
+        yield c
+
+
 class LockedCollector:
     """Serialises a collector's collect() with the poll loop that mutates it."""
 
@@ -63,7 +102,7 @@ class LockedCollector:
 class Exporter:
     def __init__(self, *, runs_dir: str, remote_write_url: str, server_log: str | None = None,
                  collectors: dict[str, bool] | None = None, clock: Callable[[], float] = time.time,
-                 registry: CollectorRegistry | None = None):
+                 registry: CollectorRegistry | None = None, archive_runs: bool = True):
         enabled = dict.fromkeys(COLLECTORS, True)
         enabled.update(collectors or {})
         self.registry = registry or CollectorRegistry()
@@ -71,7 +110,11 @@ class Exporter:
         self.lock = threading.Lock()
         self.pollers = []
         if enabled["pgbench_runs"]:
-            runs = PgbenchRunsCollector(runs_dir, self.writer.enqueue, clock=clock)
+            archiver = None
+            if archive_runs and remote_write_url.endswith("/api/v1/write"):
+                archiver = RunArchiver(remote_write_url[:-len("/api/v1/write")])
+                self.registry.register(archiver)
+            runs = PgbenchRunsCollector(runs_dir, self.writer.enqueue, clock=clock, on_finished=archiver)
             self.pollers.append(runs)
             self.registry.register(LockedCollector(runs, self.lock))
         if enabled["checkpoints"] and server_log:
