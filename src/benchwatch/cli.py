@@ -90,7 +90,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"(start the stack with ./benchwatch up, or import the run later with ./benchwatch import)")
     pg_env = stack.pg_env() if os.path.exists(stack.cfg.stack_file) else {}
     code, run = run_pgbench(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say,
-                            on_start=lambda r: say(f"run {r.run_id}: output saved in {r.path}"))
+                            on_start=lambda r: say(f"run {r.run_id}: output saved in {r.path}"),
+                            latency_log=args.latency_log)
     say(f"run {run.run_id} ended with exit code {code}")
     return code
 
@@ -182,6 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run pgbench under observation: benchwatch run -- pgbench ARGS")
     _add_stack_options(p)
+    p.add_argument("--latency-log", action="store_true",
+                   help="add -l so the per-transaction log gives latency percentiles (p50/p95/p99)")
     p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench ARGS...")
     p.set_defaults(func=cmd_run)
 

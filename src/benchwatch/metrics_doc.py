@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from benchwatch.run_model import METRICS
+from benchwatch.txlog import TXLOG_METRICS
 
 HEADER = """# Metrics
 
@@ -28,9 +29,24 @@ milliseconds: every time here is in seconds. `pgbench_statement_*` also carry `s
 """
 
 
+TXLOG_HEADER = """
+## Latency percentiles (pgbench -l)
+
+From pgbench's per-transaction logs, one histogram per run (`run_id`, `le` from 0.1 ms to 10 s), at
+1-second steps of transaction time: `histogram_quantile(0.99, sum by (le) (rate(pgbench_latency_seconds_bucket{run_id="…"}[$__rate_interval])))`.
+See [latency-percentiles.md](latency-percentiles.md).
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
+
+def _rows(catalogue: dict) -> str:
+    return "\n".join(f"| `{name}` | {kind} | {text} |" for name, (kind, text) in catalogue.items()) + "\n"
+
+
 def render() -> str:
-    rows = [f"| `{name}` | {kind} | {text} |" for name, (kind, text) in METRICS.items()]
-    return HEADER + "\n".join(rows) + "\n"
+    return HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
 
 
 if __name__ == "__main__":

@@ -172,11 +172,13 @@ def ensure_progress(argv: list[str], interval: int = 1) -> tuple[list[str], bool
     parsed = parse_pgbench_args(argv)
     if "initialize" in parsed.flags:
         return list(argv), False  # pgbench -i has no progress option
-    # Options must precede the database name, which pgbench takes as the first positional.
-    if parsed.positional:
-        idx = _first_positional_index(argv)
-        return argv[:idx] + ["-P", str(interval)] + argv[idx:], True
-    return list(argv) + ["-P", str(interval)], True
+    return insert_options(argv, ["-P", str(interval)]), True
+
+
+def insert_options(argv: list[str], options: list[str]) -> list[str]:
+    """argv with options added before the database name (pgbench's first positional), or at the end."""
+    idx = _first_positional_index(argv)
+    return argv[:idx] + options + argv[idx:]
 
 
 def _first_positional_index(argv: list[str]) -> int:

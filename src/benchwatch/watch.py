@@ -21,7 +21,7 @@ import time
 from typing import BinaryIO, Callable
 
 from benchwatch import pgconn, runs
-from benchwatch.pgbench_args import ensure_progress, parse_pgbench_args, sql_statements_per_transaction
+from benchwatch.pgbench_args import ensure_progress, insert_options, parse_pgbench_args, sql_statements_per_transaction
 
 _PROGRESS_ELAPSED = re.compile(rb"^progress: ([0-9]+(?:\.[0-9]+)?) s")
 
@@ -166,8 +166,28 @@ def pgbench_version(pgbench: str, env: dict[str, str]) -> str | None:
     return m.group(1) if m else None
 
 
+def place_transaction_log(args: list[str], run: runs.RunDir, add: bool) -> tuple[list[str], str | None, list[str]]:
+    """With -l (or when asked to add it), make pgbench write its per-transaction logs where the exporter reads them.
+
+    Returns (args, log prefix, what was changed, for saying so)."""
+    parsed = parse_pgbench_args(args)
+    said = []
+    if "log" not in parsed.flags and "l" not in parsed.flags:
+        if not add:
+            return args, None, said
+        args = insert_options(args, ["-l"])
+        said.append("-l")
+    prefix = parsed.last("log-prefix")
+    if prefix is None:
+        prefix = run.file("pgbench_log")
+        args = insert_options(args, [f"--log-prefix={prefix}"])
+        said.append(f"--log-prefix={prefix}")
+    return args, os.path.abspath(prefix), said
+
+
 def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
-                notice: Callable[[str], None], on_start: Callable[[runs.RunDir], None] | None = None) -> tuple[int, runs.RunDir]:
+                notice: Callable[[str], None], on_start: Callable[[runs.RunDir], None] | None = None,
+                latency_log: bool = False) -> tuple[int, runs.RunDir]:
     """Run pgbench with its output passed through and saved; returns (exit code, run directory)."""
     program, args = pgbench_argv[0], pgbench_argv[1:]
     args, added = ensure_progress(args)
@@ -178,6 +198,9 @@ def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str
         env.setdefault(key, value)  # the user's own PG* settings win
     resolved = shutil.which(program, path=env.get("PATH")) or program
     run = runs.create_run_dir(runs_dir)
+    args, txlog_prefix, said = place_transaction_log(args, run, latency_log)
+    if said:
+        notice("added " + " ".join(said) + " to the pgbench arguments (per-transaction latency log, for percentiles)")
     parsed = parse_pgbench_args(args)
     meta = {
         "run_id": run.run_id, "mode": "run", "state": runs.RUNNING, "pid": os.getpid(),
@@ -185,7 +208,7 @@ def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str
         "progress_interval": parsed.progress_interval, "hostname": socket.gethostname(),
         "pgbench_version": pgbench_version(resolved, env), "started_at": time.time(),
         "sql_statements_per_transaction": sql_statements_per_transaction(parsed),
-        "stdout": "stdout.log", "stderr": "stderr.log",
+        "stdout": "stdout.log", "stderr": "stderr.log", "txlog_prefix": txlog_prefix,
     }
     meta.update(describe_server(env))
     meta["host"] = describe_host()

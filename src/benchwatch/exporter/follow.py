@@ -43,6 +43,30 @@ class LineFollower:
         self.partial = lines.pop()
         return lines
 
+    def read_chunk(self, max_bytes: int = 16 * READ_CHUNK) -> bytes:
+        """Like read_lines, as one bytes object of complete newline-terminated lines (no per-line split)."""
+        lines_before = self.partial
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return b""
+        if self.inode is None:
+            self.inode = st.st_ino
+            if self.from_end:
+                self.offset = st.st_size
+        elif st.st_ino != self.inode or st.st_size < self.offset:
+            self.inode, self.offset, self.partial, lines_before = st.st_ino, 0, b"", b""
+        if st.st_size <= self.offset:
+            return b""
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read(min(max_bytes, st.st_size - self.offset))
+        self.offset += len(data)
+        data = lines_before + data
+        cut = data.rfind(b"\n") + 1
+        self.partial = data[cut:]
+        return data[:cut]
+
     def take_partial(self) -> bytes | None:
         """The unterminated last line, once the writer is known to be done."""
         rest, self.partial = self.partial, b""

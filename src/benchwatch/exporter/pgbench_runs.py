@@ -9,6 +9,7 @@ latest value of every series for scrapers that do not take remote write.
 from __future__ import annotations
 
 import os
+import re
 import time
 from typing import Callable, Iterable
 
@@ -19,8 +20,10 @@ from benchwatch.exporter.follow import LineFollower
 from benchwatch.pgbench_args import parse_pgbench_args
 from benchwatch.run_model import METRICS, RunModel
 from benchwatch.samples import Sample
+from benchwatch.txlog import TxlogAggregator
 
 INGESTED_MARKER = ".ingested"
+_TXLOG_SUFFIX = re.compile(r"\.\d+(\.\d+)?")
 # Ended runs kept on /metrics; older ones live on in Prometheus and the run directory.
 KEEP_ENDED = 10
 # stderr first: progress lines come from there, the summary from stdout at the end.
@@ -47,7 +50,34 @@ class RunFollower:
                               start_epoch=meta.get("clock_start_epoch"),
                               sql_statements=meta.get("sql_statements_per_transaction"))
         self.followers = {name: LineFollower(run.file(name)) for name in FILE_ORDER}
+        self.txlog_prefix = meta.get("txlog_prefix")
+        self.txlog = TxlogAggregator(run.run_id) if self.txlog_prefix else None
+        self.txlog_files: dict[str, LineFollower] = {}
         self.done = False
+
+    def _poll_txlog(self, final: bool) -> list[Sample]:
+        """pgbench's per-thread transaction logs (<prefix>.<pid>, <prefix>.<pid>.<n>): every file, then one samples() call."""
+        if self.txlog is None:
+            return []
+        directory, base = os.path.split(self.txlog_prefix)
+        try:
+            names = os.listdir(directory or ".")
+        except FileNotFoundError:
+            names = []
+        for name in names:
+            path = os.path.join(directory, name)
+            if path not in self.txlog_files and name.startswith(base + ".") and _TXLOG_SUFFIX.fullmatch(name[len(base):]):
+                self.txlog_files[path] = LineFollower(path)
+                self.txlog.expect(path)
+        for path, follower in self.txlog_files.items():
+            data = follower.read_chunk()
+            if data:
+                self.txlog.feed(path, data)
+            if final:
+                rest = follower.take_partial()
+                if rest:
+                    self.txlog.feed(path, rest + b"\n")
+        return self.txlog.samples(final=final)
 
     def poll(self, now: float) -> list[Sample]:
         batches = [(name, f.read_lines()) for name, f in self.followers.items()]
@@ -71,6 +101,7 @@ class RunFollower:
                     out.extend(self.model.feed_line(rest, now))
             out.extend(self.model.finish(meta.get("ended_at", now), meta.get("exit_code")))
             out.extend(self.model.end_markers())
+            out.extend(self._poll_txlog(final=True))
             self.done = True
             try:
                 with open(self.run.file(INGESTED_MARKER), "w", encoding="ascii") as f:
@@ -79,6 +110,7 @@ class RunFollower:
                 pass
         else:
             out.extend(self.model.tick(now))
+            out.extend(self._poll_txlog(final=False))
         return out
 
 
