@@ -86,17 +86,18 @@ def timeseries(layout: Layout, title: str, description: str, unit: str, tgts: li
 
 
 def stat(layout: Layout, title: str, description: str, unit: str, expr: str, w: int = 4, h: int = 4,
-         decimals: int | None = 1) -> dict:
+         decimals: int | None = 1, legend: str = "") -> dict:
     defaults = {"unit": unit, "color": {"mode": "thresholds"},
                 "thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}]}}
     if decimals is not None:
         defaults["decimals"] = decimals
     return {
         "id": layout.take_id(), "type": "stat", "title": title, "description": description, "datasource": DS,
-        "gridPos": layout.place(w, h), "targets": [target(expr, instant=True)],
+        "gridPos": layout.place(w, h), "targets": [target(expr, legend, instant=True)],
         "fieldConfig": {"defaults": defaults, "overrides": []},
         "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-                    "colorMode": "value", "graphMode": "none", "textMode": "value", "justifyMode": "auto"},
+                    "colorMode": "value", "graphMode": "none", "textMode": "value_and_name" if legend else "value",
+                    "justifyMode": "auto"},
     }
 
 
@@ -252,7 +253,7 @@ def device_variable() -> dict:
     return {"name": "device", "label": "Device", "type": "query", "datasource": DS,
             "definition": "label_values(instance_device:node_disk_io_time_seconds:rate1s, device)",
             "query": {"query": "label_values(instance_device:node_disk_io_time_seconds:rate1s, device)", "refId": "device"},
-            "regex": "", "refresh": 2, "sort": 1, "hide": 0, "multi": True, "includeAll": True,
+            "regex": "", "refresh": 2, "sort": 1, "hide": 0, "multi": True, "includeAll": True, "allValue": ".*",
             "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "options": []}
 
 
@@ -340,8 +341,10 @@ def checkpoints_wal() -> dict:
         timeseries(L, '"Checkpoints are occurring too frequently"', "Warnings the server logged (checkpoint_warning): "
                    "checkpoints forced by WAL volume closer together than checkpoint_warning seconds.", "short",
                    targets(("pg_checkpoints_too_frequent_total", "warnings so far")), w=12),
-        stat(L, "Checkpoints in range", "Checkpoints completed during the selected range, by reason, from the server log.",
-             "short", "sum by (reason) (increase(pg_checkpoints_completed_total[$__range]))", w=12, h=8, decimals=0),
+        stat(L, "Checkpoints in range", "Checkpoints completed during the selected range, by reason, from the server log "
+             "(counted exactly: the counter's rise over the range, no extrapolation).", "short",
+             "sum by (reason) (max_over_time(pg_checkpoints_completed_total[$__range]) "
+             "- min_over_time(pg_checkpoints_completed_total[$__range]))", w=12, h=8, decimals=0, legend="{{reason}}"),
     ]
     return dashboard(UIDS["checkpoints"], "Checkpoints & WAL", "Timed vs requested checkpoints, their cost, who writes "
                      "buffers, WAL volume and full-page images.", panels, [datasource_variable(), run_variable()],

@@ -65,6 +65,20 @@ def expand(expr: str, variables: dict[str, str], range_s: float, interval: float
     return re.sub(r"\$\{(\w+)(?::\w+)?\}|\$(\w+)", replace, expr)
 
 
+def default_variables(dash: dict) -> dict[str, str]:
+    """What Grafana substitutes for each variable left at its default: "All" becomes its allValue."""
+    out: dict[str, str] = {}
+    for v in dash.get("templating", {}).get("list", []):
+        value = (v.get("current") or {}).get("value")
+        if isinstance(value, list):
+            value = value[0] if len(value) == 1 else "|".join(value)
+        if value == "$__all" and v.get("includeAll"):
+            value = v.get("allValue") or ".*"
+        if value:
+            out[v["name"]] = str(value)
+    return out
+
+
 def dashboard_queries(dash: dict) -> list[Query]:
     title = dash.get("title", dash.get("uid", "?"))
     out: list[Query] = []

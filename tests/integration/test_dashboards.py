@@ -88,7 +88,9 @@ def expected_to_have_data(live_stack, q, start: float, end: float) -> bool:
 @pytest.mark.parametrize("name, q", QUERIES, ids=[f"{n}:{q.source}" for n, q in QUERIES])
 def test_query_returns_data(live_stack, observed_run, name, q):
     run_id, start, end = observed_run
-    variables = {"run_id": run_id, "datasource": "benchwatch-prometheus", "device": ".*"}  # device: "All"
+    with open(os.path.join(DASHBOARDS, name), encoding="utf-8") as f:
+        defaults = gq.default_variables(json.load(f))  # e.g. device: "All"
+    variables = {**defaults, "run_id": run_id, "datasource": "benchwatch-prometheus"}
     result = gq.run_query(live_stack.prometheus, q, variables, start, end)
     if expected_to_have_data(live_stack, q, start, end):
         assert result, f"{name} {q.source}: no data for {gq.expand(q.expr, variables, end - start)}"
