@@ -76,7 +76,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from benchwatch.watch import run_pgbench
+    from benchwatch.alert_watch import AlertWatch
+    from benchwatch.watch import LineSafeStream, run_pgbench
 
     argv = list(args.pgbench)
     if argv and argv[0] == "--":
@@ -89,9 +90,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         say(f"the exporter is not running: the run is saved but not sent to Prometheus "
             f"(start the stack with ./benchwatch up, or import the run later with ./benchwatch import)")
     pg_env = stack.pg_env() if os.path.exists(stack.cfg.stack_file) else {}
-    code, run = run_pgbench(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say,
-                            on_start=lambda r: say(f"run {r.run_id}: output saved in {r.path}"),
-                            latency_log=args.latency_log)
+    terminal = LineSafeStream(sys.stderr.buffer)
+    watches = []
+
+    def started(run) -> None:
+        say(f"run {run.run_id}: output saved in {run.path}")
+        if stack.healthy("alertmanager"):
+            # Firing and resolved alerts of this run, one line each, between pgbench's lines.
+            watches.append(AlertWatch(run.run_id, lambda line: terminal.say(f"benchwatch: {line}"),
+                                      alertmanager_url=stack.cfg.url("alertmanager")).start())
+
+    try:
+        code, run = run_pgbench(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
+                                latency_log=args.latency_log, stderr_sink=terminal)
+    finally:
+        for watch in watches:
+            watch.stop()
+        terminal.close()
     say(f"run {run.run_id} ended with exit code {code}")
     return code
 

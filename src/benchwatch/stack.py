@@ -411,8 +411,18 @@ class Stack:
 
     def _start_alertmanager(self) -> None:
         os.makedirs(self.path("alertmanager", "data"), exist_ok=True)
+        # Alertmanager 0.25 has no url_file for webhooks: write the repository's
+        # config with docker-compose's exporter URL replaced by this stack's
+        # (or BENCHWATCH_ALERT_WEBHOOK_URL); 0600, a webhook URL may hold a token.
+        with open(os.path.join(REPO_ROOT, "alertmanager", "alertmanager.yml"), encoding="utf-8") as f:
+            text = f.read()
+        webhook = os.environ.get("BENCHWATCH_ALERT_WEBHOOK_URL") or self.cfg.url("benchwatch_exporter") + "/alerts"
+        config = self.path("alertmanager", "alertmanager.yml")
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text.replace("http://benchwatch:19188/alerts", webhook))
         self._spawn("alertmanager", [
-            binary("alertmanager"), f"--config.file={os.path.join(REPO_ROOT, 'alertmanager', 'alertmanager.yml')}",
+            binary("alertmanager"), f"--config.file={config}",
             f"--storage.path={self.path('alertmanager', 'data')}",
             f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['alertmanager']}",
             "--cluster.listen-address=",  # no gossip listener on 0.0.0.0:9094

@@ -51,6 +51,52 @@ class ClockStamper:
             self.stamped = True
 
 
+class LineSafeStream:
+    """pgbench's stream to the terminal, with benchwatch's own lines put only between pgbench's lines.
+
+    pgbench may write a progress line in several pieces; an alert printed in
+    between would split it. Lines said mid-line wait for the next newline.
+    """
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.at_line_start = True
+        self.pending: list[bytes] = []
+
+    def write(self, chunk: bytes) -> None:
+        with self.lock:
+            self._out(chunk)
+            self.at_line_start = chunk.endswith(b"\n")
+            if self.at_line_start and self.pending:
+                self._out(b"".join(self.pending))
+                self.pending.clear()
+
+    def flush(self) -> None:
+        pass  # every write is flushed
+
+    def say(self, line: str) -> None:
+        data = line.rstrip("\n").encode() + b"\n"
+        with self.lock:
+            if self.at_line_start:
+                self._out(data)
+            else:
+                self.pending.append(data)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.pending:
+                self._out((b"" if self.at_line_start else b"\n") + b"".join(self.pending))
+                self.pending.clear()
+
+    def _out(self, data: bytes) -> None:
+        try:
+            self.stream.write(data)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed terminal must not stop the run
+
+
 def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockStamper | None) -> None:
     """Copy a stream to the terminal unchanged and to its file in the run directory."""
     pending = b""  # while unstamped, hold a line starting with "progress:" until it is complete
@@ -187,7 +233,7 @@ def place_transaction_log(args: list[str], run: runs.RunDir, add: bool) -> tuple
 
 def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
                 notice: Callable[[str], None], on_start: Callable[[runs.RunDir], None] | None = None,
-                latency_log: bool = False) -> tuple[int, runs.RunDir]:
+                latency_log: bool = False, stderr_sink: LineSafeStream | None = None) -> tuple[int, runs.RunDir]:
     """Run pgbench with its output passed through and saved; returns (exit code, run directory)."""
     program, args = pgbench_argv[0], pgbench_argv[1:]
     args, added = ensure_progress(args)
@@ -228,7 +274,7 @@ def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str
         old_term = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
         threads = [
             threading.Thread(target=pump, args=(proc.stdout.fileno(), [sys.stdout.buffer], out_file, None)),
-            threading.Thread(target=pump, args=(proc.stderr.fileno(), [sys.stderr.buffer], err_file, stamper)),
+            threading.Thread(target=pump, args=(proc.stderr.fileno(), [stderr_sink or sys.stderr.buffer], err_file, stamper)),
         ]
         for t in threads:
             t.start()

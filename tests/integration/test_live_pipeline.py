@@ -281,3 +281,17 @@ def test_run_metadata_describes_server_and_host(live_stack):
     assert meta["settings"]["shared_buffers"].endswith("8kB")
     assert meta["host"]["cpus"] == os.cpu_count() and meta["host"]["memory_bytes"] > 0
     assert any(d["name"] for d in meta["host"]["disks"])
+
+
+def test_exporter_receives_alertmanager_webhooks(live_stack):
+    import urllib.request
+    body = json.dumps({"version": "4", "status": "firing", "alerts": [
+        {"status": "firing", "labels": {"alertname": "PgbenchTPSDrop", "run_id": "r1"}, "annotations": {"summary": "s"}}]}).encode()
+    url = live_stack.stack.cfg.url("benchwatch_exporter")
+    with urllib.request.urlopen(urllib.request.Request(url + "/alerts", data=body, method="POST"), timeout=5) as r:
+        assert r.status == 200
+    status, metrics = procs.http_get(url + "/metrics")
+    assert b'benchwatch_exporter_alert_notifications_total{status="firing"}' in metrics
+    # The stack's own Alertmanager is configured to deliver here.
+    rendered = open(os.path.join(live_stack.state_dir, "alertmanager", "alertmanager.yml")).read()
+    assert url + "/alerts" in rendered

@@ -6,6 +6,7 @@ Collectors can be switched like node_exporter's: --[no-]collector.NAME.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import queue
 import signal
@@ -88,6 +89,41 @@ class RunArchiver:
         yield c
 
 
+class AlertReceiver:
+    """Alertmanager's webhook target: logs each notification's alerts and counts them.
+
+    The stack's Alertmanager sends here by default (alertmanager/alertmanager.yml);
+    point it elsewhere, or add receivers, to be told by mail or chat.
+    """
+
+    def __init__(self):
+        self.counts: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def receive(self, body: bytes) -> bool:
+        try:
+            message = json.loads(body)
+            alerts = message.get("alerts", [])
+        except (ValueError, AttributeError):
+            return False
+        with self.lock:
+            for alert in alerts:
+                status = str(alert.get("status", "unknown"))
+                self.counts[status] = self.counts.get(status, 0) + 1
+                labels = alert.get("labels", {})
+                log.info("alert %s %s run=%s: %s", status, labels.get("alertname"), labels.get("run_id", "-"),
+                         alert.get("annotations", {}).get("summary", ""))
+        return True
+
+    def collect(self):
+        c = CounterMetricFamily("benchwatch_exporter_alert_notifications", "Alerts received from Alertmanager's webhook, by status.",
+                                labels=["status"])
+        with self.lock:
+            for status, n in sorted(self.counts.items()):
+                c.add_metric([status], n)
+        yield c
+
+
 class LockedCollector:
     """Serialises a collector's collect() with the poll loop that mutates it."""
 
@@ -122,6 +158,8 @@ class Exporter:
             self.pollers.append(checkpoints)
             self.registry.register(LockedCollector(checkpoints, self.lock))
         self.registry.register(WriterStats(self.writer))
+        self.alert_receiver = AlertReceiver()
+        self.registry.register(self.alert_receiver)
         self.server_log = server_log
 
     def poll_once(self) -> None:
@@ -136,7 +174,19 @@ class Exporter:
     def serve(self, host: str, port: int, stop: threading.Event) -> None:
         registry = self.registry
 
+        alerts = self.alert_receiver
+
         class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                if not self.path.startswith("/alerts"):
+                    self.send_error(404)
+                    return
+                length = int(self.headers.get("Content-Length") or 0)
+                ok = alerts.receive(self.rfile.read(min(length, 1 << 20)))
+                self.send_response(200 if ok else 400)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
             def do_GET(self):
                 if self.path.startswith("/metrics"):
                     body, ctype = generate_latest(registry), CONTENT_TYPE_LATEST
