@@ -404,6 +404,24 @@ _ERRORISH = (ClientAborted, ErrorLine, RunAborted)
 # --------------------------------------------------------------------------
 
 
+def _progress_from_match(m: re.Match[str]) -> Progress:
+    """A modern progress line (_PROGRESS_RE), milliseconds converted to seconds."""
+    t, tps, lat, sd, failed, lag, skipped, retried, retries = m.groups()
+    time_s = float(t)
+    return Progress(
+        time_s,
+        time_s > 1e8,
+        float(tps),
+        float(lat) / 1000.0,
+        float(sd) / 1000.0,
+        None if lag is None else float(lag) / 1000.0,
+        None if failed is None else int(failed),
+        None if skipped is None else int(skipped),
+        None if retried is None else int(retried),
+        None if retries is None else int(retries),
+    )
+
+
 class PgbenchOutputParser:
     """Stateful line parser; one instance per pgbench run (per stream or for
     the merged streams).
@@ -443,22 +461,7 @@ class PgbenchOutputParser:
             if m is not None and self._pending_header is None:
                 self._table_cols = None
                 self._after_error = False
-                t, tps, lat, sd, failed, lag, skipped, retried, retries = m.groups()
-                time_s = float(t)
-                return [
-                    Progress(
-                        time_s,
-                        time_s > 1e8,
-                        float(tps),
-                        float(lat) / 1000.0,
-                        float(sd) / 1000.0,
-                        None if lag is None else float(lag) / 1000.0,
-                        None if failed is None else int(failed),
-                        None if skipped is None else int(skipped),
-                        None if retried is None else int(retried),
-                        None if retries is None else int(retries),
-                    )
-                ]
+                return [_progress_from_match(m)]
 
         try:
             text = text.rstrip("\n")
@@ -587,20 +590,7 @@ class PgbenchOutputParser:
     def _progress_slow(self, text: str) -> Event:
         m = _PROGRESS_RE.fullmatch(text)
         if m is not None:
-            t, tps, lat, sd, failed, lag, skipped, retried, retries = m.groups()
-            time_s = float(t)
-            return Progress(
-                time_s,
-                time_s > 1e8,
-                float(tps),
-                float(lat) / 1000.0,
-                float(sd) / 1000.0,
-                None if lag is None else float(lag) / 1000.0,
-                None if failed is None else int(failed),
-                None if skipped is None else int(skipped),
-                None if retried is None else int(retried),
-                None if retries is None else int(retries),
-            )
+            return _progress_from_match(m)
         m = _PROGRESS_OLD_RE.fullmatch(text)
         if m is not None:
             t, tps, lat, lag = m.groups()
