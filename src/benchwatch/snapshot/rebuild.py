@@ -52,8 +52,8 @@ def pgbench_samples(run: runs.RunDir) -> list[Sample]:
     run_id = run_id_of(run, meta)
     if meta.get("mode") == "import":
         data = b"".join(open(p, "rb").read() for p in run.output_files())
-        _, samples = importer.build_samples(data, run_id, meta.get("clock_start_epoch"))
-        return samples
+        model, samples = importer.build_samples(data, run_id, meta.get("clock_start_epoch"))
+        return samples + model.end_markers()  # as import wrote them
     model = RunModel(run_id, info_labels=info_labels(meta), interval_s=meta.get("progress_interval"),
                      start_epoch=meta.get("clock_start_epoch"),
                      sql_statements=meta.get("sql_statements_per_transaction"))
@@ -71,6 +71,7 @@ def pgbench_samples(run: runs.RunDir) -> list[Sample]:
         for line in lines:
             out.extend(model.feed_line(line, end))
     out.extend(model.finish(end, meta.get("exit_code")))
+    out.extend(model.end_markers())  # the exporter ends the curves with the run; so must the rebuild
     return out
 
 
