@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import os
 import re
-import struct
 from dataclasses import dataclass
 from typing import Iterable
 
 from benchwatch import pgbench_output as po
-from benchwatch.samples import Sample, sample
+from benchwatch.samples import STALE_NAN, Sample, sample
 
 # name -> (type, help). The single catalogue for exposition, OpenMetrics and docs.
 METRICS: dict[str, tuple[str, str]] = {
@@ -82,9 +81,6 @@ _SUMMARY_GAUGES = {
 
 STALL_FACTOR = 1.5
 
-# Prometheus' staleness marker. Written after a run's last progress sample so the
-# curve ends with the run instead of running flat through the 5-minute lookback.
-STALE_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
 _ENDED_WITH_THE_RUN = ("pgbench_progress_tps", "pgbench_progress_latency_seconds",
                        "pgbench_progress_latency_stddev_seconds", "pgbench_progress_lag_seconds",
                        "pgbench_progress_stalled")

@@ -8,6 +8,8 @@ A :class:`Sample` is one float value of one series at one instant.  Producers
 
 from __future__ import annotations
 
+import struct
+
 import re
 from dataclasses import dataclass
 from operator import attrgetter
@@ -129,3 +131,13 @@ def _sorted_last_wins(lst: list[Sample]) -> list[Sample]:
             out.append(s)
             last_ts = s.timestamp_ms
     return out
+
+
+# Prometheus' staleness marker: a NaN with this exact bit pattern ends a series.
+STALE_NAN_BITS = 0x7FF0000000000002
+STALE_NAN = struct.unpack("<d", struct.pack("<Q", STALE_NAN_BITS))[0]
+
+
+def is_stale_marker(value: float) -> bool:
+    """True for the staleness marker (not for an ordinary NaN, which is a value)."""
+    return value != value and struct.unpack("<Q", struct.pack("<d", value))[0] == STALE_NAN_BITS

@@ -47,9 +47,12 @@ PG_SETTINGS = {
     "password_encryption": "'scram-sha-256'",
 }
 
-# node_exporter: only what the dashboards use; the default set costs several
-# times the CPU at a 1 s scrape.
-NODE_COLLECTORS = ("cpu", "diskstats", "meminfo", "loadavg", "pressure", "vmstat", "stat", "filesystem")
+# node_exporter: only what rules, dashboards and snapshots use; the default set
+# costs several times the CPU at a 1 s scrape (bench/bench_watch_cost.py).
+NODE_COLLECTORS = ("cpu", "diskstats", "meminfo", "loadavg")
+# postgres_exporter: settings come from the run's metadata, database sizes are unused;
+# both cost a catalog query per second (bench/bench_watch_cost.py).
+POSTGRES_EXPORTER_FLAGS = ("--disable-settings-metrics", "--no-collector.database")
 
 PACKAGES = {
     "postgres": "postgresql",
@@ -444,6 +447,7 @@ class Stack:
         self._spawn("postgres_exporter", [
             binary("postgres_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['postgres_exporter']}",
             f"--extend.query-path={os.path.join(REPO_ROOT, 'exporters', 'postgres_exporter', 'queries.yaml')}",
+            *POSTGRES_EXPORTER_FLAGS,
         ], env=env)
 
     def _start_benchwatch_exporter(self) -> None:

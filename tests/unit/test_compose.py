@@ -88,3 +88,13 @@ def test_healthchecks_and_dependencies(config):
         assert "healthcheck" in services[name], name
     assert services["grafana"]["depends_on"]["prometheus"]["condition"] == "service_healthy"
     assert services["benchwatch"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_exporter_flags_are_the_native_stacks(config):
+    """The compose command lines repeat the native stack's choices: keep the two equal."""
+    from benchwatch.stack import NODE_COLLECTORS, POSTGRES_EXPORTER_FLAGS
+    node = config["services"]["node-exporter"]["command"]
+    assert sorted(c[len("--collector."):] for c in node if c.startswith("--collector.") and c != "--collector.disable-defaults") \
+        == sorted(NODE_COLLECTORS)
+    pg = config["services"]["postgres-exporter"]["command"]
+    assert [f for f in pg if not f.startswith("--extend.query-path")] == list(POSTGRES_EXPORTER_FLAGS)

@@ -169,3 +169,16 @@ def test_import_fills_run_info_from_the_summary():
 ])
 def test_import_start_times(text, expected):
     assert importer.parse_time(text) == expected
+
+
+def test_end_markers_are_staleness_markers_not_values():
+    from benchwatch.samples import is_stale_marker
+    model = RunModel("re", start_epoch=START)
+    feed_all(model, "pg15_plain")
+    finished = model.finish(START + 60, 0)
+    markers = model.end_markers()
+    assert {s.name for s in markers} >= {"pgbench_progress_tps", "pgbench_progress_latency_seconds"}
+    assert all(is_stale_marker(s.value) for s in markers)
+    assert min(s.timestamp_ms for s in markers) > max(s.timestamp_ms for s in finished)
+    assert not any(is_stale_marker(s.value) for s in finished)
+    assert not is_stale_marker(float("nan"))  # -nan latency from old pgbench is a value

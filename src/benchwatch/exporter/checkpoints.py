@@ -28,7 +28,6 @@ its reason.  /metrics shows the latest values, for scrapers without remote write
 from __future__ import annotations
 
 import os
-import struct
 import time
 from dataclasses import dataclass
 from datetime import tzinfo
@@ -38,7 +37,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from benchwatch import pg_log
 from benchwatch.exporter.follow import LineFollower
-from benchwatch.samples import Sample, sample
+from benchwatch.samples import STALE_NAN, Sample, sample
 
 HEARTBEAT_MS = 1000
 # A grid point is written once it is this old: the "complete" line it must
@@ -54,8 +53,6 @@ READ_BYTES_PER_POLL = 2 << 20
 
 IN_PROGRESS = "pg_checkpoint_in_progress"
 INFO = "pg_checkpoint_info"
-# Prometheus' staleness marker: ends a series at once instead of 5 minutes of lookback.
-STALE_NAN = struct.unpack("<d", struct.pack("<Q", 0x7FF0000000000002))[0]
 COMPLETED = "pg_checkpoints_completed_total"
 TOO_FREQUENT = "pg_checkpoints_too_frequent_total"
 

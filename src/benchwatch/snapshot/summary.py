@@ -17,6 +17,7 @@ import statistics
 from typing import Iterable
 
 from benchwatch.snapshot.frames import boolean_regions, prefer_pushed
+from benchwatch.samples import is_stale_marker
 from benchwatch.snapshot.series import Series
 
 AROUND_S = 10.0  # how far before and after a checkpoint "TPS around" looks
@@ -236,6 +237,8 @@ def host_from(series: list[Series], extra: dict | None = None) -> dict:
 def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, float],
           host_extra: dict | None = None, statement_order: list[str] | None = None) -> dict:
     start_s, end_s = window
+    # Values as Prometheus would return them: staleness markers end a series, they are not values.
+    series = [Series(x.name, x.labels, [(t, v) for t, v in x.samples if not is_stale_marker(v)]) for x in series]
     interval = interval_of(meta, series, run_id)
     tps_series = one(series, "pgbench_progress_tps", run_id=run_id)
     tps = tps_series.samples if tps_series else []

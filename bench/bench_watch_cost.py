@@ -1,0 +1,603 @@
+"""Benchmark: the cost of watching a pgbench run.
+
+Run from the repository root::
+
+    .venv/bin/python bench/bench_watch_cost.py [--seconds 20] [--rounds 5] [--variants bare,ours,stock] [--breakdown]
+
+Starts its own native stack (temporary state dir, free ports), initialises
+pgbench tables, then runs rounds of one pgbench run of --seconds per variant,
+in an order that rotates every round so drift (other work on the machine,
+checkpoints, table growth) spreads over all of them:
+
+* bare:  the watchers are down (Prometheus, Alertmanager, node_exporter,
+         postgres_exporter, benchwatch exporter stopped by PID; PostgreSQL, the
+         system under test, stays up) and pgbench runs alone;
+* ours:  the stack as ``./benchwatch up`` starts it, and
+         ``./benchwatch run -- pgbench ...``;
+* stock: the same, with the exporters as Debian ships them: node_exporter
+         with its default collectors, postgres_exporter with its default
+         metrics (our custom queries file still loaded);
+* lean, lean-norules (with --variants): the options measured side by side,
+         see VARIANTS; argv and a copy of prometheus.yml in the temporary
+         state dir are changed, never the repository.
+
+Every watched variant starts from freshly (re)started watchers. Every run is
+``pgbench -n -c C -j J -T S -P 1`` (the -P 1 that ``benchwatch run`` adds is
+given to the bare run too, so the only difference is the watching). "Stack
+down" is the baseline because that is what a user compares to: pgbench on its
+own, nothing else started.
+
+Cost of watching, per watched run: utime+stime from /proc/<pid>/stat of
+every watching process, sampled from the first progress line to 1.5 s before
+the end, divided by the window: Prometheus, Alertmanager, node_exporter,
+postgres_exporter, the benchwatch exporter, the ``benchwatch run`` wrapper,
+and the PostgreSQL backends serving the watchers' database sessions (found by
+the client ports of the watchers' sockets in pg_stat_activity). The total is
+given as a share of the machine (CPU seconds per second / cores). The
+wrapper's one-off start-up CPU (bash, Python start, pgbench --version, two
+psql calls) is printed apart.
+
+TPS: each watched run against the bare run of its own round; the mean ratio
+and its spread. Run-to-run noise here is about 5 % at best, so the CPU
+accounting is the sharper figure.
+
+--breakdown then shows where the CPU goes and what each option saves:
+[1] CPU per scrape of exporter variants (each started alone on a free port,
+scraped back to back; exporter plus its database backends), [2] Prometheus and
+Alertmanager with and without the rule files and with their self-scrapes at
+15 s (applied by /-/reload), with each rule group's evaluation time, [3] the
+benchwatch exporter following a live run at several poll intervals.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import _live  # noqa: E402  (puts src/ on sys.path)
+from benchwatch import procs  # noqa: E402
+from benchwatch.config import LISTEN_HOST, REPO_ROOT  # noqa: E402
+from benchwatch.stack import NODE_COLLECTORS, Stack, binary  # noqa: E402
+from tests.helpers.prometheus import query  # noqa: E402
+
+# Each variant, and what it changes from the stack as `./benchwatch up` starts it.
+VARIANTS = {
+    "bare": "watchers stopped (PostgreSQL up), plain pgbench",
+    "ours": "the stack as ./benchwatch up starts it, ./benchwatch run -- pgbench",
+    "stock": "ours with the exporters' Debian defaults: node_exporter's default collectors, "
+             "postgres_exporter's default metrics (our queries file kept)",
+    "lean": "ours + postgres_exporter --disable-settings-metrics --no-collector.database, the prometheus and "
+            "alertmanager jobs scraped every 15 s, the benchwatch exporter polling every 0.25 s",
+    "lean-norules": "lean without rule_files: the floor without recording rules and alerts",
+}
+DEFAULT_VARIANTS = "bare,ours,stock"
+LEAN_PG_FLAGS = ("--disable-settings-metrics", "--no-collector.database")
+LEAN_POLL_S = 0.25
+SETTLE_S = 5.0  # after (re)starting watchers: let start-up CPU (WAL replay, first scrapes) pass
+TPS_RE = re.compile(rb"tps = ([0-9.]+) \((?:without initial connection time|excluding connections establishing)\)")
+EXPORTER_CODE = (
+    "import sys; import benchwatch.exporter.server as s; s.POLL_INTERVAL_S = float(sys.argv[1]); "
+    "from benchwatch.cli import main; sys.exit(main(sys.argv[2:]))"
+)
+
+
+def stock_argv(component: str, argv: list[str]) -> list[str]:
+    """The exporter as Debian ships it: only the listen address (and our queries file) kept."""
+    if component == "node_exporter":
+        return [argv[0]] + [a for a in argv[1:] if a.startswith("--web.")]
+    if component == "postgres_exporter":
+        return [argv[0]] + [a for a in argv[1:] if a.startswith(("--web.", "--extend.query-path"))]
+    return argv
+
+
+def lean_argv(component: str, argv: list[str]) -> list[str]:
+    if component == "postgres_exporter":
+        return argv + [f for f in LEAN_PG_FLAGS if f not in argv]
+    if component == "benchwatch_exporter" and "-m" in argv:
+        # [python, -m, benchwatch, exporter, flags...] -> the same with another poll interval
+        return [argv[0], "-c", EXPORTER_CODE, str(LEAN_POLL_S), *argv[argv.index("exporter"):]]
+    return argv
+
+
+def no_rules(config: dict) -> None:
+    config.pop("rule_files", None)
+
+
+def slow_self_scrapes(config: dict) -> None:
+    for job in config["scrape_configs"]:
+        if job["job_name"] in ("prometheus", "alertmanager"):
+            job["scrape_interval"] = "15s"
+            job["scrape_timeout"] = "10s"
+
+
+def write_config(link: str, config: dict) -> None:
+    import yaml
+
+    if os.path.lexists(link):
+        os.unlink(link)  # the link to the repository's file: never write through it
+    with open(link, "w", encoding="utf-8") as f:
+        yaml.safe_dump(config, f)
+
+
+class VariantStack(Stack):
+    """The benchwatch stack, started as one of the VARIANTS."""
+
+    variant = "ours"
+
+    def _spawn(self, component, argv, env=None, user=None):
+        if self.variant == "stock":
+            argv = stock_argv(component, argv)
+        elif self.variant.startswith("lean"):
+            argv = lean_argv(component, argv)
+        return super()._spawn(component, argv, env=env, user=user)
+
+    def _write_prometheus_config(self) -> str:
+        path = super()._write_prometheus_config()
+        if self.variant.startswith("lean"):
+            import yaml
+
+            with open(path, encoding="utf-8") as f:
+                config = yaml.safe_load(f)
+            slow_self_scrapes(config)
+            if self.variant == "lean-norules":
+                no_rules(config)
+            write_config(path, config)
+        return path
+
+
+class CostBench:
+    def __init__(self, live: _live.BenchStack, args: argparse.Namespace, tmp: str):
+        self.live, self.args, self.tmp = live, args, tmp
+        self.stack: VariantStack = live.stack
+        self.current: str | None = "ours"  # what `up` started
+        self.backends: dict[str, list[int]] = {}
+        self.pgbench_args = ["-n", "-c", str(args.clients), "-j", str(args.threads), "-T", str(args.seconds), "-P", "1"]
+
+    # -- configuration ---------------------------------------------------------------
+
+    def configure(self, variant: str) -> None:
+        """Every watched run starts from freshly started watchers, whatever ran before."""
+        if variant == self.current:
+            return
+        self.live.stop_watchers()
+        self.backends = {}
+        if variant != "bare":
+            self.stack.variant = variant
+            self.live.start_watchers()
+            self.wait_scraped()
+            time.sleep(SETTLE_S)  # a settling period for the measurement, not a readiness wait
+            self.backends = self.find_backends()
+        self.current = variant
+
+    def wait_scraped(self) -> None:
+        jobs = {"prometheus", "alertmanager", "node", "postgres", "benchwatch"}
+
+        def all_up() -> bool:
+            try:
+                up = {r["metric"]["job"]: r["value"][1] for r in query(self.live.prometheus, "up")}
+            except Exception:
+                return False
+            return all(up.get(j) == "1" for j in jobs)
+
+        if not procs.wait_until(all_up, 60, 0.2):
+            raise RuntimeError("not every scrape target came up")
+
+    def find_backends(self) -> dict[str, list[int]]:
+        """PostgreSQL backends serving each watcher's database sessions, by client port."""
+        pg_port = self.stack.cfg.ports["postgres"]
+        ports = {c: _live.socket_local_ports(pid, pg_port) for c, pid in self.live.pids().items()}
+        wanted = sorted(p for ps in ports.values() for p in ps)
+        if not wanted:
+            return {}
+        rows = self.live.psql("SELECT pid, client_port FROM pg_stat_activity WHERE client_addr IS NOT NULL "
+                              f"AND client_port IN ({','.join(map(str, wanted))})")
+        by_port = {int(port): int(pid) for pid, port in (r.split("|") for r in rows.splitlines() if r)}
+        return {c: [by_port[p] for p in sorted(ps) if p in by_port] for c, ps in ports.items() if ps}
+
+    # -- one run -------------------------------------------------------------------------
+
+    def processes(self, wrapper: int | None) -> dict[str, list[int]]:
+        out = {c: [pid] for c, pid in self.live.pids().items()}
+        for c, pids in self.backends.items():
+            out[f"{c} backends"] = pids
+        if wrapper:
+            out["benchwatch run wrapper"] = [wrapper]
+        return out
+
+    @staticmethod
+    def snapshot(groups: dict[str, list[int]]) -> dict[str, float | None]:
+        out = {}
+        for name, pids in groups.items():
+            values = [_live.cpu_seconds(p) for p in pids]
+            out[name] = None if any(v is None for v in values) else sum(values)
+        return out
+
+    def run(self, variant: str, round_no: int) -> dict:
+        self.configure(variant)
+        out_path = os.path.join(self.tmp, f"r{round_no}-{variant}.out")
+        err_path = os.path.join(self.tmp, f"r{round_no}-{variant}.err")
+        pgbench = self.live.pgbench_path()
+        if variant == "bare":
+            argv, env = [pgbench, *self.pgbench_args], self.live.pg_env()
+        else:
+            # The real binary, not Debian's pg_wrapper script, as in the bare run.
+            argv, env = [_live.BENCHWATCH, "run", "--", pgbench, *self.pgbench_args], self.live.env()
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
+        try:
+            if not procs.wait_until(lambda: b"progress: " in open(err_path, "rb").read(), 60, 0.02,
+                                    abort=lambda: proc.poll() is not None):
+                raise RuntimeError(f"{variant}: no progress line: {open(err_path, 'rb').read()[-500:]!r}")
+            wrapper = proc.pid if variant != "bare" else None
+            groups = self.processes(wrapper) if variant != "bare" else {}
+            t0, busy0 = time.monotonic(), _live.machine_busy_seconds()
+            c0 = self.snapshot(groups)
+            startup = None
+            if wrapper:
+                startup = (_live.cpu_seconds(wrapper) or 0.0) + (_live.children_cpu_seconds(wrapper) or 0.0)
+            window = max(1.0, self.args.seconds - 2.5)
+            time.sleep(window)  # the measurement window itself
+            c1 = self.snapshot(groups)
+            t1, busy1 = time.monotonic(), _live.machine_busy_seconds()
+            churn = {c: _live.socket_local_ports(self.live.pids().get(c, 0), self.stack.cfg.ports["postgres"])
+                     for c in self.backends}
+            proc.wait(timeout=self.args.seconds + 120)
+        finally:
+            if proc.poll() is None:
+                procs.stop_pid(proc.pid)
+        m = TPS_RE.search(open(out_path, "rb").read())
+        if proc.returncode != 0 or not m:
+            raise RuntimeError(f"{variant}: pgbench failed ({proc.returncode}): {open(err_path, 'rb').read()[-500:]!r}")
+        elapsed = t1 - t0
+        cpu = {}
+        for name in groups:
+            if c0[name] is None or c1[name] is None:
+                cpu[name] = None  # ended inside the window: not measurable
+            else:
+                cpu[name] = (c1[name] - c0[name]) / elapsed
+        lost = [c for c, ports in churn.items() if len(ports) != len(self.backends[c])]
+        return {"variant": variant, "round": round_no, "tps": float(m.group(1)), "window": elapsed,
+                "cpu": cpu, "machine_busy": (busy1 - busy0) / elapsed / _live.NPROC,
+                "wrapper_startup": startup, "backends_churned": lost}
+
+
+# -- breakdown: CPU per scrape of exporter variants ---------------------------------------
+
+
+def pg_exporter_env(stack: Stack) -> dict[str, str]:
+    from benchwatch import pgconn
+
+    params = stack.pg_params()
+    params.pop("password", None)
+    return dict(stack._base_env(), DATA_SOURCE_NAME=pgconn.to_uri(params), PGPASSFILE=stack.path("secrets", "pgpass"))
+
+
+def breakdown_variants() -> list[tuple[str, str, list[str]]]:
+    queries = f"--extend.query-path={os.path.join(REPO_ROOT, 'exporters', 'postgres_exporter', 'queries.yaml')}"
+    only = lambda *cs: ["--collector.disable-defaults"] + [f"--collector.{c}" for c in cs]  # noqa: E731
+    variants = [
+        ("node_exporter", "stock (default collectors)", []),
+        ("node_exporter", f"ours: {','.join(NODE_COLLECTORS)}", only(*NODE_COLLECTORS)),
+        ("node_exporter", "cpu,diskstats,meminfo,loadavg", only("cpu", "diskstats", "meminfo", "loadavg")),
+        ("node_exporter", "cpu,diskstats", only("cpu", "diskstats")),
+    ]
+    variants += [("node_exporter", f"only {c}", only(c)) for c in NODE_COLLECTORS]
+    variants += [
+        ("postgres_exporter", "stock + queries.yaml", [queries]),
+        ("postgres_exporter", "+ --disable-settings-metrics", [queries, "--disable-settings-metrics"]),
+        ("postgres_exporter", "+ --no-collector.database", [queries, "--no-collector.database"]),
+        ("postgres_exporter", "+ both", [queries, "--disable-settings-metrics", "--no-collector.database"]),
+        ("postgres_exporter", "+ both + --no-collector.bgwriter",
+         [queries, "--disable-settings-metrics", "--no-collector.database", "--no-collector.bgwriter"]),
+        ("postgres_exporter", "queries.yaml only (everything else off)",
+         [queries, "--disable-default-metrics", "--disable-settings-metrics", "--no-collector.database", "--no-collector.bgwriter"]),
+    ]
+    return variants
+
+
+def pg_stat_database_queries(tmp: str) -> str:
+    """Our queries file plus pg_stat_database as a custom query (same metric names as the default metrics)."""
+    with open(os.path.join(REPO_ROOT, "exporters", "postgres_exporter", "queries.yaml"), encoding="utf-8") as f:
+        text = f.read()
+    counters = ("numbackends:GAUGE xact_commit xact_rollback blks_read blks_hit tup_returned tup_fetched "
+                "tup_inserted tup_updated tup_deleted conflicts temp_files temp_bytes deadlocks "
+                "blk_read_time blk_write_time").split()
+    metrics = "".join(f"    - {c.split(':')[0]}: {{usage: {c.split(':')[1] if ':' in c else 'COUNTER'}, description: {c.split(':')[0]}}}\n"
+                      for c in counters)
+    text += ("\npg_stat_database:\n  query: |\n    SELECT datid::text, datname, "
+             + ", ".join(c.split(":")[0] for c in counters)
+             + "\n    FROM pg_stat_database WHERE datname IS NOT NULL\n  metrics:\n"
+             + "    - datid: {usage: LABEL, description: datid}\n    - datname: {usage: LABEL, description: datname}\n"
+             + metrics)
+    path = os.path.join(tmp, "queries-with-pg_stat_database.yaml")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return path
+
+
+def scrape_breakdown(live: _live.BenchStack, scrapes: int, tmp: str) -> None:
+    stack = live.stack
+    pg_port = stack.cfg.ports["postgres"]
+    variants = breakdown_variants()
+    variants.append(("postgres_exporter", "default metrics off, pg_stat_database as a query",
+                     [f"--extend.query-path={pg_stat_database_queries(tmp)}", "--disable-default-metrics",
+                      "--disable-settings-metrics", "--no-collector.database"]))
+    print(f"\n[1] per-scrape CPU of exporter variants, each alone on a free port, {scrapes} scrapes back to back "
+          f"(exporter + its database backends; at 1 scrape/s, ms per scrape = ms per second):")
+    for component, label, flags in variants:
+        port = procs.free_port()
+        argv = [binary(component), f"--web.listen-address={LISTEN_HOST}:{port}", *flags]
+        env = pg_exporter_env(stack) if component == "postgres_exporter" else stack._base_env()
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        try:
+            url = f"http://{LISTEN_HOST}:{port}/metrics"
+            if not procs.wait_until(lambda: procs.http_ok(url), 20, 0.05, abort=lambda: proc.poll() is not None):
+                print(f"  {component:<18} {label:<48} did not start")
+                continue
+            for _ in range(3):  # connections opened, caches warm
+                body = urllib.request.urlopen(url, timeout=10).read()
+            pids = [proc.pid]
+            ports = _live.socket_local_ports(proc.pid, pg_port)
+            if ports:
+                rows = live.psql(f"SELECT pid FROM pg_stat_activity WHERE client_port IN ({','.join(map(str, ports))})")
+                pids += [int(p) for p in rows.split()]
+            c0 = sum(_live.cpu_seconds(p) or 0.0 for p in pids)
+            t0 = time.perf_counter()
+            for _ in range(scrapes):
+                body = urllib.request.urlopen(url, timeout=10).read()
+            wall = (time.perf_counter() - t0) / scrapes
+            cpu = (sum(_live.cpu_seconds(p) or 0.0 for p in pids) - c0) / scrapes
+            series = sum(1 for l in body.splitlines() if l and not l.startswith(b"#"))
+            print(f"  {component:<18} {label:<48} {cpu * 1000:6.2f} ms CPU/scrape  {wall * 1000:6.1f} ms wall  "
+                  f"{series:4d} series  {len(pids) - 1} backends")
+        finally:
+            procs.stop_pid(proc.pid)
+
+
+def window_cpu(pids: dict[str, int], seconds: float) -> dict[str, float]:
+    """CPU seconds per second of each process over a window of ``seconds``."""
+    c0, t0 = {k: _live.cpu_seconds(p) or 0.0 for k, p in pids.items()}, time.monotonic()
+    time.sleep(seconds)  # the measurement window itself
+    elapsed = time.monotonic() - t0
+    return {k: ((_live.cpu_seconds(p) or 0.0) - c0[k]) / elapsed for k, p in pids.items()}
+
+
+def prometheus_variants(config: dict) -> list[tuple[str, dict]]:
+    import copy
+
+    out = []
+    for label, changes in (("as in the repository", []), ("without rule_files", [no_rules]),
+                           ("prometheus+alertmanager jobs at 15 s", [slow_self_scrapes]),
+                           ("both", [no_rules, slow_self_scrapes])):
+        c = copy.deepcopy(config)
+        for change in changes:
+            change(c)
+        out.append((label, c))
+    return out
+
+
+def prometheus_breakdown(live: _live.BenchStack, window: float) -> None:
+    import yaml
+
+    stack = live.stack
+    etc = stack.path("prometheus", "etc")
+    link = os.path.join(etc, "prometheus.yml")
+    with open(link, encoding="utf-8") as f:
+        config = yaml.safe_load(f)
+    groups = query(live.prometheus, "prometheus_rule_group_rules")
+    n_rules = int(sum(float(g["value"][1]) for g in groups))
+    print(f"\n[2] Prometheus and Alertmanager CPU with no pgbench running, {window:.0f} s per config "
+          f"(the repository's config: {n_rules} rules in {len(groups)} groups, every job at 1 s; applied by /-/reload):")
+    # Where rule evaluation goes: each group's evaluation time (wall, a proxy for its CPU) over the last minute.
+    durations = query(live.prometheus, "avg_over_time(prometheus_rule_group_last_duration_seconds[1m])")
+    intervals = {g["metric"]["rule_group"]: float(g["value"][1])
+                 for g in query(live.prometheus, "prometheus_rule_group_interval_seconds")}
+    sizes = {g["metric"]["rule_group"]: int(float(g["value"][1])) for g in groups}
+    print("  rule groups by evaluation time (avg over 1 min, x evaluations per second = ms/s of wall time):")
+    for g in sorted(durations, key=lambda g: -float(g["value"][1])):
+        name = g["metric"]["rule_group"]
+        per_eval = float(g["value"][1]) * 1000
+        every = intervals.get(name, 1.0)
+        print(f"    {name.split('/')[-1]:<56} {sizes.get(name, 0):3d} rules every {every:g} s  "
+              f"{per_eval:6.2f} ms per evaluation = {per_eval / every:6.2f} ms/s")
+    pids = {"prometheus": stack.pid("prometheus"), "alertmanager": stack.pid("alertmanager")}
+    try:
+        for label, c in prometheus_variants(config):
+            write_config(link, c)
+            reload(live.prometheus)
+            time.sleep(3.0)  # settle: first evaluations and scrapes after the reload
+            cpu = window_cpu(pids, window)
+            print(f"  {label:<40} prometheus {cpu['prometheus'] * 1000:6.2f} ms/s  alertmanager {cpu['alertmanager'] * 1000:6.2f} ms/s"
+                  f"  together {sum(cpu.values()) * 1000:6.2f} ms/s")
+    finally:
+        os.unlink(link)
+        os.symlink(os.path.join(REPO_ROOT, "prometheus", "prometheus.yml"), link)
+        reload(live.prometheus)
+
+
+def reload(prometheus: str) -> None:
+    req = urllib.request.Request(prometheus + "/-/reload", method="POST")
+    with urllib.request.urlopen(req, timeout=30) as r:
+        r.read()
+
+
+def exporter_breakdown(live: _live.BenchStack, window: float, tmp: str) -> None:
+    """The benchwatch exporter following a live run, for several poll intervals."""
+    import benchwatch.exporter.server as server
+
+    stack = live.stack
+    print(f"\n[3] benchwatch exporter following a live run (attach fed one progress line per second), {window:.0f} s "
+          f"per poll interval (the stack's exporter stopped meanwhile; not scraped; code default "
+          f"POLL_INTERVAL_S = {server.POLL_INTERVAL_S}):")
+    stack._stop("benchwatch_exporter")
+    try:
+        for poll in (server.POLL_INTERVAL_S, 0.25, 0.5, 1.0):
+            port = procs.free_port()
+            env = dict(stack._base_env(), PYTHONPATH=os.path.join(REPO_ROOT, "src"))
+            argv = [sys.executable, "-c", EXPORTER_CODE, str(poll), "exporter", f"--listen={LISTEN_HOST}:{port}",
+                    f"--runs-dir={stack.cfg.runs_dir}", f"--remote-write-url={stack.cfg.remote_write_url}"]
+            with open(os.path.join(tmp, f"exporter-{poll}.log"), "wb") as log:
+                exporter = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+            attach = None
+            try:
+                if not procs.wait_until(lambda: procs.http_ok(f"http://{LISTEN_HOST}:{port}/healthz"), 30, 0.05,
+                                        abort=lambda: exporter.poll() is not None):
+                    print(f"  poll {poll:<5} s: the exporter did not start")
+                    continue
+                idle = window_cpu({"exporter": exporter.pid}, window)["exporter"]
+                attach = subprocess.Popen([_live.BENCHWATCH, "attach", "--quiet"], stdin=subprocess.PIPE,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=live.env())
+                start = time.monotonic()
+                c0 = _live.cpu_seconds(exporter.pid)
+                lines = int(window)
+                for i in range(lines + 1):
+                    delay = start + i - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)  # pace like pgbench -P 1
+                    if i == 1:
+                        c0, t0 = _live.cpu_seconds(exporter.pid), time.monotonic()  # after run discovery
+                    attach.stdin.write(f"progress: {i + 1}.0 s, {500 + i}.0 tps, lat 4.000 ms stddev 0.500, 0 failed\n".encode())
+                    attach.stdin.flush()
+                following = (_live.cpu_seconds(exporter.pid) - c0) / (time.monotonic() - t0)
+                print(f"  poll {poll:<5} s: idle {idle * 1000:6.2f} ms/s   following a run {following * 1000:6.2f} ms/s")
+            finally:
+                if attach is not None:
+                    attach.stdin.close()
+                    attach.wait(timeout=30)
+                procs.stop_pid(exporter.pid)
+    finally:
+        live.start_watchers()
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def spread(values: list[float]) -> str:
+    if len(values) < 2:
+        return f"mean {values[0]:.3f}" if values else "no data"
+    return (f"mean {statistics.mean(values):.3f}  stdev {statistics.stdev(values):.3f}  "
+            f"min {min(values):.3f}  max {max(values):.3f}")
+
+
+def report(results: list[dict], variants: list[str]) -> None:
+    watched_variants = [v for v in variants if v != "bare"]
+    watched = [r for r in results if r["variant"] != "bare"]
+    if watched:
+        names: list[str] = []
+        for r in watched:
+            names += [n for n in r["cpu"] if n not in names]
+        print("\ncost of watching: CPU ms per second of run (mean over rounds; per-round values in brackets)")
+        print(f"  {'process':<30}" + "".join(f"{v:>26}" for v in watched_variants))
+        for name in names:
+            cells = []
+            for variant in watched_variants:
+                vals = [r["cpu"].get(name) for r in watched if r["variant"] == variant]
+                vals = [v * 1000 for v in vals if v is not None]
+                cells.append(f"{statistics.mean(vals):6.2f} [{' '.join(f'{v:.0f}' for v in vals)}]" if vals else "-")
+            print(f"  {name:<30}" + "".join(f"{c:>26}" for c in cells))
+        for variant in watched_variants:
+            totals = [sum(v for v in r["cpu"].values() if v is not None) for r in watched if r["variant"] == variant]
+            share = [x / _live.NPROC * 100 for x in totals]
+            print(f"  total {variant:<13} {statistics.mean(totals) * 1000:6.2f} ms/s = {statistics.mean(share):.2f} % of the machine "
+                  f"({_live.NPROC} cores; per round {' '.join(f'{x:.2f}' for x in share)} %; "
+                  f"target <= 1 %: {'met' if statistics.mean(share) <= 1.0 else 'NOT met'})")
+        startups = [r["wrapper_startup"] for r in watched if r["wrapper_startup"] is not None]
+        if startups:
+            print(f"  one-off per run: benchwatch run start-up (bash, Python, pgbench --version, psql x2) "
+                  f"{statistics.median(startups) * 1000:.0f} ms CPU (median)")
+        churned = sorted({c for r in watched for c in r["backends_churned"]})
+        if churned:
+            print(f"  WARNING: database sessions of {churned} changed inside a window: their backends' CPU is undercounted")
+    busy = {v: [r["machine_busy"] * 100 for r in results if r["variant"] == v] for v in variants}
+    print("  machine busy during the windows (everything: pgbench, PostgreSQL, watchers, other users): "
+          + "  ".join(f"{v} {statistics.mean(b):.0f} %" for v, b in busy.items() if b))
+
+    if "bare" not in variants:
+        return
+    print("\nTPS, each watched run against the bare run of its round (ratio watched/bare):")
+    by_round: dict[int, dict[str, float]] = {}
+    for r in results:
+        by_round.setdefault(r["round"], {})[r["variant"]] = r["tps"]
+    for rn, tps in sorted(by_round.items()):
+        parts = [f"{v} {tps[v]:7.1f}" for v in variants if v in tps]
+        ratios = [f"{v}/bare {tps[v] / tps['bare']:.3f}" for v in watched_variants if v in tps and "bare" in tps]
+        print(f"  round {rn}: " + "  ".join(parts) + "   " + "  ".join(ratios))
+    for v in watched_variants:
+        ratios = [t[v] / t["bare"] for t in by_round.values() if v in t and "bare" in t]
+        if ratios:
+            print(f"  {v}/bare: {spread(ratios)}  (n={len(ratios)})")
+    bare = [t["bare"] for t in by_round.values() if "bare" in t]
+    if len(bare) > 1:
+        print(f"  run-to-run noise of bare alone: stdev {statistics.stdev(bare) / statistics.mean(bare) * 100:.1f} % of its mean")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=int, default=20, help="length of each pgbench run (default 20)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of the variants (default 5; 0 with --breakdown: the breakdown only)")
+    parser.add_argument("--variants", default=DEFAULT_VARIANTS,
+                        help=f"comma-separated, from {', '.join(VARIANTS)} (default {DEFAULT_VARIANTS})")
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--scale", type=int, default=2)
+    parser.add_argument("--warmup", type=int, default=5, help="seconds of pgbench before the rounds (default 5)")
+    parser.add_argument("--breakdown", action="store_true", help="add where the CPU goes and what each option saves")
+    parser.add_argument("--scrapes", type=int, default=100, help="scrapes per variant in the breakdown (default 100)")
+    parser.add_argument("--window", type=float, default=15.0, help="seconds per configuration in the breakdown's CPU windows (default 15)")
+    args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        parser.error(f"unknown variants {unknown}: choose from {', '.join(VARIANTS)}")
+    if args.seconds < 5:
+        parser.error("--seconds must be at least 5")
+    if args.rounds < 1 and not args.breakdown:
+        parser.error("--rounds 0 only with --breakdown")
+
+    print("benchwatch cost-of-watching benchmark")
+    print(f"{_live.NPROC} cores; {_live.loadavg()} before; pgbench -n -c {args.clients} -j {args.threads} "
+          f"-T {args.seconds} -P 1 at scale {args.scale}; {args.rounds} rounds of {'/'.join(variants)}, order rotating")
+    for v in variants:
+        print(f"  {v:<13} {VARIANTS[v]}")
+    results: list[dict] = []
+    with _live.BenchStack(scale=args.scale, stack_cls=VariantStack) as live, tempfile.TemporaryDirectory(prefix="benchwatch-bench-") as tmp:
+        bench = CostBench(live, args, tmp)
+        for c in ("node_exporter", "postgres_exporter"):
+            argv = procs.process_cmdline(live.stack.pid(c))
+            print(f"  ours: {c} {' '.join(a for a in argv[1:] if not a.startswith('--web.listen'))}")
+        live.pgbench("-n", "-c", str(args.clients), "-j", str(args.threads), "-T", str(args.warmup), timeout=args.warmup + 60)
+        for rn in range(1, args.rounds + 1):
+            k = (rn - 1) % len(variants)
+            for variant in variants[k:] + variants[:k]:
+                r = bench.run(variant, rn)
+                results.append(r)
+                total = sum(v for v in r["cpu"].values() if v is not None) if r["variant"] != "bare" else None
+                print(f"  round {rn} {variant:<13} tps {r['tps']:7.1f}  window {r['window']:.1f} s"
+                      + (f"  watching {total * 1000:6.1f} ms/s = {total / _live.NPROC * 100:.2f} % of the machine" if total is not None else "")
+                      + f"  machine busy {r['machine_busy'] * 100:.0f} %  {_live.loadavg()}", flush=True)
+        if results:
+            report(results, variants)
+        if args.breakdown:
+            bench.configure("ours")
+            scrape_breakdown(live, args.scrapes, tmp)
+            prometheus_breakdown(live, args.window)
+            exporter_breakdown(live, args.window, tmp)
+    print(f"\n{_live.loadavg()} after")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted: everything the benchmark started has been stopped", file=sys.stderr)
+        sys.exit(130)
