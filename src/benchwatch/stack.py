@@ -8,6 +8,8 @@ State layout under ``state_dir``:
   pids/<component>.pid  what `down` stops, by PID
   prometheus/etc/       prometheus.yml and rules linked from the repository, targets/*.json generated
   prometheus/data, alertmanager/data
+  alertmanager/alertmanager.yml  the repository's config with this stack's webhook URL (0600)
+  grafana/              data and logs of a native Grafana, when one is on the PATH
   runs/<run_id>/        one directory per pgbench run
 """
 

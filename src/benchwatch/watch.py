@@ -218,7 +218,7 @@ def place_transaction_log(args: list[str], run: runs.RunDir, add: bool) -> tuple
     Returns (args, log prefix, what was changed, for saying so)."""
     parsed = parse_pgbench_args(args)
     said = []
-    if "log" not in parsed.flags and "l" not in parsed.flags:
+    if "log" not in parsed.flags:
         if not add:
             return args, None, said
         args = insert_options(args, ["-l"])

@@ -31,19 +31,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
+from benchwatch.snapshot.rebuild import PRIVATE_PROMETHEUS_CONFIG
+
 PROMETHEUS_BIN = os.environ.get("BENCHWATCH_PROMETHEUS", "prometheus")
 PROMTOOL_BIN = os.environ.get("BENCHWATCH_PROMTOOL", "promtool")
 
 # A config with nothing to scrape, accepting out-of-order samples up to 30
-# years old (so fixtures from 2016 can be remote-written).
-REMOTE_WRITE_CONFIG = """\
-global:
-  scrape_interval: 1h
-  evaluation_interval: 1h
-storage:
-  tsdb:
-    out_of_order_time_window: 30y
-"""
+# years old (so fixtures from 2016 can be remote-written): the snapshot
+# rebuild's private Prometheus is exactly that.
+REMOTE_WRITE_CONFIG = PRIVATE_PROMETHEUS_CONFIG
 
 
 # Talk to the local Prometheus directly, whatever *_proxy variables say.

@@ -30,7 +30,9 @@ from benchwatch.snapshot.series import Series
 PGBENCH_METRICS = frozenset(METRICS)
 SERIES_DIR = "series"
 
-_CONFIG = """\
+# A Prometheus that only holds what is written to it: nothing to scrape, and
+# out-of-order samples accepted back to the oldest run one may rebuild.
+PRIVATE_PROMETHEUS_CONFIG = """\
 global:
   scrape_interval: 1h
   evaluation_interval: 1h
@@ -105,7 +107,7 @@ def private_prometheus(series: list[Series], binary: str | None = None) -> Itera
     port = procs.free_port()
     config = os.path.join(workdir, "prometheus.yml")
     with open(config, "w", encoding="utf-8") as f:
-        f.write(_CONFIG)
+        f.write(PRIVATE_PROMETHEUS_CONFIG)
     log = open(os.path.join(workdir, "prometheus.log"), "wb")
     proc = subprocess.Popen([binary, f"--config.file={config}", f"--storage.tsdb.path={workdir}/data",
                              f"--web.listen-address=127.0.0.1:{port}", "--web.enable-remote-write-receiver",
