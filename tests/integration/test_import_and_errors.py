@@ -12,6 +12,8 @@ import tempfile
 
 import pytest
 
+from benchwatch import procs
+
 from benchwatch.config import REPO_ROOT
 from tests.helpers.prometheus import query
 from tests.integration.conftest import free_ports, make_state_dir
@@ -139,6 +141,8 @@ def test_import_of_a_run_directory_keeps_its_clock(live_stack):
     run_id = [l.split()[2].rstrip(":") for l in r.stderr.decode().splitlines() if l.startswith("benchwatch: run ")][0]
     run_dir = os.path.join(live_stack.state_dir, "runs", run_id)
     meta = json.load(open(os.path.join(run_dir, "meta.json")))
+    # The live run is complete in Prometheus once the exporter wrote its end.
+    assert procs.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     r = live_stack.benchwatch("import", run_dir, "--run-id", f"{run_id}-replayed")
     assert r.returncode == 0, r.stderr
     live = query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]')[0]["values"]
