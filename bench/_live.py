@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import subprocess
 import sys
 import time
 
@@ -53,17 +52,9 @@ class BenchStack(throwaway.ThrowawayStack):
     def __enter__(self) -> "BenchStack":
         # SIGTERM ends the benchmark like Ctrl-C does: through the cleanup below.
         self._old_term = signal.signal(signal.SIGTERM, _terminate)
-        try:
-            t = time.monotonic()
-            self.stack.up()
-            self.say(f"stack up in {time.monotonic() - t:.1f} s (state dir {self.state_dir})")
-            if self.scale:
-                r = self.pgbench("-i", "-q", "-s", str(self.scale), timeout=300)
-                if r.returncode != 0:
-                    raise RuntimeError(f"pgbench -i failed: {r.stderr.decode(errors='replace')}")
-        except BaseException:
-            self.close()
-            raise
+        t = time.monotonic()
+        self.bring_up(self.scale)
+        self.say(f"stack up in {time.monotonic() - t:.1f} s (state dir {self.state_dir})")
         return self
 
     def __exit__(self, *exc) -> None:
@@ -193,3 +184,12 @@ def socket_local_ports(pid: int, remote_port: int) -> set[int]:
 
 def hostname() -> str:
     return socket.gethostname()
+
+
+def run_main(main) -> None:
+    """A benchmark's entry point: its exit code, and a clean word on Ctrl-C (cleanup ran already)."""
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        print("interrupted: everything the benchmark started has been stopped", file=sys.stderr)
+        sys.exit(130)

@@ -178,8 +178,4 @@ def measure(live: _live.BenchStack, tmp: str, seconds: int, warmup: int) -> bool
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        print("interrupted: everything the benchmark started has been stopped", file=sys.stderr)
-        sys.exit(130)
+    _live.run_main(main)

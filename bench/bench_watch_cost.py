@@ -596,8 +596,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except KeyboardInterrupt:
-        print("interrupted: everything the benchmark started has been stopped", file=sys.stderr)
-        sys.exit(130)
+    _live.run_main(main)

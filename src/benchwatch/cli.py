@@ -87,8 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         return 2
     stack = _stack(args)
     if not stack.healthy("benchwatch_exporter"):
-        say(f"the exporter is not running: the run is saved but not sent to Prometheus "
-            f"(start the stack with ./benchwatch up, or import the run later with ./benchwatch import)")
+        say("the exporter is not running: the run is saved but not sent to Prometheus "
+            "(start the stack with ./benchwatch up, or import the run later with ./benchwatch import)")
     pg_env = stack.pg_env() if os.path.exists(stack.cfg.stack_file) else {}
     terminal = LineSafeStream(sys.stderr.buffer)
     watches = []

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
-import sys
 import threading
 import time
 import urllib.parse
@@ -14,18 +12,13 @@ from typing import Callable
 
 from benchwatch import procs
 from benchwatch.config import REPO_ROOT
+from benchwatch.grafana_queries import prom_api
 from benchwatch.stack import Stack, StackError, pg_bindir
 
 
 def prom_query(base: str, promql: str, at: float | None = None) -> list[dict]:
-    params = {"query": promql}
-    if at is not None:
-        params["time"] = f"{at:.3f}"
-    status, body = procs.http_get(f"{base}/api/v1/query?{urllib.parse.urlencode(params)}", timeout=10)
-    data = json.loads(body)
-    if data.get("status") != "success":
-        raise RuntimeError(f"query {promql!r} failed: {data.get('error')}")
-    return data["data"]["result"]
+    params = {"query": promql} if at is None else {"query": promql, "time": f"{at:.3f}"}
+    return prom_api(base, "/api/v1/query", params)
 
 
 def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
@@ -77,10 +70,10 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
     if values:
         print(f"  TPS mean {statistics.mean(values):.1f}  min {min(values):.1f}  max {max(values):.1f}  "
               f"stddev {statistics.pstdev(values):.1f}")
-    print(f"  scrape targets up: " + ", ".join(f"{job}={'yes' if v == '1' else 'NO'}" for job, v in sorted(targets.items())))
+    print("  scrape targets up: " + ", ".join(f"{job}={'yes' if v == '1' else 'NO'}" for job, v in sorted(targets.items())))
     print(f"  run directory: {run.path}")
     expr = urllib.parse.quote(f"pgbench_progress_tps{selector}")
     print(f"  Prometheus: {base}/graph?g0.expr={expr}&g0.range_input=5m")
     print(f"  Alertmanager: {stack.cfg.url('alertmanager')}")
-    print(f"  stop the stack with: ./benchwatch down")
+    print("  stop the stack with: ./benchwatch down")
     return 0 if ended and values else 1

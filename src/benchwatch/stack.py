@@ -18,13 +18,11 @@ from __future__ import annotations
 import glob
 import json
 import os
-import pwd
 import secrets
 import shutil
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from typing import Callable
 

@@ -69,6 +69,18 @@ class ThrowawayStack:
             raise RuntimeError(f"psql failed: {r.stderr.strip()}")
         return r.stdout.strip()
 
+    def bring_up(self, scale: int | None) -> None:
+        """Start the stack and initialise pgbench tables at ``scale``; on any failure nothing is left running."""
+        try:
+            self.stack.up()
+            if scale:
+                init = self.pgbench("-i", "-q", "-s", str(scale), timeout=600)
+                if init.returncode != 0:
+                    raise RuntimeError(f"pgbench -i failed: {init.stderr.decode(errors='replace').strip()}")
+        except BaseException:
+            self.close()
+            raise
+
     def close(self) -> list[str]:
         """Stop every component by PID and remove the state dir; returns components still running (none)."""
         try:
@@ -83,12 +95,5 @@ def start(scale: int = 2) -> ThrowawayStack:
     state_dir = make_state_dir()
     stack = Stack(load_config(state_dir, free_ports()), out=lambda m: print(m, file=sys.stderr))
     live = ThrowawayStack(stack, state_dir)
-    try:
-        stack.up()
-        init = live.pgbench("-i", "-q", "-s", str(scale), timeout=600)
-        if init.returncode != 0:
-            raise RuntimeError(f"pgbench -i failed: {init.stderr.decode(errors='replace').strip()}")
-    except BaseException:
-        live.close()
-        raise
+    live.bring_up(scale)
     return live

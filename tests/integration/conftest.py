@@ -5,9 +5,6 @@ from __future__ import annotations
 import pytest
 
 from benchwatch import throwaway
-from benchwatch.throwaway import BENCHWATCH, free_ports, make_state_dir  # noqa: F401  (used by the tests)
-
-LiveStack = throwaway.ThrowawayStack
 
 
 @pytest.fixture(scope="session")

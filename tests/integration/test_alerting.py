@@ -26,7 +26,7 @@ from benchwatch.alert_watch import AlertWatch
 from benchwatch.stack import pg_bindir
 from tests.helpers.prometheus import query
 from tests.helpers.webhook import WebhookReceiver
-from tests.integration.conftest import BENCHWATCH
+from benchwatch.throwaway import BENCHWATCH
 
 pytestmark = pytest.mark.integration
 

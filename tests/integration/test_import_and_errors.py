@@ -16,7 +16,7 @@ from benchwatch import procs
 
 from benchwatch.config import REPO_ROOT
 from tests.helpers.prometheus import query
-from tests.integration.conftest import free_ports, make_state_dir
+from benchwatch.throwaway import free_ports, make_state_dir
 
 pytestmark = pytest.mark.integration
 

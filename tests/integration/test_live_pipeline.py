@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
@@ -15,7 +14,7 @@ import pytest
 from benchwatch import procs
 from benchwatch.stack import pg_bindir
 from tests.helpers.prometheus import query
-from tests.integration.conftest import BENCHWATCH
+from benchwatch.throwaway import BENCHWATCH
 
 pytestmark = pytest.mark.integration
 

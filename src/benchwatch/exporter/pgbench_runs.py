@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from benchwatch import runs
+from benchwatch import procs, runs
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.pgbench_args import parse_pgbench_args
 from benchwatch.run_model import METRICS, RunModel
@@ -90,7 +90,7 @@ class RunFollower:
         for _name, lines in batches:
             for line in lines:
                 out.extend(self.model.feed_line(line, now))
-        ended = meta.get("state") != runs.RUNNING or not runs.pid_alive(meta.get("pid"))
+        ended = meta.get("state") != runs.RUNNING or not procs.process_alive(meta.get("pid"))
         if ended:
             # Whatever the writer left unterminated, then the end of the run.
             for name, follower in self.followers.items():

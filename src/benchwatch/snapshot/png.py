@@ -13,7 +13,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
 
 from benchwatch.snapshot.collect import Collected  # noqa: E402
 from benchwatch.snapshot.summary import one  # noqa: E402
