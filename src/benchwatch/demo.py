@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -63,14 +64,17 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
     stored = prom_query(base, f"count_over_time(pgbench_progress_tps{selector}[1h])", at)
     tps = prom_query(base, f"pgbench_progress_tps{selector}[1h]", at)
     values = [float(v) for _, v in tps[0]["values"]] if tps else []
-    targets = {r["metric"]["job"]: r["value"][1] for r in prom_query(base, "up")}
+    # Every configured target, also those not scraped yet (the watchers' own jobs scrape every 15 s).
+    status, body = procs.http_get(f"{base}/api/v1/targets?state=active", timeout=10)
+    targets = {t["labels"]["job"]: t["health"] for t in json.loads(body)["data"]["activeTargets"]}
     print()
     print(f"run {run.run_id}")
     print(f"  progress lines printed by pgbench: {printed}; samples in Prometheus: {int(float(stored[0]['value'][1])) if stored else 0}")
     if values:
         print(f"  TPS mean {statistics.mean(values):.1f}  min {min(values):.1f}  max {max(values):.1f}  "
               f"stddev {statistics.pstdev(values):.1f}")
-    print("  scrape targets up: " + ", ".join(f"{job}={'yes' if v == '1' else 'NO'}" for job, v in sorted(targets.items())))
+    shown = {"up": "yes", "down": "NO", "unknown": "not scraped yet"}
+    print("  scrape targets up: " + ", ".join(f"{job}={shown.get(h, h)}" for job, h in sorted(targets.items())))
     print(f"  run directory: {run.path}")
     expr = urllib.parse.quote(f"pgbench_progress_tps{selector}")
     print(f"  Prometheus: {base}/graph?g0.expr={expr}&g0.range_input=5m")
