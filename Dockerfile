@@ -6,10 +6,8 @@ RUN apt-get update \
  && apt-get install -y --no-install-recommends python3 python3-venv \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /opt/benchwatch
-COPY requirements.txt requirements-dev.txt ./
-COPY scripts/ensure-venv scripts/ensure-venv
-RUN scripts/ensure-venv
 COPY . .
+RUN scripts/ensure-venv
 RUN useradd --system --uid 10001 benchwatch && mkdir -p /runs && chown benchwatch /runs
 USER benchwatch
 ENTRYPOINT ["/opt/benchwatch/benchwatch"]

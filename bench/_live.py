@@ -14,12 +14,15 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "src"))
 sys.path.insert(0, ROOT)
 
-from benchwatch import procs, throwaway  # noqa: E402
-from benchwatch.config import load_config  # noqa: E402
-from benchwatch.stack import Stack, pg_bindir  # noqa: E402
+from benchwatch.stack.config import load_config
+from benchwatch.stack.native import Stack, pg_bindir
+from benchwatch.util import (
+    net,
+    processes,
+)
+from tests.helpers import throwaway
 
 BENCHWATCH = os.path.join(ROOT, "benchwatch")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -33,13 +36,13 @@ def _terminate(signum, frame):
 
 
 def loadavg() -> str:
-    return "load average %.2f %.2f %.2f" % os.getloadavg()
+    return "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
 
 
 class BenchStack(throwaway.ThrowawayStack):
     """A native stack for one benchmark: ``with BenchStack(scale=2) as live: ...``.
 
-    The clients (env, pg_env, pgbench, psql) come from benchwatch.throwaway; this
+    The clients (env, pg_env, pgbench, psql) come from tests.helpers.throwaway; this
     adds SIGTERM-safe cleanup and stopping/starting the watchers between rounds.
     """
 
@@ -49,7 +52,7 @@ class BenchStack(throwaway.ThrowawayStack):
         state_dir = throwaway.make_state_dir()
         super().__init__(stack_cls(load_config(state_dir, throwaway.free_ports()), out=say), state_dir)
 
-    def __enter__(self) -> "BenchStack":
+    def __enter__(self) -> BenchStack:
         # SIGTERM ends the benchmark like Ctrl-C does: through the cleanup below.
         self._old_term = signal.signal(signal.SIGTERM, _terminate)
         t = time.monotonic()
@@ -86,17 +89,17 @@ class BenchStack(throwaway.ThrowawayStack):
     def wait_ports_free(self, timeout: float = 10.0) -> None:
         """Ports of stopped components can be held a moment longer (a free port from the
         ephemeral range may also be some client's local port for a while): wait, with a deadline."""
-        from benchwatch.config import LISTEN_HOST
+        from benchwatch.stack.config import LISTEN_HOST
 
         down = [c for c in self.stack.components() if self.stack.pid(c) is None]
-        if procs.wait_until(lambda: all(procs.port_free(LISTEN_HOST, self.stack.cfg.ports[c]) for c in down),
+        if processes.wait_until(lambda: all(net.port_free(LISTEN_HOST, self.stack.cfg.ports[c]) for c in down),
                             timeout, 0.1):
             return
         # Still taken (e.g. the local end of another program's keep-alive connection): move the
         # component to a new free port and tell Prometheus (file_sd picks the new target up).
         for c in down:
-            if not procs.port_free(LISTEN_HOST, self.stack.cfg.ports[c]):
-                new = procs.free_port()
+            if not net.port_free(LISTEN_HOST, self.stack.cfg.ports[c]):
+                new = net.free_port()
                 self.say(f"port {self.stack.cfg.ports[c]} of {c} is still taken: moving it to {new}")
                 self.stack.cfg.ports[c] = new
         self.stack.cfg.save()
@@ -107,7 +110,7 @@ class BenchStack(throwaway.ThrowawayStack):
         """Restart the stack's benchwatch exporter, same port and flags, with another
         POLL_INTERVAL_S (a measurement of that option; the code default is untouched)."""
         pid = self.stack.pid("benchwatch_exporter")
-        argv = procs.process_cmdline(pid)
+        argv = processes.process_cmdline(pid)
         args = argv[argv.index("exporter"):]  # [python, -m, benchwatch, exporter, --flags...]
         self.stack._stop("benchwatch_exporter")
         self.wait_ports_free()

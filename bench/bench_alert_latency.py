@@ -36,9 +36,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _live import BENCHWATCH, BenchStack, loadavg, pg_bindir  # noqa: E402
-
-from tests.helpers.webhook import WebhookReceiver  # noqa: E402
+from _live import BENCHWATCH, BenchStack, loadavg, pg_bindir
+from tests.helpers.webhook import WebhookReceiver
 
 DROP_ALERTS = ("PgbenchTPSDrop", "PgbenchStalled")
 BASELINE_LINES = 15  # the baseline needs 10 lines (thresholds.yml); a few more for a steady median

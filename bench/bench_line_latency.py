@@ -40,8 +40,8 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _live  # noqa: E402  (puts src/ on sys.path)
-from benchwatch import procs  # noqa: E402
+import _live
+from benchwatch.util import processes
 
 POLL_S = 0.010
 TIMEOUT_S = 10.0
@@ -70,7 +70,7 @@ def find_run_dir(runs_dir: str, pid: int, timeout: float = 30.0) -> str:
                 continue
         return False
 
-    if not procs.wait_until(check, timeout, 0.02):
+    if not processes.wait_until(check, timeout, 0.02):
         raise RuntimeError("attach never created its run directory")
     return found[0]
 
@@ -162,7 +162,7 @@ def measure(live: _live.BenchStack, tmp: str, seconds: int, warmup: int) -> bool
         attach.wait(timeout=30)
     finally:
         if attach.poll() is None:
-            procs.stop_pid(attach.pid)
+            processes.stop_pid(attach.pid)
 
     w = warmup
     print(f"progress line written -> sample returned by /api/v1/query (poll every {POLL_S * 1000:.0f} ms; "

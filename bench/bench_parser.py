@@ -36,10 +36,9 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "src"))
 
-from benchwatch.pgbench_output import PgbenchOutputParser, Progress  # noqa: E402
-from benchwatch.run_model import RunModel  # noqa: E402
+from benchwatch.model.pgbench_run import RunModel
+from benchwatch.parse.pgbench import PgbenchOutputParser, Progress
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "pgbench")
 START = 1_700_000_000.0

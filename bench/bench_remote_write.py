@@ -25,13 +25,12 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "src"))
 sys.path.insert(0, ROOT)
 
-from benchwatch.openmetrics import write_openmetrics  # noqa: E402
-from benchwatch.remote_write import RemoteWriter, compress, encode_write_request  # noqa: E402
-from benchwatch.samples import sample  # noqa: E402
-from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, query, start_prometheus  # noqa: E402
+from benchwatch.model.samples import sample
+from benchwatch.sink.openmetrics import write_openmetrics
+from benchwatch.sink.remote_write import RemoteWriter, compress, encode_write_request
+from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, query, start_prometheus
 
 METRICS = (
     "bench_progress_tps",

@@ -1,4 +1,4 @@
-"""Benchmark: pgbench per-transaction log ingestion (benchwatch.txlog).
+"""Benchmark: pgbench per-transaction log ingestion (benchwatch.model.txlog).
 
 Run from the repository root::
 
@@ -32,13 +32,11 @@ import bisect
 import os
 import random
 import resource
-import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "src"))
 
-from benchwatch.txlog import DEFAULT_BUCKETS, TxlogAggregator  # noqa: E402
+from benchwatch.model.txlog import DEFAULT_BUCKETS, TxlogAggregator
 
 CHUNK = 1 << 20
 EPOCH0 = 1795370000

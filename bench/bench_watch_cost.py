@@ -63,11 +63,12 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import _live  # noqa: E402  (puts src/ on sys.path)
-from benchwatch import procs  # noqa: E402
-from benchwatch.config import LISTEN_HOST, REPO_ROOT  # noqa: E402
-from benchwatch.stack import NODE_COLLECTORS, Stack, binary  # noqa: E402
-from tests.helpers.prometheus import query  # noqa: E402
+import _live
+from benchwatch import resources
+from benchwatch.stack.config import LISTEN_HOST
+from benchwatch.stack.native import NODE_COLLECTORS, Stack, binary
+from benchwatch.util import net, processes
+from tests.helpers.prometheus import query
 
 # Each variant, and what it changes from the stack as `./benchwatch up` starts it.
 VARIANTS = {
@@ -188,7 +189,7 @@ class CostBench:
                 return False
             return all(up.get(j) == "1" for j in jobs)
 
-        if not procs.wait_until(all_up, 60, 0.2):
+        if not processes.wait_until(all_up, 60, 0.2):
             raise RuntimeError("not every scrape target came up")
 
     def find_backends(self) -> dict[str, list[int]]:
@@ -234,7 +235,7 @@ class CostBench:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env)
         try:
-            if not procs.wait_until(lambda: b"progress: " in open(err_path, "rb").read(), 60, 0.02,
+            if not processes.wait_until(lambda: b"progress: " in open(err_path, "rb").read(), 60, 0.02,
                                     abort=lambda: proc.poll() is not None):
                 raise RuntimeError(f"{variant}: no progress line: {open(err_path, 'rb').read()[-500:]!r}")
             wrapper = proc.pid if variant != "bare" else None
@@ -253,7 +254,7 @@ class CostBench:
             proc.wait(timeout=self.args.seconds + 120)
         finally:
             if proc.poll() is None:
-                procs.stop_pid(proc.pid)
+                processes.stop_pid(proc.pid)
         m = TPS_RE.search(open(out_path, "rb").read())
         if proc.returncode != 0 or not m:
             raise RuntimeError(f"{variant}: pgbench failed ({proc.returncode}): {open(err_path, 'rb').read()[-500:]!r}")
@@ -274,15 +275,15 @@ class CostBench:
 
 
 def pg_exporter_env(stack: Stack) -> dict[str, str]:
-    from benchwatch import pgconn
+    from benchwatch.engines.postgres import dsn
 
     params = stack.pg_params()
     params.pop("password", None)
-    return dict(stack._base_env(), DATA_SOURCE_NAME=pgconn.to_uri(params), PGPASSFILE=stack.path("secrets", "pgpass"))
+    return dict(stack._base_env(), DATA_SOURCE_NAME=dsn.to_uri(params), PGPASSFILE=stack.path("secrets", "pgpass"))
 
 
 def breakdown_variants() -> list[tuple[str, str, list[str]]]:
-    queries = f"--extend.query-path={os.path.join(REPO_ROOT, 'exporters', 'postgres_exporter', 'queries.yaml')}"
+    queries = f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}"
     only = lambda *cs: ["--collector.disable-defaults"] + [f"--collector.{c}" for c in cs]  # noqa: E731
     variants = [
         ("node_exporter", "stock (default collectors)", []),
@@ -306,7 +307,7 @@ def breakdown_variants() -> list[tuple[str, str, list[str]]]:
 
 def pg_stat_database_queries(tmp: str) -> str:
     """Our queries file plus pg_stat_database as a custom query (same metric names as the default metrics)."""
-    with open(os.path.join(REPO_ROOT, "exporters", "postgres_exporter", "queries.yaml"), encoding="utf-8") as f:
+    with open(resources.path("exporters", "postgres_exporter", "queries.yaml"), encoding="utf-8") as f:
         text = f.read()
     counters = ("numbackends:GAUGE xact_commit xact_rollback blks_read blks_hit tup_returned tup_fetched "
                 "tup_inserted tup_updated tup_deleted conflicts temp_files temp_bytes deadlocks "
@@ -334,13 +335,13 @@ def scrape_breakdown(live: _live.BenchStack, scrapes: int, tmp: str) -> None:
     print(f"\n[1] per-scrape CPU of exporter variants, each alone on a free port, {scrapes} scrapes back to back "
           f"(exporter + its database backends; at 1 scrape/s, ms per scrape = ms per second):")
     for component, label, flags in variants:
-        port = procs.free_port()
+        port = net.free_port()
         argv = [binary(component), f"--web.listen-address={LISTEN_HOST}:{port}", *flags]
         env = pg_exporter_env(stack) if component == "postgres_exporter" else stack._base_env()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             url = f"http://{LISTEN_HOST}:{port}/metrics"
-            if not procs.wait_until(lambda: procs.http_ok(url), 20, 0.05, abort=lambda: proc.poll() is not None):
+            if not processes.wait_until(lambda: net.http_ok(url), 20, 0.05, abort=lambda: proc.poll() is not None):
                 print(f"  {component:<18} {label:<48} did not start")
                 continue
             for _ in range(3):  # connections opened, caches warm
@@ -360,7 +361,7 @@ def scrape_breakdown(live: _live.BenchStack, scrapes: int, tmp: str) -> None:
             print(f"  {component:<18} {label:<48} {cpu * 1000:6.2f} ms CPU/scrape  {wall * 1000:6.1f} ms wall  "
                   f"{series:4d} series  {len(pids) - 1} backends")
         finally:
-            procs.stop_pid(proc.pid)
+            processes.stop_pid(proc.pid)
 
 
 def window_cpu(pids: dict[str, int], seconds: float) -> dict[str, float]:
@@ -420,7 +421,7 @@ def prometheus_breakdown(live: _live.BenchStack, window: float) -> None:
                   f"  together {sum(cpu.values()) * 1000:6.2f} ms/s")
     finally:
         os.unlink(link)
-        os.symlink(os.path.join(REPO_ROOT, "prometheus", "prometheus.yml"), link)
+        os.symlink(resources.path("prometheus", "prometheus.yml"), link)
         reload(live.prometheus)
 
 
@@ -441,15 +442,15 @@ def exporter_breakdown(live: _live.BenchStack, window: float, tmp: str) -> None:
     stack._stop("benchwatch_exporter")
     try:
         for poll in (server.POLL_INTERVAL_S, 0.25, 0.5, 1.0):
-            port = procs.free_port()
-            env = dict(stack._base_env(), PYTHONPATH=os.path.join(REPO_ROOT, "src"))
+            port = net.free_port()
+            env = stack._base_env()
             argv = [sys.executable, "-c", EXPORTER_CODE, str(poll), "exporter", f"--listen={LISTEN_HOST}:{port}",
                     f"--runs-dir={stack.cfg.runs_dir}", f"--remote-write-url={stack.cfg.remote_write_url}"]
             with open(os.path.join(tmp, f"exporter-{poll}.log"), "wb") as log:
                 exporter = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
             attach = None
             try:
-                if not procs.wait_until(lambda: procs.http_ok(f"http://{LISTEN_HOST}:{port}/healthz"), 30, 0.05,
+                if not processes.wait_until(lambda: net.http_ok(f"http://{LISTEN_HOST}:{port}/healthz"), 30, 0.05,
                                         abort=lambda: exporter.poll() is not None):
                     print(f"  poll {poll:<5} s: the exporter did not start")
                     continue
@@ -473,7 +474,7 @@ def exporter_breakdown(live: _live.BenchStack, window: float, tmp: str) -> None:
                 if attach is not None:
                     attach.stdin.close()
                     attach.wait(timeout=30)
-                procs.stop_pid(exporter.pid)
+                processes.stop_pid(exporter.pid)
     finally:
         live.start_watchers()
 
@@ -572,7 +573,7 @@ def main() -> int:
     with _live.BenchStack(scale=args.scale, stack_cls=VariantStack) as live, tempfile.TemporaryDirectory(prefix="benchwatch-bench-") as tmp:
         bench = CostBench(live, args, tmp)
         for c in ("node_exporter", "postgres_exporter"):
-            argv = procs.process_cmdline(live.stack.pid(c))
+            argv = processes.process_cmdline(live.stack.pid(c))
             print(f"  ours: {c} {' '.join(a for a in argv[1:] if not a.startswith('--web.listen'))}")
         live.pgbench("-n", "-c", str(args.clients), "-j", str(args.threads), "-T", str(args.warmup), timeout=args.warmup + 60)
         for rn in range(1, args.rounds + 1):

@@ -23,12 +23,14 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(ROOT, "src"))
+sys.path.insert(0, ROOT)  # for tests.helpers
 
-from benchwatch import procs, runs, throwaway  # noqa: E402
-from benchwatch.snapshot.collect import collect  # noqa: E402
-from benchwatch.snapshot.html import snapshot_page  # noqa: E402
-from benchwatch.stack import pg_bindir  # noqa: E402
+from benchwatch.record import rundir
+from benchwatch.share.collect import collect
+from benchwatch.share.html import snapshot_page
+from benchwatch.stack.native import pg_bindir
+from benchwatch.util import processes
+from tests.helpers import throwaway
 
 OUT = os.path.join(HERE, "dashboards")
 DASHBOARDS = ("pgbench-run", "host-io", "checkpoints-wal")
@@ -72,8 +74,8 @@ def main() -> int:
         thread.join()
         if r.returncode != 0:
             sys.exit(r.stderr.decode(errors="replace"))
-        run = runs.find_run(os.path.join(live.state_dir, "runs"), None)
-        procs.wait_until(lambda: os.path.exists(run.file(".ingested")), 30, 0.2)
+        run = rundir.find_run(os.path.join(live.state_dir, "runs"), None)
+        processes.wait_until(lambda: os.path.exists(run.file(".ingested")), 30, 0.2)
         time.sleep(7)  # the page shows the run +-5 s: let Prometheus scrape past its end
         for name in DASHBOARDS:
             with open(os.path.join(ROOT, "dashboards", f"{name}.json"), encoding="utf-8") as f:

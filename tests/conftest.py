@@ -1,4 +1,1 @@
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src"))
+"""benchwatch is imported as installed (scripts/ensure-venv: an editable install of this checkout)."""

@@ -8,9 +8,9 @@ import os
 import shlex
 import sys
 
-from benchwatch.config import DEFAULT_PORTS, load_config
 from benchwatch.exporter import add_collector_flags
-from benchwatch.stack import Stack, StackError
+from benchwatch.stack.config import DEFAULT_PORTS, load_config
+from benchwatch.stack.native import Stack, StackError
 
 
 def say(message: str) -> None:
@@ -76,8 +76,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from benchwatch.alert_watch import AlertWatch
-    from benchwatch.watch import LineSafeStream, run_pgbench
+    from benchwatch.alerting.printer import AlertWatch
+    from benchwatch.record.wrapper import LineSafeStream, run_pgbench
 
     argv = list(args.pgbench)
     if argv and argv[0] == "--":
@@ -112,7 +112,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
-    from benchwatch.watch import attach_stream
+    from benchwatch.record.wrapper import attach_stream
 
     stack = _stack(args)
     pgbench_args = shlex.split(args.pgbench_args) if args.pgbench_args else None
@@ -124,10 +124,10 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from benchwatch import importer, runs
-    from benchwatch.openmetrics import write_openmetrics
-    from benchwatch.remote_write import RemoteWriteError, RemoteWriter
-    from benchwatch.run_model import METRICS
+    from benchwatch.model.pgbench_run import METRICS
+    from benchwatch.record import importer, rundir
+    from benchwatch.sink.openmetrics import write_openmetrics
+    from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
 
     try:
         data, recorded_start = importer.read_source(args.file)
@@ -146,7 +146,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         start, note = importer.default_start(args.file, data)
         if note:
             say(note)
-    run_id = args.run_id or runs.new_run_id(start)
+    run_id = args.run_id or rundir.new_run_id(start)
     model, samples = importer.build_samples(data, run_id, start)
     counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
     if args.openmetrics:
@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stack_options(p)
     p.add_argument("--duration", type=int, default=40, help="seconds of pgbench (default 40)")
     p.set_defaults(func=cmd_demo)
-    from benchwatch.snapshot.cli import register as register_snapshot
+    from benchwatch.share.commands import register as register_snapshot
     register_snapshot(sub, _add_stack_options, _stack)
     return parser
 

@@ -9,12 +9,12 @@ import subprocess
 import threading
 import time
 import urllib.parse
-from typing import Callable
+from collections.abc import Callable
 
-from benchwatch import procs
-from benchwatch.config import REPO_ROOT
-from benchwatch.grafana_queries import prom_api
-from benchwatch.stack import Stack, StackError, pg_bindir
+from benchwatch import resources
+from benchwatch.query.grafana import prom_api
+from benchwatch.stack.native import Stack, StackError, pg_bindir
+from benchwatch.util import net, processes
 
 
 def prom_query(base: str, promql: str, at: float | None = None) -> list[dict]:
@@ -23,7 +23,7 @@ def prom_query(base: str, promql: str, at: float | None = None) -> list[dict]:
 
 
 def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
-    install = subprocess.run([os.path.join(REPO_ROOT, "scripts", "install-deps")])
+    install = subprocess.run([resources.path("scripts", "install-deps")])
     if install.returncode != 0:
         return install.returncode
     try:
@@ -40,7 +40,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
         say(f"pgbench -i failed: {init.stderr.strip()}")
         return init.returncode
 
-    from benchwatch.watch import run_pgbench
+    from benchwatch.record.wrapper import run_pgbench
 
     # A manual CHECKPOINT half way, beside the timed/wal ones the settings cause.
     def checkpoint_later():
@@ -57,7 +57,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
         return code
     base = stack.cfg.url("prometheus")
     selector = f'{{run_id="{run.run_id}"}}'
-    ended = procs.wait_until(lambda: bool(prom_query(base, f"pgbench_running{selector} == 0")), 30.0, interval=0.2)
+    ended = processes.wait_until(lambda: bool(prom_query(base, f"pgbench_running{selector} == 0")), 30.0, interval=0.2)
     with open(run.file("stderr.log"), "rb") as f:
         printed = sum(1 for line in f if line.startswith(b"progress: "))
     at = time.time()
@@ -65,7 +65,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
     tps = prom_query(base, f"pgbench_progress_tps{selector}[1h]", at)
     values = [float(v) for _, v in tps[0]["values"]] if tps else []
     # Every configured target, also those not scraped yet (the watchers' own jobs scrape every 15 s).
-    status, body = procs.http_get(f"{base}/api/v1/targets?state=active", timeout=10)
+    _status, body = net.http_get(f"{base}/api/v1/targets?state=active", timeout=10)
     targets = {t["labels"]["job"]: t["health"] for t in json.loads(body)["data"]["activeTargets"]}
     print()
     print(f"run {run.run_id}")

@@ -26,12 +26,12 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Sequence
 
-from benchwatch.snapshot.rebuild import PRIVATE_PROMETHEUS_CONFIG
+from benchwatch.share.rebuild import PRIVATE_PROMETHEUS_CONFIG
 
 PROMETHEUS_BIN = os.environ.get("BENCHWATCH_PROMETHEUS", "prometheus")
 PROMTOOL_BIN = os.environ.get("BENCHWATCH_PROMTOOL", "promtool")
@@ -120,7 +120,7 @@ class PrometheusHandle:
                 self._log_file = None
         return proc.returncode
 
-    def __enter__(self) -> "PrometheusHandle":
+    def __enter__(self) -> PrometheusHandle:
         return self
 
     def __exit__(self, *exc) -> None:

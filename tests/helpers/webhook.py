@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 
 @dataclass
@@ -85,7 +85,7 @@ class WebhookReceiver:
         host, port = self.server.server_address[:2]
         return f"http://{host}:{port}/alerts"
 
-    def start(self) -> "WebhookReceiver":
+    def start(self) -> WebhookReceiver:
         self.thread.start()
         return self
 
@@ -94,7 +94,7 @@ class WebhookReceiver:
         self.server.server_close()
         self.thread.join(timeout=5)
 
-    def __enter__(self) -> "WebhookReceiver":
+    def __enter__(self) -> WebhookReceiver:
         return self.start()
 
     def __exit__(self, *exc) -> None:

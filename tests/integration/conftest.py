@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from benchwatch import throwaway
+from tests.helpers import throwaway
 
 
 @pytest.fixture(scope="session")

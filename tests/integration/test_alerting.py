@@ -21,12 +21,12 @@ import urllib.request
 
 import pytest
 
-from benchwatch import procs
-from benchwatch.alert_watch import AlertWatch
-from benchwatch.stack import pg_bindir
+from benchwatch.alerting.printer import AlertWatch
+from benchwatch.stack.native import pg_bindir
+from benchwatch.util import net, processes
 from tests.helpers.prometheus import query
+from tests.helpers.throwaway import BENCHWATCH
 from tests.helpers.webhook import WebhookReceiver
-from benchwatch.throwaway import BENCHWATCH
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ def alertmanager_config(live) -> str:
 
 
 def alertmanager_status(live) -> dict:
-    status, body = procs.http_get(live.stack.cfg.url("alertmanager") + "/api/v2/status")
+    status, body = net.http_get(live.stack.cfg.url("alertmanager") + "/api/v2/status")
     assert status == 200, body
     return json.loads(body)
 
@@ -55,7 +55,7 @@ def reload_alertmanager(live, must_contain: str) -> None:
     with opener.open(urllib.request.Request(live.stack.cfg.url("alertmanager") + "/-/reload", method="POST"),
                      timeout=30) as r:
         assert r.status == 200
-    assert procs.wait_until(lambda: must_contain in alertmanager_status(live)["config"]["original"], 10, 0.1)
+    assert processes.wait_until(lambda: must_contain in alertmanager_status(live)["config"]["original"], 10, 0.1)
 
 
 @pytest.fixture
@@ -173,7 +173,7 @@ def test_lock_fires_a_drop_alert_for_the_run_then_resolves(live_stack, webhook):
     lock = Lock(live_stack)
     try:
         # The baseline needs 10 lines (prometheus/rules/thresholds.yml); give it a few more.
-        assert procs.wait_until(lambda: run.progress_lines() >= 13, 40, 0.1), b"".join(run.stderr)
+        assert processes.wait_until(lambda: run.progress_lines() >= 13, 40, 0.1), b"".join(run.stderr)
         before = len(webhook.snapshot())
         locked = lock.acquire()
         fired = webhook.wait_for(lambda n: bool(run_alerts(n, run.run_id, "firing")), timeout=14, since=before)
@@ -211,7 +211,7 @@ def test_lock_fires_a_drop_alert_for_the_run_then_resolves(live_stack, webhook):
         with open(os.path.join(run.dir, "stderr.log"), "rb") as f:
             assert b"ALERT" not in f.read()
         # The terminal watcher saw the same: one FIRING line, then one RESOLVED line.
-        assert procs.wait_until(lambda: any(l.startswith("ALERT RESOLVED") for l in lines), 10, 0.1), lines
+        assert processes.wait_until(lambda: any(l.startswith("ALERT RESOLVED") for l in lines), 10, 0.1), lines
     finally:
         lock.close()
         run.kill()
@@ -231,7 +231,7 @@ def checkpoint_starts(log_path: str, since: float, until: float) -> list[str]:
                 continue
             at = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f")
             if m.group(2) == "UTC":
-                at = at.replace(tzinfo=datetime.timezone.utc)
+                at = at.replace(tzinfo=datetime.UTC)
             if since <= at.timestamp() <= until:
                 found.append(m.group(3))
     return found
@@ -249,7 +249,7 @@ def test_steady_run_with_checkpoints_notifies_nothing(live_stack, webhook):
     starts = checkpoint_starts(live_stack.stack.log_file("postgres"), started, ended)
     assert len(starts) >= 3, starts
     # Its end reached Prometheus, and anything it could have fired had time to arrive.
-    assert procs.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run.run_id}"}} == 0')), 30, 0.2)
+    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run.run_id}"}} == 0')), 30, 0.2)
     late = webhook.wait_for(lambda n: bool(n.matching(run_id=run.run_id)), timeout=5)
     assert late is None, late
     for n in webhook.snapshot():

@@ -12,13 +12,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from benchwatch import procs
-from benchwatch.stack import pg_bindir
+from benchwatch.stack.native import pg_bindir
+from benchwatch.util import processes
 from tests.helpers.prometheus import query, query_range
 
 pytestmark = pytest.mark.integration
 
-# Read with a regex of its own, not with benchwatch.pg_log: the stack's prefix is '%m [%p] '.
+# Read with a regex of its own, not with benchwatch.engines.postgres.server_log: the stack's prefix is '%m [%p] '.
 LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \S+ \[\d+\] LOG:  (checkpoint|restartpoint) "
                   r"(starting|complete):(.*)$")
 TOO_FREQUENT = re.compile(r"^\S+ \S+ \S+ \[\d+\] LOG:  checkpoints are occurring too frequently")
@@ -81,7 +81,7 @@ def test_checkpoints_land_at_log_times(live_stack):
             manual = [p for p in pairs if p[2] >= began - 0.01 and "immediate force wait" in p[1]]
             return open_ is None and bool(manual) and \
                 any(set(p[1].split()) & {"wal", "time"} for p in pairs if p[2] > manual[0][2])
-        assert procs.wait_until(done, 40, 0.2), open(log, errors="replace").read()[-3000:]
+        assert processes.wait_until(done, 40, 0.2), open(log, errors="replace").read()[-3000:]
     finally:
         if load.poll() is None:
             load.terminate()
@@ -103,8 +103,8 @@ def test_checkpoints_land_at_log_times(live_stack):
     def counts_match():
         want, got, tf_log, tf_prom = counts()
         return dict(want) == got and tf_log == tf_prom
-    assert procs.wait_until(counts_match, 20, 0.2), counts()
-    pairs, open_, too_frequent = log_checkpoints(log, tz)
+    assert processes.wait_until(counts_match, 20, 0.2), counts()
+    pairs, _open, too_frequent = log_checkpoints(log, tz)
     assert too_frequent >= 1  # the bulk load outran max_wal_size
 
     # Every starting/complete pair is one region of the raw samples, edges within 1 s (in fact 1 ms).
@@ -124,7 +124,7 @@ def test_checkpoints_land_at_log_times(live_stack):
     # lies under a region of its labels, and every region holds a checkpoint.
     # Evaluation points must exist after the last checkpoint: wait for the clock to pass it.
     start, end = began - 2, pairs[-1][3] + 2
-    assert procs.wait_until(lambda: time.time() > end, 5, 0.1)
+    assert processes.wait_until(lambda: time.time() > end, 5, 0.1)
     result = query_range(prom, 'max_over_time(pg_checkpoint_in_progress{job=""}[1s]) == 1', start, end, 1)
     drawn = []
     for item in result:

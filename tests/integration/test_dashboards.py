@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from benchwatch import grafana_queries as gq
-from benchwatch import procs
-from benchwatch.config import REPO_ROOT
-from benchwatch.stack import pg_bindir
+from benchwatch.query import grafana as gq
+from benchwatch.stack.native import pg_bindir
+from benchwatch.util import processes
 from tests.helpers.prometheus import query
+from tests.helpers.throwaway import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,7 @@ def observed_run(live_stack):
     t.join()
     assert r.returncode == 0, r.stderr
     run_id = [l.split()[2].rstrip(":") for l in r.stderr.decode().splitlines() if l.startswith("benchwatch: run ")][0]
-    ok = procs.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+    ok = processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     assert ok
     meta = json.load(open(os.path.join(live_stack.state_dir, "runs", run_id, "meta.json")))
     # The range a user would look at: the run, with a little margin.
@@ -70,7 +70,7 @@ def logged_checkpoint_reasons(log_file: str, start: float, end: float) -> list[s
             m = CHECKPOINT_LINE.match(line.rstrip("\n"))
             if not m:
                 continue
-            t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc).timestamp()
+            t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.UTC).timestamp()
             if m.group(3) == "starting":
                 open_ = (m.group(4).strip(), t)
             elif open_ is not None:

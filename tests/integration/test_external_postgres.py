@@ -9,11 +9,11 @@ import subprocess
 
 import pytest
 
-from benchwatch import procs
-from benchwatch.config import load_config
-from benchwatch.stack import Stack
-from benchwatch.throwaway import BENCHWATCH, free_ports, make_state_dir
+from benchwatch.stack.config import load_config
+from benchwatch.stack.native import Stack
+from benchwatch.util import processes
 from tests.helpers.prometheus import query
+from tests.helpers.throwaway import BENCHWATCH, free_ports, make_state_dir
 
 pytestmark = pytest.mark.integration
 
@@ -37,17 +37,17 @@ def test_up_and_run_against_an_existing_server(live_stack):
         assert password not in up.stdout.decode() and password not in status["postgres"]["dsn"]
         assert not os.path.exists(os.path.join(state, "pg", "data"))  # no embedded server
         prom = f"http://127.0.0.1:{ports['prometheus']}"
-        assert procs.wait_until(lambda: [r["value"][1] for r in query(prom, "pg_up")] == ["1"], 30, 0.2)
+        assert processes.wait_until(lambda: [r["value"][1] for r in query(prom, "pg_up")] == ["1"], 30, 0.2)
         # pgbench reaches the server with no connection options: PG* and a pgpass file from the DSN.
         run = subprocess.run([BENCHWATCH, "run", "--", "pgbench", "-n", "-T", "3"], env={k: v for k, v in env.items() if k != "BENCHWATCH_PG_DSN"},
                              capture_output=True, timeout=120)
         assert run.returncode == 0, run.stderr
         run_id = [l.split()[2].rstrip(":") for l in run.stderr.decode().splitlines() if l.startswith("benchwatch: run ")][0]
-        assert procs.wait_until(lambda: bool(query(prom, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+        assert processes.wait_until(lambda: bool(query(prom, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
         # The password is in the 0600 secrets only: not in argv, logs, stack.json or run metadata.
         stack = Stack(load_config(state, ports))
         for c in stack.components():
-            assert password not in " ".join(procs.process_cmdline(stack.pid(c))), c
+            assert password not in " ".join(processes.process_cmdline(stack.pid(c))), c
         for root, _dirs, files in os.walk(state):
             if root.startswith(os.path.join(state, "secrets")) or "/prometheus/data" in root:
                 continue

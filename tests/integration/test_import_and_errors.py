@@ -12,11 +12,9 @@ import tempfile
 
 import pytest
 
-from benchwatch import procs
-
-from benchwatch.config import REPO_ROOT
+from benchwatch.util import processes
 from tests.helpers.prometheus import query
-from benchwatch.throwaway import free_ports, make_state_dir
+from tests.helpers.throwaway import REPO_ROOT, free_ports, make_state_dir
 
 pytestmark = pytest.mark.integration
 
@@ -101,7 +99,7 @@ def test_taken_port_gives_one_line_and_leaves_nothing_running():
     blocker.bind(("127.0.0.1", ports["prometheus"]))
     blocker.listen()
     try:
-        env = dict(os.environ, PYTHONPATH=os.path.join(REPO_ROOT, "src"))
+        env = dict(os.environ)
         args = ["up", "--state-dir", state] + [f"--{c.replace('_', '-')}-port={p}" for c, p in ports.items()]
         r = _python_cli(*args, env=env)
         assert r.returncode == 1
@@ -123,7 +121,7 @@ def test_missing_binary_names_the_debian_package():
             target = shutil.which(tool)
             if target:
                 os.symlink(target, os.path.join(bindir, tool))
-        env = dict(os.environ, PATH=bindir, PYTHONPATH=os.path.join(REPO_ROOT, "src"))
+        env = dict(os.environ, PATH=bindir)
         ports = free_ports()
         args = ["up", "--state-dir", state] + [f"--{c.replace('_', '-')}-port={p}" for c, p in ports.items()]
         r = _python_cli(*args, env=env)
@@ -142,7 +140,7 @@ def test_import_of_a_run_directory_keeps_its_clock(live_stack):
     run_dir = os.path.join(live_stack.state_dir, "runs", run_id)
     meta = json.load(open(os.path.join(run_dir, "meta.json")))
     # The live run is complete in Prometheus once the exporter wrote its end.
-    assert procs.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     r = live_stack.benchwatch("import", run_dir, "--run-id", f"{run_id}-replayed")
     assert r.returncode == 0, r.stderr
     live = query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]')[0]["values"]

@@ -30,8 +30,8 @@ of the window moves the mean more than the rule could be wrong by.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -40,8 +40,8 @@ import urllib.request
 
 import pytest
 
-from benchwatch import procs
-from benchwatch.stack import pg_bindir
+from benchwatch.stack.native import pg_bindir
+from benchwatch.util import processes
 from tests.helpers.prometheus import query, query_range
 
 pytestmark = pytest.mark.integration
@@ -173,7 +173,7 @@ def busy_disk(live_stack, tmp_path):
         stop_group(reader)
         if pgbench.poll() is None:
             pgbench.send_signal(signal.SIGINT)
-        out, err = pgbench.communicate(timeout=60)
+        _out, err = pgbench.communicate(timeout=60)
         for name in ("read.bin", "write.bin"):
             (tmp_path / name).unlink(missing_ok=True)
         assert pgbench.returncode in (0, -signal.SIGINT), err
@@ -190,7 +190,7 @@ def test_rules_match_iostat(live_stack, busy_disk):
     assert set(CPU_COLUMNS.values()) <= set(rules)
 
     # Scrape phase: start iostat a few milliseconds after a scrape of node_exporter.
-    assert procs.wait_until(lambda: len(scrape_times(prom, device, time.time() - 5, time.time())) >= 3, 30, 0.2)
+    assert processes.wait_until(lambda: len(scrape_times(prom, device, time.time() - 5, time.time())) >= 3, 30, 0.2)
     last_scrape = max(scrape_times(prom, device, time.time() - 5, time.time()))
     launch_at = last_scrape + 0.005
     while launch_at < time.time() + 0.2:
@@ -206,7 +206,7 @@ def test_rules_match_iostat(live_stack, busy_disk):
 
     # Report j covers [launched + j - 1, launched + j] (iostat rearms a 1 s alarm each time).
     ends = [launched + j for j in range(1, REPORTS + 1)]
-    assert procs.wait_until(lambda: bool(scrape_times(prom, device, ends[-1] + 0.2, ends[-1] + 5)), 30, 0.2)
+    assert processes.wait_until(lambda: bool(scrape_times(prom, device, ends[-1] + 0.2, ends[-1] + 5)), 30, 0.2)
     scrapes = scrape_times(prom, device, launched - 3, ends[-1] + 2)
     matched = []
     for end in ends:
@@ -254,7 +254,7 @@ def test_rules_match_iostat(live_stack, busy_disk):
     # Shown by pytest on failure (or with -rP): every pair compared.
     print(f"iostat read {offsets} ms after the scrapes")
     for row in table:
-        print("second %2d %-9s iostat %10.2f rule %12.4f" % row)
+        print("second {:2d} {:<9} iostat {:10.2f} rule {:12.4f}".format(*row))
 
     # The load must have reached the disk, or the comparison proves little.
     mean = lambda column: sum(d[column] for d in disks) / len(disks)  # noqa: E731
@@ -282,7 +282,7 @@ def test_postgres_rules_live(live_stack):
     pg_control and server-side TPS rules read what PostgreSQL and pgbench say."""
     prom, live = live_stack.prometheus, live_stack
     server = 'job="postgres"'
-    assert procs.wait_until(lambda: _value(prom, f"pg_control_checkpoint_max_wal_size_bytes{{{server}}}") is not None, 30, 0.2)
+    assert processes.wait_until(lambda: _value(prom, f"pg_control_checkpoint_max_wal_size_bytes{{{server}}}") is not None, 30, 0.2)
     # A failing custom query would set this on every scrape (postgres_exporter 0.11.1).
     assert _value(prom, "pg_exporter_last_scrape_error") == 0
     assert _value(prom, f"pg_control_checkpoint_max_wal_size_bytes{{{server}}}") == \
@@ -303,12 +303,12 @@ def test_postgres_rules_live(live_stack):
             "pg_checkpoints_requested", "pg_checkpoint_write_seconds", "pg_checkpoint_sync_seconds",
             "pg_checkpoint_buffers_written"))
         return rows["sql"] == rows["rules"]
-    assert procs.wait_until(unified_matches, 30, 0.2), rows
+    assert processes.wait_until(unified_matches, 30, 0.2), rows
     assert rows["sql"][0] >= before + 1
 
     control = "SELECT pg_wal_lsn_diff(redo_lsn, '0/0'), extract(epoch FROM checkpoint_time) FROM pg_control_checkpoint()"
     redo, at = (float(x) for x in live.psql(control).split("|"))
-    assert procs.wait_until(lambda: _value(prom, f"pg_control_checkpoint_redo_lsn_bytes{{{server}}}") == redo, 30, 0.2)
+    assert processes.wait_until(lambda: _value(prom, f"pg_control_checkpoint_redo_lsn_bytes{{{server}}}") == redo, 30, 0.2)
     assert _value(prom, f"pg_control_checkpoint_timestamp_seconds{{{server}}}") == at
 
     # Server-side TPS against pgbench. The server's counters trail pgbench's
@@ -328,7 +328,7 @@ def test_postgres_rules_live(live_stack):
     # The exporters' own transactions, measured before the run (after the load of
     # any earlier test has drained).
     tps_rule = f'instance_datname:pg_xact:rate1s{{job="postgres",datname="{db}"}}'
-    assert procs.wait_until(lambda: (_value(prom, f"max_over_time({tps_rule}[3s])") or 1e9) < 100, 60, 0.2)
+    assert processes.wait_until(lambda: (_value(prom, f"max_over_time({tps_rule}[3s])") or 1e9) < 100, 60, 0.2)
     background = _value(prom, f"avg_over_time({tps_rule}[3s])")
     lsn = "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')"
     lsn_before = float(live.psql(lsn))
@@ -337,7 +337,7 @@ def test_postgres_rules_live(live_stack):
     assert run.returncode == 0, run.stderr
     ended = time.time()
     processed = int(re.search(rb"number of transactions actually processed: (\d+)", run.stdout).group(1))
-    assert procs.wait_until(lambda: bool(postgres_scrapes(ended + 2, ended + 5)), 30, 0.2)
+    assert processes.wait_until(lambda: bool(postgres_scrapes(ended + 2, ended + 5)), 30, 0.2)
     wal_written = float(live.psql(lsn)) - lsn_before
     scrapes = postgres_scrapes(launched - 1.5, ended + 2)
     assert all(0.5 < b - a < 1.5 for a, b in zip(scrapes, scrapes[1:])), scrapes

@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from benchwatch import procs
+from benchwatch.util import processes
 from tests.helpers.prometheus import query
 
 pytestmark = pytest.mark.integration
@@ -33,7 +33,7 @@ def test_p50_p95_p99_match_the_log(live_stack):
         with open(path) as f:
             latencies += [int(line.split()[2]) / 1e6 for line in f if line.split()[2].isdigit()]
     count_query = f'max(last_over_time(pgbench_latency_seconds_count{{run_id="{run_id}"}}[1h]))'
-    assert procs.wait_until(lambda: (lambda res: bool(res) and float(res[0]["value"][1]) == len(latencies))(
+    assert processes.wait_until(lambda: (lambda res: bool(res) and float(res[0]["value"][1]) == len(latencies))(
         query(live_stack.prometheus, count_query)), 30, 0.2), query(live_stack.prometheus, count_query)
     window = int(meta["ended_at"] - meta["clock_start_epoch"]) + 30
     for q in (0.5, 0.95, 0.99):

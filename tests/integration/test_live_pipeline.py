@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from benchwatch import procs
-from benchwatch.stack import pg_bindir
+from benchwatch.stack.native import pg_bindir
+from benchwatch.util import net, processes
 from tests.helpers.prometheus import query
-from benchwatch.throwaway import BENCHWATCH
+from tests.helpers.throwaway import BENCHWATCH
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def raw_samples(live, metric: str, run_id: str, extra: str = "") -> list[tuple[f
 
 
 def wait_ingested(live, run_id: str, timeout: float = 30.0) -> None:
-    ok = procs.wait_until(lambda: bool(query(live.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), timeout, 0.2)
+    ok = processes.wait_until(lambda: bool(query(live.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), timeout, 0.2)
     assert ok, f"run {run_id} never reached Prometheus as ended"
 
 
@@ -62,7 +62,7 @@ def test_status_json_contract(live_stack):
         c = status["components"][name]
         assert c["healthy"] is True, name
         assert c["url"].startswith("http://127.0.0.1:")
-        assert procs.process_alive(c["pid"])
+        assert processes.process_alive(c["pid"])
 
 
 def test_up_is_idempotent(live_stack):
@@ -77,7 +77,7 @@ def test_scrape_targets_up(live_stack):
     def all_up():
         up = {r["metric"]["job"]: r["value"][1] for r in query(live_stack.prometheus, "up")}
         return up.get("node") == "1" and up.get("postgres") == "1" and up.get("benchwatch") == "1"
-    assert procs.wait_until(all_up, 30, 0.2), query(live_stack.prometheus, "up")
+    assert processes.wait_until(all_up, 30, 0.2), query(live_stack.prometheus, "up")
     assert query(live_stack.prometheus, "pg_up")[0]["value"][1] == "1"
 
 
@@ -118,12 +118,12 @@ def test_run_is_point_exact(live_stack):
     # The curve ends with the run (staleness marker), not 5 minutes of flat line.
     last = tps[-1][0]
     assert query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}', last - 0.5)
-    assert procs.wait_until(lambda: time.time() > last + 2, 10, 0.1)
+    assert processes.wait_until(lambda: time.time() > last + 2, 10, 0.1)
     assert query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}', last + 2) == []
     assert query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}}', last + 2)[0]["value"][1] == "0"
     # The exporter keeps the run's other series in its directory, for snapshots without Prometheus.
     series_dir = os.path.join(run_dir, "series")
-    assert procs.wait_until(lambda: os.path.isdir(series_dir) and any(n.endswith(".csv") for n in os.listdir(series_dir)), 30, 0.2)
+    assert processes.wait_until(lambda: os.path.isdir(series_dir) and any(n.endswith(".csv") for n in os.listdir(series_dir)), 30, 0.2)
 
 
 def test_pgbench_errors_and_exit_code_pass_through(live_stack):
@@ -155,10 +155,10 @@ def _wait_progress_lines(live, run_dir_holder: dict, proc: subprocess.Popen, cou
                 return name
         return None
 
-    assert procs.wait_until(lambda: newest_run() is not None, timeout, 0.05)
+    assert processes.wait_until(lambda: newest_run() is not None, timeout, 0.05)
     run_id = newest_run()
     stderr_path = os.path.join(runs_dir, run_id, "stderr.log")
-    assert procs.wait_until(lambda: len(printed_progress(stderr_path)) >= count, timeout, 0.05)
+    assert processes.wait_until(lambda: len(printed_progress(stderr_path)) >= count, timeout, 0.05)
     run_dir_holder["path"] = os.path.join(runs_dir, run_id)
     return run_id
 
@@ -171,7 +171,7 @@ def test_lock_makes_tps_read_zero(live_stack):
                            "BEGIN; LOCK TABLE pgbench_branches; SELECT pg_sleep(4); COMMIT;"],
                           env=live_stack.pg_env(), capture_output=True, timeout=60)
     assert lock.returncode == 0, lock.stderr
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     wait_ingested(live_stack, run_id)
     meta = json.load(open(os.path.join(holder["path"], "meta.json")))
@@ -184,7 +184,7 @@ def test_lock_makes_tps_read_zero(live_stack):
 
 
 def _pgbench_child(pid: int) -> int:
-    assert procs.wait_until(lambda: bool(open(f"/proc/{pid}/task/{pid}/children").read().split()), 10, 0.02)
+    assert processes.wait_until(lambda: bool(open(f"/proc/{pid}/task/{pid}/children").read().split()), 10, 0.02)
     return int(open(f"/proc/{pid}/task/{pid}/children").read().split()[0])
 
 
@@ -238,7 +238,7 @@ def test_attach_reads_a_pipe(live_stack):
 
 
 def test_exporter_metrics_pass_promtool(live_stack):
-    status, body = procs.http_get(live_stack.stack.cfg.url("benchwatch_exporter") + "/metrics")
+    status, body = net.http_get(live_stack.stack.cfg.url("benchwatch_exporter") + "/metrics")
     assert status == 200
     assert b"pgbench_progress_tps{" in body and b"pgbench_run_info{" in body
     assert_promtool_clean(body)
@@ -269,7 +269,7 @@ def test_no_password_in_logs_argv_or_runs(live_stack):
                 assert password.encode() not in f.read(), os.path.join(root, name)
     for name in live_stack.stack.components():
         pid = live_stack.stack.pid(name)
-        assert password not in " ".join(procs.process_cmdline(pid)), name
+        assert password not in " ".join(processes.process_cmdline(pid)), name
 
 
 def test_run_metadata_describes_server_and_host(live_stack):
@@ -289,7 +289,7 @@ def test_exporter_receives_alertmanager_webhooks(live_stack):
     url = live_stack.stack.cfg.url("benchwatch_exporter")
     with urllib.request.urlopen(urllib.request.Request(url + "/alerts", data=body, method="POST"), timeout=5) as r:
         assert r.status == 200
-    status, metrics = procs.http_get(url + "/metrics")
+    _status, metrics = net.http_get(url + "/metrics")
     assert b'benchwatch_exporter_alert_notifications_total{status="firing"}' in metrics
     # The stack's own Alertmanager is configured to deliver here.
     rendered = open(os.path.join(live_stack.state_dir, "alertmanager", "alertmanager.yml")).read()

@@ -6,13 +6,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from benchwatch.openmetrics import write_openmetrics
-from benchwatch.remote_write import BufferedRemoteWriter, RemoteWriteError, RemoteWriter
-from benchwatch.samples import sample
+
+from benchwatch.model.samples import sample
+from benchwatch.sink.openmetrics import write_openmetrics
+from benchwatch.sink.remote_write import BufferedRemoteWriter, RemoteWriteError, RemoteWriter
 from tests.helpers.prometheus import (
     PROMTOOL_BIN,
     REMOTE_WRITE_CONFIG,
@@ -28,7 +29,7 @@ from tests.helpers.prometheus import (
 pytestmark = pytest.mark.skipif(not prometheus_available(), reason="prometheus binary not installed")
 
 RECEIVER = ["--web.enable-remote-write-receiver"]
-T2016 = int(datetime(2016, 1, 6, 10, 0, 0, tzinfo=timezone.utc).timestamp() * 1000)
+T2016 = int(datetime(2016, 1, 6, 10, 0, 0, tzinfo=UTC).timestamp() * 1000)
 assert T2016 == 1452074400000
 NASTY = 'quote" back\\slash\nnewline é'  # label value needing escapes everywhere
 N = 60

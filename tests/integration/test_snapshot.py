@@ -15,12 +15,13 @@ import shutil
 import subprocess
 import tarfile
 import threading
+from typing import ClassVar
 
 import pytest
 
-from benchwatch import procs
-from benchwatch.snapshot import save_run_series
-from benchwatch.snapshot.png import png_size
+from benchwatch.share.archive import save_run_series
+from benchwatch.share.png import png_size
+from benchwatch.util import net, processes
 from tests.helpers.prometheus import query
 
 pytestmark = pytest.mark.integration
@@ -47,11 +48,11 @@ def finished_run(live_stack, *pgbench_args: str, during=None) -> str:
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
-            procs.stop_pid(proc.pid)
+            processes.stop_pid(proc.pid)
     result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert result.returncode == 0, err.decode()
     run_id = run_id_of(result)
-    assert procs.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     save_run_series(os.path.join(live_stack.state_dir, "runs", run_id), live_stack.prometheus)
     return run_id
 
@@ -72,7 +73,7 @@ def checkpoint_run(live_stack):
                 except FileNotFoundError:
                     pass
             return False
-        assert procs.wait_until(five_seconds_in, 60, 0.05)
+        assert processes.wait_until(five_seconds_in, 60, 0.05)
         live_stack.psql("CHECKPOINT")
 
     return finished_run(live_stack, "-n", "-r", "-l", "-P", "1", "-c", "4", "-j", "2", "-T", "10",
@@ -249,7 +250,7 @@ def _same(a, b, path=""):
 
 def test_rebuilt_snapshot_equals_the_prometheus_one(snapshot, live_stack, checkpoint_run, tmp_path):
     directory, _ = snapshot
-    closed = procs.free_port()  # nothing listens there: Prometheus "has forgotten" the run
+    closed = net.free_port()  # nothing listens there: Prometheus "has forgotten" the run
     r = live_stack.benchwatch("snapshot", checkpoint_run, "--out", str(tmp_path), "--prometheus", f"http://127.0.0.1:{closed}")
     assert r.returncode == 0, r.stderr.decode()
     rebuilt = r.stdout.decode().split()[0]
@@ -296,7 +297,7 @@ def test_snapshot_of_a_snapshot_raw_folder(snapshot, live_stack, tmp_path):
 
 class _SnapshotAPI(http.server.BaseHTTPRequestHandler):
     """Stands in for Grafana's POST /api/snapshots (no Grafana can run here): records the request."""
-    received: list = []
+    received: ClassVar[list] = []
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers["Content-Length"]))

@@ -15,7 +15,7 @@ import urllib.error
 
 import pytest
 
-from benchwatch.alert_watch import FIRING, RESOLVED, AlertWatch
+from benchwatch.alerting.printer import FIRING, RESOLVED, AlertWatch
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "alertmanager")
 RUN = "20261122T182352Z-0562"

@@ -92,7 +92,7 @@ def test_healthchecks_and_dependencies(config):
 
 def test_exporter_flags_are_the_native_stacks(config):
     """The compose command lines repeat the native stack's choices: keep the two equal."""
-    from benchwatch.stack import NODE_COLLECTORS, POSTGRES_EXPORTER_FLAGS
+    from benchwatch.stack.native import NODE_COLLECTORS, POSTGRES_EXPORTER_FLAGS
     node = config["services"]["node-exporter"]["command"]
     assert sorted(c[len("--collector."):] for c in node if c.startswith("--collector.") and c != "--collector.disable-defaults") \
         == sorted(NODE_COLLECTORS)

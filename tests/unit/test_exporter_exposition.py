@@ -10,8 +10,8 @@ import subprocess
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from benchwatch import runs
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
+from benchwatch.record import rundir
 
 HERE = os.path.dirname(os.path.dirname(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "pgbench")
@@ -19,11 +19,11 @@ GOLDEN = os.path.join(HERE, "golden", "pgbench_runs.prom")
 START = 1_700_000_000.0
 
 
-def make_run(runs_dir: str, run_id: str, fixture: str, argv: list[str]) -> runs.RunDir:
-    run = runs.create_run_dir(runs_dir, run_id)
+def make_run(runs_dir: str, run_id: str, fixture: str, argv: list[str]) -> rundir.RunDir:
+    run = rundir.create_run_dir(runs_dir, run_id)
     for ext in ("stdout", "stderr"):
         shutil.copy(os.path.join(FIXTURES, f"{fixture}.{ext}"), run.file(f"{ext}.log"))
-    run.write_meta({"run_id": run_id, "mode": "run", "state": runs.FINISHED, "pid": None, "argv": argv,
+    run.write_meta({"run_id": run_id, "mode": "run", "state": rundir.FINISHED, "pid": None, "argv": argv,
                     "progress_interval": 1.0, "clock_start_epoch": START, "ended_at": START + 6,
                     "exit_code": 0, "pgbench_version": "15.18", "server_version": "15.18", "scale": "2"})
     return run

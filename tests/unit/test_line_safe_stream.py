@@ -1,6 +1,6 @@
 import io
 
-from benchwatch.watch import LineSafeStream
+from benchwatch.record.wrapper import LineSafeStream
 
 
 def test_lines_said_mid_line_wait_for_the_newline():

@@ -7,15 +7,15 @@ import os
 import shutil
 import subprocess
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import datetime
 from zoneinfo import ZoneInfo
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from benchwatch import pg_log
+from benchwatch.engines.postgres import server_log as pg_log
 from benchwatch.exporter.checkpoints import HEARTBEAT_MS, CheckpointCollector
-from benchwatch.samples import validate_series
+from benchwatch.model.samples import validate_series
 
 HERE = os.path.dirname(os.path.dirname(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "pglog")
@@ -28,7 +28,7 @@ def fixture(name: str) -> str:
 
 
 def epoch(text: str, fmt: str = "%Y-%m-%d %H:%M:%S.%f") -> float:
-    return datetime.strptime(text, fmt).replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(text, fmt).replace(tzinfo=UTC).timestamp()
 
 
 def read_events(path: str, log_format: str = "auto", local_tz=UTC):
@@ -381,7 +381,7 @@ def test_live_reading_gives_the_samples_of_a_batch_read(tmp_path):
 def test_rotation_rename_then_new_file(tmp_path):
     path = str(tmp_path / "postgresql.log")
     shutil.copy(fixture("pg15_a.log"), path)
-    c, registry, sent, clock = make_collector(path, epoch("2026-11-22 19:00:00.0"))
+    c, registry, _sent, clock = make_collector(path, epoch("2026-11-22 19:00:00.0"))
     c.poll()
     get = registry.get_sample_value
     assert get("pg_checkpoints_completed_total", {"kind": CK, "reason": "wal"}) == 3
@@ -406,7 +406,7 @@ def test_rotation_rename_then_new_file(tmp_path):
 
 def test_log_that_does_not_exist_yet(tmp_path):
     path = str(tmp_path / "logs" / "postgresql.csv")
-    c, registry, sent, clock = make_collector(path, epoch("2026-11-22 19:00:00.0"))
+    c, registry, sent, _clock = make_collector(path, epoch("2026-11-22 19:00:00.0"))
     assert c.poll() == 0 and sent == []
     assert registry.get_sample_value("benchwatch_exporter_checkpoints_log_present", {"format": ""}) == 0
     assert registry.get_sample_value("pg_checkpoints_too_frequent_total") == 0
@@ -424,7 +424,7 @@ def test_complete_without_start_and_late_end(tmp_path):
                 "0 removed, 0 recycled; write=2.000 s, sync=0.250 s, total=2.500 s; sync files=1, longest=0.1 s, "
                 "average=0.1 s; distance=1 kB, estimate=1 kB\n"
                 "2026-11-22 18:01:00.000 UTC [1] LOG:  checkpoint starting: time\n")
-    c, registry, sent, clock = make_collector(path, epoch("2026-11-22 18:01:05.000"))
+    c, registry, sent, _clock = make_collector(path, epoch("2026-11-22 18:01:05.000"))
     c.poll()
     unknown = series(sent, "pg_checkpoint_in_progress", kind=CK, reason="unknown")
     t1 = round(epoch("2026-11-22 18:00:10.0") * 1000)

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchwatch import pgconn
-from benchwatch.pgbench_args import ensure_progress, parse_pgbench_args
+from benchwatch.engines.postgres import dsn
+from benchwatch.parse.pgbench_args import ensure_progress, parse_pgbench_args
 
 
 @pytest.mark.parametrize("argv, interval", [
@@ -31,28 +31,28 @@ def test_info_labels():
     assert parse_pgbench_args([]).script == "tpcb-like"
 
 
-@pytest.mark.parametrize("dsn", [
+@pytest.mark.parametrize("text", [
     "postgresql://bob:s3cr%40t@db.example:5433/bench?sslmode=require",
     "host=db.example port=5433 user=bob password='s3cr@t' dbname=bench sslmode=require",
 ])
-def test_dsn_parsing_and_redaction(dsn):
-    params = pgconn.parse_dsn(dsn)
+def test_dsn_parsing_and_redaction(text):
+    params = dsn.parse_dsn(text)
     assert params == {"host": "db.example", "port": "5433", "user": "bob", "password": "s3cr@t",
                       "dbname": "bench", "sslmode": "require"}
-    assert "s3cr" not in pgconn.redact(dsn)
-    env = pgconn.libpq_env(params, "/tmp/pgpass")
+    assert "s3cr" not in dsn.redact(text)
+    env = dsn.libpq_env(params, "/tmp/pgpass")
     assert "s3cr@t" not in env.values() and env["PGHOST"] == "db.example" and env["PGPASSFILE"] == "/tmp/pgpass"
-    uri = pgconn.to_uri({k: v for k, v in params.items() if k != "password"})
+    uri = dsn.to_uri({k: v for k, v in params.items() if k != "password"})
     assert uri == "postgresql://bob@db.example:5433/bench?sslmode=require"
 
 
 def test_redact_argv():
     argv = ["pgbench", "postgresql://u:hunter2@h/db", "host=h password=hunter2 dbname=x"]
-    assert "hunter2" not in " ".join(pgconn.redact_argv(argv))
+    assert "hunter2" not in " ".join(dsn.redact_argv(argv))
 
 
 def test_sql_statements_per_transaction():
-    from benchwatch.pgbench_args import count_sql_statements, sql_statements_per_transaction
+    from benchwatch.parse.pgbench_args import count_sql_statements, sql_statements_per_transaction
     assert sql_statements_per_transaction(parse_pgbench_args(["-c", "4"])) == 7
     assert sql_statements_per_transaction(parse_pgbench_args(["-S"])) == 1
     assert sql_statements_per_transaction(parse_pgbench_args(["-b", "tpcb@2", "-b", "select-only@1"])) == 5

@@ -1,4 +1,4 @@
-"""Tests of benchwatch.pgbench_output against captured and hand-written
+"""Tests of benchwatch.parse.pgbench against captured and hand-written
 pgbench output (tests/fixtures/pgbench, see its README.md)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchwatch.pgbench_output import (
+from benchwatch.parse.pgbench import (
     ClientAborted,
     ErrorLine,
     Ignored,

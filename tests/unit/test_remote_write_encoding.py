@@ -18,8 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import cramjam
 import pytest
 
-from benchwatch.openmetrics import escape_label_value, format_timestamp, format_value, write_openmetrics
-from benchwatch.remote_write import (
+from benchwatch.model.samples import Sample, group_by_series, sample
+from benchwatch.sink.openmetrics import escape_label_value, format_timestamp, format_value, write_openmetrics
+from benchwatch.sink.remote_write import (
     BufferedRemoteWriter,
     RemoteWriteError,
     RemoteWriter,
@@ -27,7 +28,6 @@ from benchwatch.remote_write import (
     encode_write_request,
     is_retryable,
 )
-from benchwatch.samples import Sample, group_by_series, sample
 
 T0 = 1452074400000  # 2016-01-06T10:00:00Z
 

@@ -7,8 +7,8 @@ import os
 
 import pytest
 
-from benchwatch import importer
-from benchwatch.run_model import RunModel
+from benchwatch.model.pgbench_run import RunModel
+from benchwatch.record import importer
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "pgbench")
 START = 1_700_000_000.0
@@ -155,7 +155,7 @@ def test_malformed_and_non_utf8_lines_are_counted_never_fatal():
 
 def test_import_fills_run_info_from_the_summary():
     data = b"\n".join(lines("pg15_prepared")) + b"\n"
-    model, samples = importer.build_samples(data, "imp", START)
+    _model, samples = importer.build_samples(data, "imp", START)
     info = [dict(s.labels) for s in samples if s.name == "pgbench_run_info"]
     assert info and info[0]["protocol"] == "prepared" and info[0]["script"] == "tpcb-like"
     assert info[0]["clients"] == "4" and info[0]["scale"] == "2"
@@ -172,7 +172,7 @@ def test_import_start_times(text, expected):
 
 
 def test_end_markers_are_staleness_markers_not_values():
-    from benchwatch.samples import is_stale_marker
+    from benchwatch.model.samples import is_stale_marker
     model = RunModel("re", start_epoch=START)
     feed_all(model, "pg15_plain")
     finished = model.finish(START + 60, 0)

@@ -12,10 +12,11 @@ import statistics
 
 import pytest
 
-from benchwatch import runs
-from benchwatch.snapshot import compare, frames, promql, rebuild, summary
-from benchwatch.snapshot.collect import scrub, snapshot_dashboard, window
-from benchwatch.snapshot.series import Series, merge, read_csv_dir, write_csv_dir
+from benchwatch.query import frames, promql
+from benchwatch.query.series import Series, merge, read_csv_dir, write_csv_dir
+from benchwatch.record import rundir
+from benchwatch.share import compare, rebuild, summary
+from benchwatch.share.collect import scrub, snapshot_dashboard, window
 
 HERE = os.path.dirname(os.path.dirname(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "snapshot")
@@ -25,7 +26,7 @@ PGBENCH_FIXTURES = os.path.join(HERE, "fixtures", "pgbench")
 
 
 def fixture_series(run_dir: str = RUN_DIR) -> list[Series]:
-    run = runs.RunDir(run_dir)
+    run = rundir.RunDir(run_dir)
     pg = rebuild.samples_to_series(rebuild.pgbench_samples(run))
     saved = [s for s in read_csv_dir(os.path.join(run_dir, "series")) if s.name not in rebuild.PGBENCH_METRICS]
     return merge(pg, saved)
@@ -33,7 +34,7 @@ def fixture_series(run_dir: str = RUN_DIR) -> list[Series]:
 
 @pytest.fixture(scope="module")
 def built() -> dict:
-    run = runs.RunDir(RUN_DIR)
+    run = rundir.RunDir(RUN_DIR)
     meta = run.read_meta()
     return summary.build(fixture_series(), meta, RUN_ID, window(meta))
 
@@ -52,7 +53,7 @@ def server_log_checkpoints() -> list[dict]:
             if not m:
                 continue
             import datetime as dt
-            t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=dt.timezone.utc).timestamp()
+            t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=dt.UTC).timestamp()
             if m.group(2) == "starting":
                 out.append({"start": t, "reason": m.group(3).strip()})
             else:
@@ -149,7 +150,7 @@ def test_stall_from_a_real_locked_run(tmp_path):
     data = b"".join(open(os.path.join(PGBENCH_FIXTURES, "pg15_stall" + ext), "rb").read() for ext in (".stderr", ".stdout"))
     (run_dir / "output.log").write_bytes(data)
     (run_dir / "meta.json").write_text(json.dumps({"mode": "import", "clock_start_epoch": 1_700_000_000.0}))
-    series = rebuild.samples_to_series(rebuild.pgbench_samples(runs.RunDir(str(run_dir))))
+    series = rebuild.samples_to_series(rebuild.pgbench_samples(rundir.RunDir(str(run_dir))))
     tps = summary.one(series, "pgbench_progress_tps").samples
     stalls = summary.stalls(tps, 1.0)
     # "progress: 4.0 s, 0.0 tps" and "5.0 s, 0.0 tps": one stall from 3 s to 5 s.
@@ -215,7 +216,7 @@ def test_grafana_annotation_regions_merge_steps():
 # -- PromQL selectors ------------------------------------------------------------------------
 
 def test_selectors_of_every_dashboard_query():
-    from benchwatch import grafana_queries as gq
+    from benchwatch.query import grafana as gq
     dash = snapshot_dashboard(json.load(open(os.path.join(HERE, "..", "dashboards", "pgbench-run.json"))))
     for q in gq.dashboard_queries(dash):
         sels = promql.selectors(gq.expand(q.expr, {"run_id": "R"}, 60))
@@ -288,7 +289,7 @@ def test_side_by_side_and_sweep(built):
     assert tps_row[3] == "+10.0%"
     sw = compare.sweep(["a", "b"], [a, b], "clients")
     assert sw["values"] == ["4", "8"] and sw["variants"] == ["-n -r -l -P 1 -T 12"]
-    h, r = compare.sweep_table(sw)
+    _h, r = compare.sweep_table(sw)
     assert [row[0] for row in r] == ["4", "8"]
 
 
@@ -306,17 +307,17 @@ def test_markdown_has_every_section(built):
 def test_fixture_run_dir_is_untouched():
     # pgbench_samples reads; it must never write into a run directory (snapshots of shared runs).
     before = sorted(os.listdir(RUN_DIR))
-    rebuild.pgbench_samples(runs.RunDir(RUN_DIR))
+    rebuild.pgbench_samples(rundir.RunDir(RUN_DIR))
     assert sorted(os.listdir(RUN_DIR)) == before
     assert shutil.disk_usage(RUN_DIR)
 
 
 def test_a_secret_in_any_file_stops_the_bundle(tmp_path):
-    from benchwatch.snapshot import bundle
+    from benchwatch.share import bundle
     target = tmp_path / "snapshot-x"
     (target / "raw").mkdir(parents=True)
     (target / "raw" / "stderr.log").write_text("connection failed for password s3cr3t-pw\n")
     bundle.check_secrets(str(target), ["another-one"])  # not there: fine
-    with pytest.raises(bundle.SecretFound, match="raw/stderr.log"):
+    with pytest.raises(bundle.SecretFound, match=r"raw/stderr\.log"):
         bundle.check_secrets(str(target), ["s3cr3t-pw"])
     assert not target.exists()

@@ -29,15 +29,15 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import tzinfo
-from typing import Callable, Iterable, Mapping
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from benchwatch import pg_log
+from benchwatch.engines.postgres import server_log as pg_log
 from benchwatch.exporter.follow import LineFollower
-from benchwatch.samples import STALE_NAN, Sample, sample
+from benchwatch.model.samples import STALE_NAN, Sample, sample
 
 HEARTBEAT_MS = 1000
 # A grid point is written once it is this old: the "complete" line it must

@@ -1,6 +1,6 @@
 """Collector for pgbench runs: follows run directories and turns them into series.
 
-Each live run directory (see benchwatch.runs) is read as it grows; every line
+Each live run directory (see benchwatch.record.rundir) is read as it grows; every line
 goes through the run model, and the samples it returns are handed to the
 sink (the remote writer) with pgbench's own timestamps. /metrics shows the
 latest value of every series for scrapers that do not take remote write.
@@ -11,16 +11,17 @@ from __future__ import annotations
 import os
 import re
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from benchwatch import procs, runs
 from benchwatch.exporter.follow import LineFollower
-from benchwatch.pgbench_args import parse_pgbench_args
-from benchwatch.run_model import METRICS, RunModel
-from benchwatch.samples import Sample
-from benchwatch.txlog import TxlogAggregator
+from benchwatch.model.pgbench_run import METRICS, RunModel
+from benchwatch.model.samples import Sample
+from benchwatch.model.txlog import TxlogAggregator
+from benchwatch.parse.pgbench_args import parse_pgbench_args
+from benchwatch.record import rundir
+from benchwatch.util import processes
 
 INGESTED_MARKER = ".ingested"
 _TXLOG_SUFFIX = re.compile(r"\.\d+(\.\d+)?")
@@ -42,7 +43,7 @@ def info_labels(meta: dict) -> dict[str, str]:
 
 
 class RunFollower:
-    def __init__(self, run: runs.RunDir):
+    def __init__(self, run: rundir.RunDir):
         self.run = run
         meta = run.read_meta()
         self.model = RunModel(run.run_id, info_labels=info_labels(meta),
@@ -90,10 +91,10 @@ class RunFollower:
         for _name, lines in batches:
             for line in lines:
                 out.extend(self.model.feed_line(line, now))
-        ended = meta.get("state") != runs.RUNNING or not procs.process_alive(meta.get("pid"))
+        ended = meta.get("state") != rundir.RUNNING or not processes.process_alive(meta.get("pid"))
         if ended:
             # Whatever the writer left unterminated, then the end of the run.
-            for name, follower in self.followers.items():
+            for _name, follower in self.followers.items():
                 for line in follower.read_lines():
                     out.extend(self.model.feed_line(line, now))
                 rest = follower.take_partial()
@@ -119,7 +120,7 @@ class PgbenchRunsCollector:
 
     def __init__(self, runs_dir: str, sink: Callable[[list[Sample]], None],
                  clock: Callable[[], float] = time.time, rescan_s: float = 0.5,
-                 on_finished: Callable[[runs.RunDir], None] | None = None):
+                 on_finished: Callable[[rundir.RunDir], None] | None = None):
         self.runs_dir = runs_dir
         self.sink = sink
         self.on_finished = on_finished
@@ -156,7 +157,7 @@ class PgbenchRunsCollector:
         for name in names:
             if name in self.seen:
                 continue
-            run = runs.RunDir(os.path.join(self.runs_dir, name))
+            run = rundir.RunDir(os.path.join(self.runs_dir, name))
             meta = run.read_meta()
             if not meta:
                 continue  # meta.json not written yet: look again next scan

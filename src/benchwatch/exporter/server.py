@@ -12,8 +12,8 @@ import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -22,7 +22,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from benchwatch.exporter import COLLECTORS
 from benchwatch.exporter.checkpoints import CheckpointCollector
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
-from benchwatch.remote_write import BufferedRemoteWriter
+from benchwatch.sink.remote_write import BufferedRemoteWriter
 
 log = logging.getLogger("benchwatch.exporter")
 
@@ -71,7 +71,7 @@ class RunArchiver:
         self.queue.put(run)
 
     def _work(self) -> None:
-        from benchwatch.snapshot import save_run_series
+        from benchwatch.share.archive import save_run_series
 
         while True:
             run = self.queue.get()

@@ -1,0 +1,397 @@
+"""Gather everything a snapshot shows: run metadata, raw series, panel data, annotations, summary.
+
+Two sources, one result:
+- ``prometheus``: the stack's Prometheus still has the run; every dashboard query
+  runs against it exactly as Grafana would (benchwatch.query.grafana);
+- ``raw``: the run directory alone: pgbench series rebuilt from the raw output,
+  the rest from ``<run_dir>/series/*.csv`` (see save_run_series), loaded into a
+  private Prometheus that answers the very same queries.
+
+The time range is the run's, with 5 s either side (what a user looks at);
+raw series are kept from 5 minutes earlier, Prometheus' lookback, so the first
+steps of every query see what they saw live.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import time
+from dataclasses import dataclass, field
+
+from benchwatch import resources
+from benchwatch.engines.postgres import dsn
+from benchwatch.query import frames as fr
+from benchwatch.query import grafana as gq
+from benchwatch.query import promql
+from benchwatch.query.series import Series, fetch, merge, read_csv_dir, write_csv_dir
+from benchwatch.record import rundir
+from benchwatch.share import rebuild, summary
+from benchwatch.util import processes
+
+MARGIN_S = 5.0
+LOOKBACK_S = 300.0
+DASHBOARD_FILE = "pgbench-run.json"
+DATASOURCE_UID = "benchwatch-prometheus"
+
+# Devices that are not disks a database lives on.
+DISK_FILTER = 'device!~"(ram|loop|fd|sr|zram|nbd).*"'
+
+# Panels a snapshot adds after the dashboard's own: iostat's await and %util,
+# from node_exporter's raw counters (irate over two 1 s scrapes, as
+# prometheus/rules/node.yml explains), so a rebuild needs no recording rule.
+EXTRA_PANELS = [
+    {"type": "row", "title": "Host disks (added by benchwatch snapshot)", "collapsed": False, "panels": []},
+    {"type": "timeseries", "title": "Disk utilisation (%util)",
+     "description": "Share of each second with at least one I/O in flight on the device (iostat %util).",
+     "unit": "percentunit", "w": 12,
+     "targets": [(f"irate(node_disk_io_time_seconds_total{{{DISK_FILTER}}}[3s])", "{{device}}")]},
+    {"type": "timeseries", "title": "Disk await",
+     "description": "Average time per completed read and write, queueing included (iostat r_await / w_await).",
+     "unit": "s", "w": 12,
+     "targets": [
+         (f"(irate(node_disk_read_time_seconds_total{{{DISK_FILTER}}}[3s]) / (irate(node_disk_reads_completed_total{{{DISK_FILTER}}}[3s]) > 0))"
+          f" or irate(node_disk_reads_completed_total{{{DISK_FILTER}}}[3s]) * 0", "{{device}} read"),
+         (f"(irate(node_disk_write_time_seconds_total{{{DISK_FILTER}}}[3s]) / (irate(node_disk_writes_completed_total{{{DISK_FILTER}}}[3s]) > 0))"
+          f" or irate(node_disk_writes_completed_total{{{DISK_FILTER}}}[3s]) * 0", "{{device}} write")]},
+]
+
+# Series the summary and the metadata read beyond what the panels query.
+CONTEXT_SELECTORS = [
+    'pg_checkpoint_in_progress', 'pg_checkpoint_last_duration_seconds', 'pg_checkpoint_last_buffers_written',
+    'pg_checkpoint_last_buffers_written_ratio', 'pg_checkpoint_last_distance_bytes',
+    'pg_checkpoint_last_estimate_bytes', 'pg_checkpoints_completed_total', 'pg_checkpoints_too_frequent_total',
+    '{__name__=~"pg_settings_(shared_buffers|max_wal_size|min_wal_size|checkpoint_.*|wal_buffers|wal_compression'
+    '|fsync|full_page_writes|synchronous_commit|max_connections|work_mem|effective_io_concurrency|bgwriter_.*'
+    '|wal_writer_.*|huge_pages|wal_level|data_checksums)(_bytes|_seconds)?"}',
+    'node_uname_info', 'node_memory_MemTotal_bytes', 'node_cpu_seconds_total{mode="idle"}', 'node_disk_info',
+    'node_disk_io_time_seconds_total', 'node_disk_read_time_seconds_total', 'node_disk_write_time_seconds_total',
+    'node_disk_reads_completed_total', 'node_disk_writes_completed_total',
+    'node_disk_read_bytes_total', 'node_disk_written_bytes_total',
+]
+
+
+@dataclass
+class Collected:
+    run_id: str
+    meta: dict
+    start: float
+    end: float
+    source: str                      # "prometheus" or "raw"
+    dashboard: dict
+    panels: list[dict]
+    annotations: list[dict]
+    series: list[Series]
+    summary: dict
+    notes: list[str] = field(default_factory=list)
+    run_dir: str = ""
+
+    def to_json(self) -> dict:
+        return {"run_id": self.run_id, "meta": self.meta, "start": self.start, "end": self.end,
+                "source": self.source, "panels": self.panels, "annotations": self.annotations,
+                "summary": self.summary, "notes": self.notes}
+
+
+# -- metadata -----------------------------------------------------------------------
+
+_SECRET_KEY = re.compile(r"pass(word)?|secret|token|api[_-]?key|credential", re.I)
+
+
+def scrub(value, key: str = ""):
+    """Run metadata as it may leave the machine: no password, token or DSN secret."""
+    if _SECRET_KEY.search(key):
+        return "<redacted>"
+    if isinstance(value, dict):
+        return {k: scrub(v, k) for k, v in value.items() if k not in ("pid",)}
+    if isinstance(value, list):
+        return [scrub(v, key) for v in value]
+    if isinstance(value, str):
+        text = dsn.redact_argv([value])[0]
+        if "dsn" in key.lower() and "=" in text:
+            text = dsn.redact(text)
+        return text
+    return value
+
+
+def window(meta: dict) -> tuple[float, float]:
+    start = meta.get("clock_start_epoch") or meta.get("started_at") or time.time()
+    end = meta.get("ended_at") or time.time()
+    return float(start) - MARGIN_S, float(end) + MARGIN_S
+
+
+def load_dashboard(path: str | None = None) -> dict:
+    with open(path or resources.path("dashboards", DASHBOARD_FILE), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def snapshot_dashboard(dash: dict) -> dict:
+    """The dashboard with the snapshot's extra panels appended below its own."""
+    dash = json.loads(json.dumps(dash))
+    panels = dash.setdefault("panels", [])
+    next_id = max([p.get("id", 0) for p in gq._panels(panels)] + [0]) + 1
+    y = max([p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels if "gridPos" in p] + [0])
+    x = 0
+    for spec in EXTRA_PANELS:
+        if spec["type"] == "row":
+            panels.append({"id": next_id, "type": "row", "title": spec["title"], "collapsed": False, "panels": [],
+                           "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}})
+            y += 1
+        else:
+            w, h = spec.get("w", 12), 8
+            if x + w > 24:
+                x, y = 0, y + h
+            targets = [{"refId": chr(ord("A") + i), "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                        "expr": e, "legendFormat": lg, "range": True, "instant": False, "format": "time_series"}
+                       for i, (e, lg) in enumerate(spec["targets"])]
+            panels.append({"id": next_id, "type": "timeseries", "title": spec["title"], "description": spec["description"],
+                           "datasource": {"type": "prometheus", "uid": "${datasource}"},
+                           "gridPos": {"x": x, "y": y, "w": w, "h": h}, "targets": targets,
+                           "fieldConfig": {"defaults": {"unit": spec["unit"], "min": 0,
+                                                        "custom": {"lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
+                                                                   "spanNulls": False}}, "overrides": []},
+                           "options": {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+                                       "tooltip": {"mode": "multi", "sort": "none"}}})
+            x += w
+        next_id += 1
+    return dash
+
+
+def selectors_for(dash: dict, variables: dict[str, str], start: float, end: float, run_id: str) -> list[str]:
+    out: list[str] = []
+    for q in gq.dashboard_queries(dash):
+        if q.source.startswith("variable"):
+            continue
+        for sel in promql.selectors(gq.expand(q.expr, variables, end - start)):
+            if sel not in out:
+                out.append(sel)
+    for sel in CONTEXT_SELECTORS + [f'{{__name__=~"pgbench_.*",run_id="{run_id}"}}']:
+        if sel not in out:
+            out.append(sel)
+    return out
+
+
+# -- host facts (local, when the run was on this machine) -------------------------
+
+def local_host_facts() -> dict:
+    facts: dict = {"nodename": socket.gethostname()}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.lower().startswith("model name"):
+                    facts["cpu_model"] = " ".join(line.split(":", 1)[1].split())
+                    break
+    except OSError:
+        pass
+    facts["cpus"] = os.cpu_count()
+    disks = []
+    try:
+        for dev in sorted(os.listdir("/sys/block")):
+            if re.match(r"(ram|loop|fd|sr|zram|nbd)", dev):
+                continue
+            d: dict = {"device": dev}
+            for key, name in (("rotational", "queue/rotational"), ("model", "device/model"), ("size", "size")):
+                try:
+                    with open(f"/sys/block/{dev}/{name}", encoding="utf-8") as f:
+                        text = f.read().strip()
+                except OSError:
+                    continue
+                if key == "rotational":
+                    d[key] = text == "1"
+                elif key == "size":
+                    d["size_bytes"] = int(text) * 512
+                elif text:
+                    d[key] = text
+            disks.append(d)
+    except OSError:
+        pass
+    if disks:
+        facts["disks"] = disks
+    return facts
+
+
+def host_extra(run: rundir.RunDir, meta: dict) -> dict:
+    """Host facts saved with the run, else read here when the run was on this host."""
+    saved = run.file(os.path.join(rebuild.SERIES_DIR, "host.json"))
+    try:
+        with open(saved, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        pass
+    if meta.get("hostname") and meta.get("hostname") == socket.gethostname():
+        return local_host_facts()
+    return {}
+
+
+def statement_order(run: rundir.RunDir) -> list[str]:
+    """The statements of pgbench's -r table, in its order (Prometheus keeps no order)."""
+    from benchwatch.parse import pgbench as po
+
+    parser = po.PgbenchOutputParser()
+    out: list[str] = []
+    for path in run.output_files():
+        with open(path, "rb") as f:
+            for line in f.read().split(b"\n"):
+                for event in parser.feed(line):
+                    if isinstance(event, po.StatementLatency):
+                        out.append(event.statement)
+    return out
+
+
+# -- panels ----------------------------------------------------------------------------
+
+def query_panels(base: str, dash: dict, variables: dict[str, str], start: float, end: float) -> list[dict]:
+    out = []
+    for panel in gq._panels(dash.get("panels", [])):
+        if panel.get("type") == "row":
+            continue
+        entry = {"id": panel.get("id"), "type": panel.get("type"), "title": panel.get("title", ""),
+                 "description": panel.get("description", ""), "gridPos": panel.get("gridPos", {}),
+                 "unit": ((panel.get("fieldConfig") or {}).get("defaults") or {}).get("unit", ""),
+                 "targets": []}
+        for t in panel.get("targets", []):
+            if not t.get("expr"):
+                continue
+            q = gq.Query(dash.get("title", ""), f"panel {panel.get('id')}", t["expr"],
+                         bool(t.get("instant")) and not t.get("range"), panel_id=panel.get("id"),
+                         ref_id=t.get("refId"), legend=t.get("legendFormat", ""))
+            expr = gq.expand(q.expr, variables, max(end - start, 1.0))
+            try:
+                result = gq.run_query(base, q, variables, start, end)
+                error = None
+            except (gq.PrometheusError, OSError, ValueError) as e:
+                result, error = [], str(e)
+            entry["targets"].append({"refId": t.get("refId"), "expr": expr, "legend": t.get("legendFormat", ""),
+                                     "instant": q.instant, "format": t.get("format", "time_series"),
+                                     "step_s": gq.interval_s(max(end - start, 1.0)),
+                                     "frames": fr.result_to_frames(result, t.get("legendFormat", ""), expr),
+                                     **({"error": error} if error else {})})
+        out.append(entry)
+    return out
+
+
+def query_annotations(base: str, dash: dict, variables: dict[str, str], start: float, end: float,
+                      series: list[Series]) -> list[dict]:
+    out = []
+    for a in dash.get("annotations", {}).get("list", []):
+        expr = a.get("expr") or (a.get("target") or {}).get("expr")
+        if not expr:
+            continue
+        expanded = gq.expand(expr, variables, end - start)
+        title, text, tags = a.get("titleFormat", ""), a.get("textFormat", ""), a.get("tagKeys", "")
+        boolean = promql.boolean_selector(expanded)
+        if boolean:
+            # A 0/1 state pushed at its own times (checkpoints): the regions' exact edges,
+            # even for one shorter than the step, instead of step-sampled ones.
+            name, matchers = promql.parse_matchers(boolean)
+            chosen = [s for s in series if s.name == name and promql.matches(s.labels, matchers)]
+            events = fr.exact_annotation_events(chosen, title, text, tags, int(start * 1000), int(end * 1000))
+            how = "exact"
+        else:
+            step = gq._parse_dur(a.get("step", "1s"))
+            q = gq.Query(dash.get("title", ""), "annotation", expr, False, step_s=step)
+            try:
+                result = gq.run_query(base, q, variables, start, end)
+            except (gq.PrometheusError, OSError, ValueError):
+                result = []
+            events = fr.grafana_annotation_events(result, step, title, text, tags)
+            how = "grafana"
+        out.append({"name": a.get("name", ""), "color": a.get("iconColor", "#888"), "expr": expanded,
+                    "regions": how, "events": events})
+    return out
+
+
+# -- sources ----------------------------------------------------------------------------
+
+def prometheus_has_run(base: str, run_id: str, start: float, end: float) -> bool:
+    try:
+        result = gq.prom_api(base, "/api/v1/query", {
+            "query": f'count_over_time(pgbench_progress_tps{{run_id="{run_id}"}}[{int(end - start) + 1}s])',
+            "time": f"{end:.3f}"})
+    except (gq.PrometheusError, OSError, ValueError):
+        return False
+    return bool(result)
+
+
+def series_from_run_dir(run: rundir.RunDir) -> tuple[list[Series], list[str]]:
+    """pgbench series from the raw output, the rest from series/*.csv; notes on what was used."""
+    notes = []
+    pgbench = rebuild.samples_to_series(rebuild.pgbench_samples(run))
+    notes.append(f"pgbench series rebuilt from the raw output ({', '.join(os.path.basename(p) for p in run.output_files())})")
+    saved_dir = run.file(rebuild.SERIES_DIR)
+    saved = [s for s in read_csv_dir(saved_dir) if s.name not in rebuild.PGBENCH_METRICS]
+    if saved:
+        notes.append(f"other series from {rebuild.SERIES_DIR}/*.csv saved at the end of the run ({len(saved)} series)")
+    else:
+        notes.append(f"no {rebuild.SERIES_DIR}/*.csv in the run directory: checkpoints, server and host figures are missing")
+    return merge(pgbench, saved), notes
+
+
+def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", dashboard: dict | None = None,
+            say=lambda m: None) -> Collected:
+    meta = scrub(run.read_meta())
+    run_id = rebuild.run_id_of(run, meta)
+    start, end = window(meta)
+    dash = snapshot_dashboard(dashboard or load_dashboard())
+    variables = {**gq.default_variables(dash), "run_id": run_id, "datasource": DATASOURCE_UID}
+    sels = selectors_for(dash, variables, start, end, run_id)
+    notes: list[str] = []
+    use_prom = False
+    if source in ("auto", "prometheus") and prometheus:
+        use_prom = prometheus_has_run(prometheus, run_id, start, end)
+        if not use_prom:
+            msg = f"Prometheus at {prometheus} has no data for run {run_id}"
+            if source == "prometheus":
+                raise RuntimeError(msg)
+            say(msg + ": rebuilding from the run directory")
+    if use_prom:
+        series = fetch(prometheus, sels, start - LOOKBACK_S, end)
+        panels = query_panels(prometheus, dash, variables, start, end)
+        annotations = query_annotations(prometheus, dash, variables, start, end, series)
+        notes.append("every panel and series from the stack's Prometheus")
+        used = "prometheus"
+    else:
+        raw_series, notes = series_from_run_dir(run)
+        with rebuild.private_prometheus(raw_series) as base:
+            series = fetch(base, sels, start - LOOKBACK_S, end)
+            panels = query_panels(base, dash, variables, start, end)
+            annotations = query_annotations(base, dash, variables, start, end, series)
+        used = "raw"
+    empty = [f"{p['title']} ({t['legend'] or t['refId']})" for p in panels for t in p["targets"]
+             if not t["frames"]]
+    if empty:
+        notes.append("no data for: " + "; ".join(empty))
+    s = summary.build(series, meta, run_id, (start, end), host_extra(run, meta), statement_order(run))
+    s["source"] = used
+    return Collected(run_id, meta, start, end, used, dash, panels, annotations, series, s, notes, run.path)
+
+
+# -- saving a run's series for later -------------------------------------------------
+
+def save_run_series(run_dir: str, prometheus_url: str, dashboard: dict | None = None, wait: bool = True) -> list[str]:
+    """Store what a snapshot of this run needs beyond the raw output, as <run_dir>/series/*.csv
+    (and host.json), so a later snapshot needs no Prometheus. Returns the files written.
+
+    The snapshot's range ends MARGIN_S after the run: called right at the end of a run, this
+    waits (up to MARGIN_S + 2 s) until Prometheus has scraped past it; wait=False saves what is there."""
+    run = rundir.RunDir(run_dir)
+    meta = run.read_meta()
+    start, end = window(meta)
+    dash = snapshot_dashboard(dashboard or load_dashboard())
+    run_id = rebuild.run_id_of(run, meta)
+    sels = selectors_for(dash, {"run_id": run_id, "datasource": DATASOURCE_UID}, start, end, run_id)
+    if wait:
+        # One scrape interval and a little more past the range, for the last scrape to land.
+        processes.wait_until(lambda: time.time() > end + 1.5, MARGIN_S + 2.5, 0.1)
+    series = [s for s in fetch(prometheus_url, sels, start - LOOKBACK_S, end) if s.name not in rebuild.PGBENCH_METRICS]
+    directory = run.file(rebuild.SERIES_DIR)
+    written = write_csv_dir(directory, series)
+    facts = local_host_facts() if meta.get("hostname") in (None, socket.gethostname()) else {}
+    if facts:
+        path = os.path.join(directory, "host.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(facts, f, indent=2, sort_keys=True)
+            f.write("\n")
+        written.append(path)
+    return written

@@ -1,0 +1,157 @@
+"""``benchwatch snapshot`` and ``benchwatch compare``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from benchwatch.record import rundir
+
+
+def _say(message: str) -> None:
+    print(f"benchwatch: {message}", file=sys.stderr, flush=True)
+
+
+def register(subparsers, add_stack_options, make_stack) -> None:
+    p = subparsers.add_parser("snapshot", help="a shareable snapshot of a run: Grafana snapshot JSON, HTML, PNG, CSV, summary")
+    add_stack_options(p)
+    p.add_argument("run_id", nargs="?", help="the run (default: the latest)")
+    p.add_argument("--run-dir", help="a run directory to snapshot instead of a run of the stack (e.g. the raw/ folder of a snapshot)")
+    _common(p)
+    p.add_argument("--upload", metavar="URL", help="also post the snapshot to this Grafana's snapshot API "
+                   "(token from $GRAFANA_TOKEN) and print the snapshot URL")
+    p.add_argument("--expires", type=int, default=0, help="with --upload: seconds until Grafana deletes the snapshot (default never)")
+    p.add_argument("--name", help="the snapshot's name (default: pgbench run RUN_ID)")
+    p.set_defaults(func=lambda args: cmd_snapshot(args, make_stack))
+
+    p = subparsers.add_parser("compare", help="compare runs: TPS curves overlaid, summaries side by side, sweeps")
+    add_stack_options(p)
+    p.add_argument("runs", nargs="+", metavar="RUN", help="run ids (or run directories); the first is the baseline")
+    _common(p)
+    p.add_argument("--by", metavar="LABEL", help="a sweep: TPS against this run label (clients, threads, scale, "
+                   "server_version, or any pgbench_run_info label), one line per variant")
+    p.add_argument("--variant", metavar="LABEL", help="with --by: the label that tells variants apart "
+                   "(default: the pgbench arguments without the --by option, or --names)")
+    p.add_argument("--names", help="comma-separated names for the runs, in order (e.g. HEAD,PATCH); "
+                   "with --by, runs of the same name form one variant")
+    p.set_defaults(func=lambda args: cmd_compare(args, make_stack))
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default=".", help="where to write the directory and the .tar.gz (default: here)")
+    p.add_argument("--source", choices=("auto", "prometheus", "raw"), default="auto",
+                   help="auto: the stack's Prometheus if it still has the run, else rebuild from the run directory")
+    p.add_argument("--prometheus", metavar="URL", help="the Prometheus to read (default: the stack's)")
+
+
+def _prometheus(args, stack) -> str | None:
+    if args.source == "raw":
+        return None
+    return args.prometheus or stack.cfg.url("prometheus")
+
+
+def _secrets(stack) -> list[str]:
+    out = []
+    try:
+        password = stack.pg_params().get("password")
+    except (OSError, ValueError):
+        password = None
+    for value in (password, os.environ.get("GRAFANA_TOKEN")):
+        if value:
+            out.append(value)
+    return out
+
+
+def _find(stack, ref: str | None) -> rundir.RunDir | None:
+    if ref and os.path.isfile(os.path.join(ref, rundir.META)):
+        return rundir.RunDir(os.path.abspath(ref))
+    return rundir.find_run(stack.cfg.runs_dir, ref)
+
+
+def cmd_snapshot(args, make_stack) -> int:
+    from benchwatch.share import bundle, collect, grafana_snapshot
+
+    stack = make_stack(args)
+    run = _find(stack, args.run_dir) if args.run_dir else _find(stack, args.run_id)
+    if run is None:
+        _say(f"no run {args.run_id or args.run_dir} in {stack.cfg.runs_dir}" if (args.run_id or args.run_dir)
+             else f"no run yet in {stack.cfg.runs_dir}")
+        return 2
+    try:
+        c = collect.collect(run, _prometheus(args, stack), args.source, say=_say)
+    except (RuntimeError, OSError) as e:
+        _say(f"snapshot of {run.run_id} failed: {e}")
+        return 1
+    os.makedirs(args.out, exist_ok=True)
+    try:
+        directory, archive, body = bundle.write_snapshot(c, run, args.out, _secrets(stack))
+    except bundle.SecretFound as e:
+        _say(str(e))
+        return 1
+    _say(f"snapshot of run {c.run_id} from {'Prometheus' if c.source == 'prometheus' else 'the run directory'}")
+    print(directory)
+    print(archive)
+    if args.upload:
+        if args.name:
+            body["name"] = args.name
+        body["expires"] = args.expires
+        try:
+            answer = grafana_snapshot.upload(args.upload, body)
+        except grafana_snapshot.UploadError as e:
+            _say(str(e))
+            return 1
+        print(answer["url"])
+        if answer.get("deleteUrl"):
+            _say(f"to delete it: {answer['deleteUrl']}")
+    return 0
+
+
+def cmd_compare(args, make_stack) -> int:
+    from benchwatch.share import collect, compare
+
+    stack = make_stack(args)
+    if len(args.runs) < 2:
+        _say("compare needs at least two runs")
+        return 2
+    found = []
+    for ref in args.runs:
+        run = _find(stack, ref)
+        if run is None:
+            _say(f"no run {ref} in {stack.cfg.runs_dir}")
+            return 2
+        found.append(run)
+    try:
+        names = compare.parse_names(args.names, len(found))
+    except ValueError as e:
+        _say(str(e))
+        return 2
+    collected = []
+    for run in found:
+        try:
+            collected.append(collect.collect(run, _prometheus(args, stack), args.source, say=_say))
+        except (RuntimeError, OSError) as e:
+            _say(f"run {run.run_id}: {e}")
+            return 1
+    named = names is not None
+    labels = names or compare.default_names(collected)
+    if named and len(set(labels)) < len(labels):
+        # Several runs per name (a sweep of HEAD and PATCH): tell them apart in the side-by-side table.
+        labels = [f"{n} {args.by}={compare.run_labels(c.summary).get(args.by, '?')}" if args.by else f"{n} #{i + 1}"
+                  for i, (n, c) in enumerate(zip(labels, collected))]
+        variant_names = names
+    else:
+        variant_names = labels
+    os.makedirs(args.out, exist_ok=True)
+    try:
+        directory, archive, sw = compare.write_compare(
+            labels, collected, args.out, by=args.by, variant_key=args.variant, named=named,
+            secrets=_secrets(stack), variant_names=variant_names)
+    except compare.bundle.SecretFound as e:
+        _say(str(e))
+        return 1
+    if args.by and (not sw or not sw["values"]):
+        _say(f"no run has the label {args.by!r}: no sweep table")
+    print(directory)
+    print(archive)
+    return 0

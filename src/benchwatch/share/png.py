@@ -1,0 +1,198 @@
+"""PNG pictures of a run (matplotlib, Agg: no display, no network, DejaVu fonts from the system).
+
+Time on the x axis is seconds since pgbench's clock started, the way TPS
+curves are shown in PostgreSQL performance write-ups; checkpoints are shaded
+by reason with their exact log times.
+"""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from benchwatch.share.collect import Collected
+from benchwatch.share.summary import one
+
+DPI = 100
+SIZES = {"tps.png": (1200, 500), "latency.png": (1200, 450), "disk.png": (1200, 700)}
+COLORS = ["#1F78C1", "#E24D42", "#7EB26D", "#EAB839", "#BA43A9", "#EF843C", "#6ED0E0", "#705DA0", "#508642", "#CCA300"]
+
+plt.rcParams.update({"font.family": "DejaVu Sans", "font.size": 10, "axes.titlesize": 11,
+                     "axes.grid": True, "grid.color": "#e6e8eb", "axes.edgecolor": "#9aa0a6",
+                     "svg.hashsalt": "benchwatch"})
+
+
+def _figure(size: tuple[int, int], rows: int = 1):
+    fig, axes = plt.subplots(rows, 1, figsize=(size[0] / DPI, size[1] / DPI), dpi=DPI, sharex=True, squeeze=False)
+    return fig, [a[0] for a in axes]
+
+
+def _save(fig, path: str) -> str:
+    fig.savefig(path, dpi=DPI, metadata={"Software": "benchwatch", "Creation Time": None})
+    plt.close(fig)
+    return path
+
+
+def checkpoint_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str, str]]:
+    """(start s, end s, colour, legend) of each checkpoint, relative to t0: the exact log times
+    from the summary, coloured like the dashboard annotation that draws it (by reason)."""
+    out = []
+    reason_annotations = [a for a in c.annotations
+                          if not a["name"].lower().startswith("pgbench run") and "progress" not in a["name"].lower()]
+    for row in c.summary.get("checkpoints", []):
+        a_ms, b_ms = row["start"] * 1000, row["end"] * 1000
+        colour, name = "#8F8F8F", f"checkpoint ({row['reason']})"
+        for a in reason_annotations:
+            if any(e["time"] <= b_ms + 1000 and e["timeEnd"] >= a_ms - 1000 and row["reason"] in " ".join(e["tags"] + [e["title"]])
+                   for e in a["events"]):
+                colour, name = a["color"], a["name"]
+                break
+        out.append(((a_ms - t0_ms) / 1000, (b_ms - t0_ms) / 1000, colour, name))
+    return out
+
+
+def shade(ax, spans, seen: dict) -> None:
+    for a, b, colour, name in spans:
+        width = max(b - a, 0.15)  # an instant CHECKPOINT still shows
+        label = None if name in seen else name
+        seen[name] = colour
+        ax.axvspan(a, a + width, color=colour, alpha=0.22, lw=0, label=label)
+
+
+def _run_bounds(ax, c: Collected, t0_ms: float) -> None:
+    end = c.meta.get("ended_at")
+    ax.axvline(0, color="#9aa0a6", lw=0.8, ls=":")
+    if end:
+        ax.axvline(end - t0_ms / 1000, color="#9aa0a6", lw=0.8, ls=":")
+
+
+def _t0(c: Collected) -> float:
+    return float(c.meta.get("clock_start_epoch") or c.meta.get("started_at") or c.start) * 1000
+
+
+def _title(c: Collected, what: str) -> str:
+    args = c.summary["run"].get("args") or ""
+    return f"{what} — {args}  ({c.run_id})" if args else f"{what} — {c.run_id}"
+
+
+def _legend_spans(ax, seen: dict, handles_first=True) -> None:
+    handles, labels = ax.get_legend_handles_labels()
+    if handles:
+        ax.legend(handles, labels, loc="lower left", fontsize=9, framealpha=0.9, ncol=min(len(handles), 5))
+
+
+def tps_png(c: Collected, path: str) -> str:
+    t0 = _t0(c)
+    fig, (ax,) = _figure(SIZES["tps.png"])
+    s = one(c.series, "pgbench_progress_tps", run_id=c.run_id)
+    xs = [(ts - t0) / 1000 for ts, _ in (s.samples if s else [])]
+    ys = [v for _, v in (s.samples if s else [])]
+    seen: dict = {}
+    shade(ax, checkpoint_spans(c, t0), seen)
+    ax.plot(xs, ys, color=COLORS[0], lw=1.4, marker="." if len(xs) < 120 else None, ms=4, label="pgbench TPS (-P)")
+    median = c.summary["tps"].get("median")
+    if median:
+        ax.axhline(median, color="#5b6169", lw=0.8, ls="--", label=f"median {median:,.0f}")
+    _run_bounds(ax, c, t0)
+    ax.set_ylim(bottom=0, top=max(ys + [1]) * 1.08)
+    ax.set_xlabel("seconds since pgbench start")
+    ax.set_ylabel("transactions per second")
+    ax.set_title(_title(c, "TPS"), loc="left")
+    _legend_spans(ax, seen)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def latency_png(c: Collected, path: str) -> str:
+    t0 = _t0(c)
+    fig, (ax,) = _figure(SIZES["latency.png"])
+    seen: dict = {}
+    shade(ax, checkpoint_spans(c, t0), seen)
+    top = 0.0
+    avg = one(c.series, "pgbench_progress_latency_seconds", run_id=c.run_id)
+    if avg:
+        ys = [v * 1000 for _, v in avg.samples]
+        ax.plot([(ts - t0) / 1000 for ts, _ in avg.samples], ys, color=COLORS[0], lw=1.4, label="average (-P)")
+        top = max([top] + ys)
+    sd = one(c.series, "pgbench_progress_latency_stddev_seconds", run_id=c.run_id)
+    if sd:
+        ys = [v * 1000 for _, v in sd.samples]
+        ax.plot([(ts - t0) / 1000 for ts, _ in sd.samples], ys, color="#9aa0a6", lw=1, ls="--", label="stddev (-P)")
+        top = max([top] + ys)
+    # Percentiles: the dashboard's histogram_quantile series, when the run used -l.
+    for p in c.panels:
+        if p["title"] != "Latency":
+            continue
+        for i, t in enumerate(p["targets"]):
+            if not t["legend"].startswith("p"):
+                continue
+            for f in t["frames"]:
+                pts = [(x, v) for x, v in f["points"] if v is not None]
+                if pts:
+                    ys = [v * 1000 for _, v in pts]
+                    ax.plot([(x - t0) / 1000 for x, _ in pts], ys, lw=1.2, color=COLORS[(i + 1) % len(COLORS)], label=f["name"])
+                    top = max([top] + ys)
+    _run_bounds(ax, c, t0)
+    ax.set_ylim(bottom=0, top=(top or 1) * 1.08)
+    ax.set_xlabel("seconds since pgbench start")
+    ax.set_ylabel("latency (ms)")
+    ax.set_title(_title(c, "Latency"), loc="left")
+    _legend_spans(ax, seen)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def _panel(c: Collected, title: str) -> dict | None:
+    return next((p for p in c.panels if p["title"] == title), None)
+
+
+def disk_png(c: Collected, path: str) -> str:
+    t0 = _t0(c)
+    fig, (ax_await, ax_util) = _figure(SIZES["disk.png"], rows=2)
+    spans = checkpoint_spans(c, t0)
+    for ax, title, scale, ylabel in ((ax_await, "Disk await", 1000, "await (ms)"),
+                                     (ax_util, "Disk utilisation (%util)", 100, "%util")):
+        seen: dict = {}
+        shade(ax, spans, seen)
+        panel = _panel(c, title)
+        i = 0
+        top = 0.0
+        for t in (panel or {}).get("targets", []):
+            for f in t["frames"]:
+                pts = [(x, v) for x, v in f["points"] if v is not None]
+                if not pts or not any(v for _, v in pts):
+                    continue  # a device that did nothing during the run
+                ys = [v * scale for _, v in pts]
+                ax.plot([(x - t0) / 1000 for x, _ in pts], ys, lw=1.2, color=COLORS[i % len(COLORS)], label=f["name"])
+                top = max([top] + ys)
+                i += 1
+        if i == 0:
+            ax.text(0.5, 0.5, "no disk data", transform=ax.transAxes, ha="center", color="#5b6169")
+        _run_bounds(ax, c, t0)
+        ax.set_ylim(bottom=0, top=(top or 1) * 1.08)
+        ax.set_ylabel(ylabel)
+        ax.set_title(_title(c, title) if ax is ax_await else title, loc="left")
+        _legend_spans(ax, seen)
+    ax_util.set_xlabel("seconds since pgbench start")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def snapshot_pngs(c: Collected, directory: str) -> list[str]:
+    os.makedirs(directory, exist_ok=True)
+    return [tps_png(c, os.path.join(directory, "tps.png")),
+            latency_png(c, os.path.join(directory, "latency.png")),
+            disk_png(c, os.path.join(directory, "disk.png"))]
+
+
+def png_size(path: str) -> tuple[int, int]:
+    """Width and height from the IHDR chunk."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path} is not a PNG")
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")

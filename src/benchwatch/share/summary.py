@@ -1,0 +1,446 @@
+"""The numbers of a run, from its raw series: pure functions, no I/O.
+
+Everything here reads `Series` (raw samples at their own timestamps), never
+step-sampled query results, so the figures are the same whether the series
+came from Prometheus or were rebuilt from the run directory.
+
+Conventions: TPS statistics are over pgbench's progress lines (one value per
+-P interval, stall zeros included); standard deviation is the population one
+(Prometheus' stddev_over_time); times are Unix seconds; durations seconds.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Iterable
+
+from benchwatch.model.samples import is_stale_marker
+from benchwatch.query.frames import boolean_regions, prefer_pushed
+from benchwatch.query.series import Series
+
+AROUND_S = 10.0  # how far before and after a checkpoint "TPS around" looks
+NOT_DISKS = re.compile(r"(ram|loop|fd|sr|zram|nbd)")  # block devices no database lives on
+
+
+# -- plain statistics -----------------------------------------------------------
+
+def tps_stats(values: list[float]) -> dict:
+    if not values:
+        return {"samples": 0, "mean": None, "min": None, "max": None, "stddev": None, "cov": None, "median": None}
+    mean = statistics.fmean(values)
+    stddev = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return {"samples": len(values), "mean": mean, "min": min(values), "max": max(values), "stddev": stddev,
+            "cov": (stddev / mean) if mean else None, "median": statistics.median(values)}
+
+
+def seconds_below(values: list[float], threshold: float, interval_s: float) -> float:
+    """Seconds spent under the threshold: progress intervals below it times their length."""
+    return sum(1 for v in values if v < threshold) * interval_s
+
+
+def stalls(samples: list[tuple[int, float]], interval_s: float) -> list[dict]:
+    """Stretches of progress lines with TPS 0: start (the start of the first zero interval), end, seconds."""
+    out = []
+    run_start = None
+    last = None
+    for ts, v in samples:
+        if v == 0:
+            if run_start is None:
+                run_start = ts
+            last = ts
+        elif run_start is not None:
+            out.append(_stall(run_start, last, interval_s))
+            run_start = None
+    if run_start is not None:
+        out.append(_stall(run_start, last, interval_s))
+    return out
+
+
+def _stall(first_ms: int, last_ms: int, interval_s: float) -> dict:
+    start = first_ms / 1000 - interval_s
+    end = last_ms / 1000
+    return {"start": start, "end": end, "seconds": round(end - start, 3)}
+
+
+def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Prometheus' histogram_quantile over cumulative (le, count) buckets: linear within a bucket,
+    the lower bound of the first bucket is 0, a quantile in the +Inf bucket is the last finite bound."""
+    buckets = sorted(buckets)
+    if not buckets or not math.isinf(buckets[-1][0]):
+        return None
+    total = buckets[-1][1]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_le, prev_count = 0.0, 0.0
+    for i, (le, count) in enumerate(buckets):
+        if count >= rank:
+            if math.isinf(le):
+                return buckets[-2][0] if len(buckets) > 1 else None
+            if i == 0 and le <= 0:
+                return le
+            if count == prev_count:
+                return le
+            return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count)
+        prev_le, prev_count = le, count
+    return None
+
+
+def mean_over(samples: list[tuple[int, float]], start_s: float, end_s: float, interval_s: float) -> float | None:
+    """Mean TPS of the progress intervals (ts - interval, ts] that overlap [start, end]."""
+    vals = [v for ts, v in samples if ts / 1000 > start_s and ts / 1000 - interval_s < end_s]
+    return statistics.fmean(vals) if vals else None
+
+
+# -- series helpers ---------------------------------------------------------------
+
+def one(series: list[Series], name: str, **labels: str) -> Series | None:
+    found = [s for s in prefer_pushed(series) if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+    return found[0] if found else None
+
+
+def last_value(s: Series | None, at_ms: int | None = None) -> float | None:
+    if s is None or not s.samples:
+        return None
+    if at_ms is None:
+        return s.samples[-1][1]
+    best = None
+    for ts, v in s.samples:
+        if ts <= at_ms:
+            best = v
+        else:
+            break
+    return best
+
+
+def value_at(s: Series | None, ts_ms: int, tolerance_ms: int = 1000) -> float | None:
+    """The sample written at (or just after) a moment: a checkpoint's last_* values land at its end."""
+    if s is None:
+        return None
+    for ts, v in s.samples:
+        if ts_ms <= ts <= ts_ms + tolerance_ms:
+            return v
+    return None
+
+
+# -- the summary --------------------------------------------------------------------
+
+def interval_of(meta: dict, series: list[Series], run_id: str) -> float:
+    if meta.get("progress_interval"):
+        return float(meta["progress_interval"])
+    v = last_value(one(series, "pgbench_progress_interval_seconds", run_id=run_id))
+    return float(v) if v else 1.0
+
+
+def checkpoint_rows(series: list[Series], tps: list[tuple[int, float]], interval_s: float,
+                    start_s: float, end_s: float, around_s: float = AROUND_S) -> list[dict]:
+    rows = []
+    for s in prefer_pushed([s for s in series if s.name == "pg_checkpoint_in_progress"]):
+        kind = s.labels.get("kind", "checkpoint")
+        for a, b in boolean_regions(s):
+            if b / 1000 < start_s or a / 1000 > end_s:
+                continue
+            completed = any(ts == b and v == 0 for ts, v in s.samples)
+            total = value_at(one(series, "pg_checkpoint_last_duration_seconds", kind=kind, phase="total"), b) if completed else None
+            write = value_at(one(series, "pg_checkpoint_last_duration_seconds", kind=kind, phase="write"), b) if completed else None
+            sync = value_at(one(series, "pg_checkpoint_last_duration_seconds", kind=kind, phase="sync"), b) if completed else None
+            buffers = value_at(one(series, "pg_checkpoint_last_buffers_written", kind=kind), b) if completed else None
+            ratio = value_at(one(series, "pg_checkpoint_last_buffers_written_ratio", kind=kind), b) if completed else None
+            distance = value_at(one(series, "pg_checkpoint_last_distance_bytes", kind=kind), b) if completed else None
+            during = mean_over(tps, a / 1000, b / 1000, interval_s)
+            around_vals = [v for ts, v in tps
+                           if (a / 1000 - around_s <= ts / 1000 <= a / 1000)
+                           or (b / 1000 + interval_s < ts / 1000 <= b / 1000 + interval_s + around_s)]
+            around = statistics.fmean(around_vals) if around_vals else None
+            rows.append({
+                "start": a / 1000, "end": b / 1000, "kind": kind, "reason": s.labels.get("reason", ""),
+                "completed": completed, "duration_s": total if total is not None else (b - a) / 1000,
+                "write_s": write, "sync_s": sync, "buffers": buffers, "buffers_ratio": ratio,
+                "distance_bytes": distance, "tps_during": during, "tps_around": around,
+                "change_pct": ((during / around - 1) * 100) if (during is not None and around) else None,
+            })
+    return sorted(rows, key=lambda r: r["start"])
+
+
+def statement_rows(series: list[Series], run_id: str) -> list[dict]:
+    rows = []
+    for s in series:
+        if s.name != "pgbench_statement_latency_seconds" or s.labels.get("run_id") != run_id:
+            continue
+        key = {"script": s.labels.get("script", ""), "statement": s.labels.get("statement", "")}
+        rows.append({**key, "latency_s": last_value(s),
+                     "failures": last_value(one(series, "pgbench_statement_failures_total", run_id=run_id, **key)),
+                     "retries": last_value(one(series, "pgbench_statement_retries_total", run_id=run_id, **key))})
+    return rows
+
+
+def order_statements(rows: list[dict], order: list[str] | None) -> list[dict]:
+    """pgbench's own order (as in the -r table) where known; the rest after, as they came."""
+    if not order:
+        return rows
+    rank = {}
+    for i, text in enumerate(order):
+        rank.setdefault(text, i)
+    return sorted(rows, key=lambda r: rank.get(r["statement"], len(rank)))
+
+
+def latency_percentiles(series: list[Series], run_id: str) -> dict:
+    buckets: dict[float, float] = {}
+    for s in series:
+        if s.name == "pgbench_latency_seconds_bucket" and s.labels.get("run_id") == run_id and s.samples:
+            le = float(s.labels.get("le", "nan"))
+            if not math.isnan(le):
+                buckets[le] = buckets.get(le, 0.0) + s.samples[-1][1]
+    pairs = sorted(buckets.items())
+    return {q: histogram_quantile(p, pairs) for q, p in (("p50_s", 0.5), ("p95_s", 0.95), ("p99_s", 0.99))} | {
+        "percentile_source": "pgbench -l per-transaction log (histogram)" if pairs else None}
+
+
+def settings_from(series: list[Series], end_ms: int) -> dict[str, float]:
+    out = {}
+    for s in sorted(series, key=lambda s: s.key):
+        if s.name.startswith("pg_settings_") and s.name[len("pg_settings_"):] not in out:
+            v = last_value(s, end_ms)
+            if v is not None:
+                out[s.name[len("pg_settings_"):]] = v
+    return out
+
+
+def host_from(series: list[Series], extra: dict | None = None) -> dict:
+    host: dict = {}
+    uname = one(series, "node_uname_info")
+    if uname:
+        host.update({k: uname.labels[k] for k in ("nodename", "sysname", "release", "machine") if k in uname.labels})
+    mem = last_value(one(series, "node_memory_MemTotal_bytes"))
+    if mem:
+        host["memory_bytes"] = mem
+    cpus = {s.labels.get("cpu") for s in series if s.name == "node_cpu_seconds_total"}
+    if cpus:
+        host["cpus"] = len(cpus)
+    disks = sorted(d for d in {s.labels.get("device", "") for s in series if s.name == "node_disk_info"}
+                   if d and not NOT_DISKS.match(d))
+    if disks:
+        host["disks"] = [{"device": d} for d in disks]
+    for k, v in (extra or {}).items():
+        if k == "disks" and "disks" in host:
+            known = {d["device"]: d for d in host["disks"]}
+            for d in v:
+                known.setdefault(d.get("device"), {}).update(d)
+            host["disks"] = [known[k2] for k2 in sorted(known)]
+        else:
+            host.setdefault(k, v)
+    return host
+
+
+def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, float],
+          host_extra: dict | None = None, statement_order: list[str] | None = None) -> dict:
+    start_s, end_s = window
+    # Values as Prometheus would return them: staleness markers end a series, they are not values.
+    series = [Series(x.name, x.labels, [(t, v) for t, v in x.samples if not is_stale_marker(v)]) for x in series]
+    interval = interval_of(meta, series, run_id)
+    tps_series = one(series, "pgbench_progress_tps", run_id=run_id)
+    tps = tps_series.samples if tps_series else []
+    values = [v for _, v in tps]
+    stats = tps_stats(values)
+    median = stats["median"]
+    stall_list = stalls(tps, interval)
+
+    def final(name: str) -> float | None:
+        return last_value(one(series, name, run_id=run_id))
+
+    latency_avg = final("pgbench_summary_latency_seconds")
+    lat_series = one(series, "pgbench_progress_latency_seconds", run_id=run_id)
+    progress_lat = None
+    if lat_series and tps_series:
+        # Transaction-weighted: a second with 1000 transactions counts 1000 times more than one with 1.
+        weights = dict(tps)
+        pairs = [(v, weights.get(ts, 0.0)) for ts, v in lat_series.samples]
+        total = sum(w for _, w in pairs)
+        progress_lat = sum(v * w for v, w in pairs) / total if total else None
+    info = one(series, "pgbench_run_info", run_id=run_id)
+    summary = {
+        "run_id": run_id,
+        "run": {
+            "args": " ".join(meta.get("argv") or []) or None,
+            "start": meta.get("clock_start_epoch") or meta.get("started_at"),
+            "end": meta.get("ended_at"),
+            "duration_s": ((meta.get("ended_at") or 0) - (meta.get("clock_start_epoch") or meta.get("started_at") or 0)) or None,
+            "exit_code": meta.get("exit_code"),
+            "pgbench_version": meta.get("pgbench_version"),
+            "server_version": meta.get("server_version"),
+            "scale": meta.get("scale"),
+            "hostname": meta.get("hostname"),
+            "labels": dict(info.labels) if info else {},
+            "progress_interval_s": interval,
+        },
+        "tps": {**stats,
+                "below_half_median_s": seconds_below(values, 0.5 * median, interval) if median is not None else None,
+                "pgbench_summary_tps": final("pgbench_summary_tps"),
+                "transactions": final("pgbench_summary_transactions") or final("pgbench_transactions_total"),
+                "failed": final("pgbench_failed_transactions_total"),
+                "skipped": final("pgbench_skipped_transactions_total"),
+                "retried": final("pgbench_retried_transactions_total"),
+                "aborted_clients": final("pgbench_aborted_clients_total")},
+        "stalls": {"count": len(stall_list), "seconds": round(sum(s["seconds"] for s in stall_list), 3),
+                   "longest_s": max((s["seconds"] for s in stall_list), default=0.0), "list": stall_list},
+        "latency": {"avg_s": latency_avg if latency_avg is not None else progress_lat,
+                    "avg_source": "pgbench summary" if latency_avg is not None else ("progress lines, weighted by TPS" if progress_lat is not None else None),
+                    "stddev_s": final("pgbench_summary_latency_stddev_seconds"),
+                    **latency_percentiles(series, run_id)},
+        "statements": order_statements(statement_rows(series, run_id), statement_order),
+        "checkpoints": checkpoint_rows(series, tps, interval, start_s, end_s),
+        "settings": settings_from(series, int(end_s * 1000)),
+        "host": host_from(series, host_extra),
+    }
+    return summary
+
+
+# -- presentation -------------------------------------------------------------------
+
+def fmt_num(v: float | None, digits: int = 1) -> str:
+    if v is None:
+        return "—"
+    if abs(v) >= 1e6:
+        return f"{v:,.0f}"
+    return f"{v:,.{digits}f}"
+
+
+def fmt_ms(v: float | None) -> str:
+    return "—" if v is None else f"{v * 1000:.3f} ms"
+
+
+def fmt_pct(v: float | None, digits: int = 1) -> str:
+    return "—" if v is None else f"{v * 100:.{digits}f}%"
+
+
+def fmt_bytes(v: float | None) -> str:
+    if v is None:
+        return "—"
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("kiB", 1 << 10)):
+        if abs(v) >= size:
+            x = v / size
+            return f"{x:.0f} {unit}" if x == int(x) else f"{x:.1f} {unit}"
+    return f"{v:.0f} B"
+
+
+def fmt_seconds(v: float | None) -> str:
+    if v is None:
+        return "—"
+    if v >= 60 and v % 60 == 0:
+        return f"{v / 60:.0f} min"
+    return f"{v:g} s"
+
+
+def fmt_time(epoch: float | None, with_date: bool = False) -> str:
+    import datetime as dt
+    if epoch is None:
+        return "—"
+    t = dt.datetime.fromtimestamp(epoch, dt.UTC)
+    return t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC" if with_date else t.strftime("%H:%M:%S.%f")[:-3]
+
+
+def fmt_setting(name: str, v: float) -> tuple[str, str]:
+    for suffix, f in (("_bytes", fmt_bytes), ("_seconds", fmt_seconds)):
+        if name.endswith(suffix):
+            return name[: -len(suffix)], f(v)
+    if name in ("fsync", "full_page_writes", "wal_log_hints", "wal_init_zero", "wal_recycle", "data_checksums"):
+        return name, "on" if v else "off"
+    return name, f"{v:g}"
+
+
+KEY_SETTINGS = ("shared_buffers_bytes", "max_wal_size_bytes", "min_wal_size_bytes", "checkpoint_timeout_seconds",
+                "checkpoint_completion_target", "wal_buffers_bytes", "fsync", "full_page_writes",
+                "synchronous_commit", "wal_compression", "max_connections", "work_mem_bytes",
+                "effective_io_concurrency", "bgwriter_lru_maxpages", "checkpoint_flush_after_bytes")
+
+
+def tables(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The summary as (title, header, rows) tables, for Markdown and HTML alike."""
+    out = []
+    t, lat, st = s["tps"], s["latency"], s["stalls"]
+    out.append(("Throughput", ["", "value"], [
+        ["TPS (pgbench summary)", fmt_num(t["pgbench_summary_tps"])],
+        ["TPS mean / min / max", f"{fmt_num(t['mean'])} / {fmt_num(t['min'])} / {fmt_num(t['max'])}"],
+        ["TPS stddev / CoV", f"{fmt_num(t['stddev'])} / {fmt_pct(t['cov'])}"],
+        ["TPS median", fmt_num(t["median"])],
+        ["seconds below 50% of median", fmt_num(t["below_half_median_s"], 0)],
+        ["stalls (TPS 0)", f"{st['count']}, {st['seconds']:g} s in all, longest {st['longest_s']:g} s"],
+        ["transactions", fmt_num(t["transactions"], 0)],
+        ["failed / skipped / retried", " / ".join(fmt_num(t[k], 0) for k in ("failed", "skipped", "retried"))],
+        ["aborted clients", fmt_num(t["aborted_clients"], 0)],
+    ]))
+    out.append(("Latency", ["", "value"], [
+        ["average", fmt_ms(lat["avg_s"]) + (f" ({lat['avg_source']})" if lat.get("avg_source") else "")],
+        ["stddev", fmt_ms(lat["stddev_s"])],
+        ["p50 / p95 / p99", " / ".join(fmt_ms(lat[k]) for k in ("p50_s", "p95_s", "p99_s"))
+         + ("" if lat.get("percentile_source") else " (percentiles need a run with -l)")],
+    ]))
+    if s["statements"]:
+        out.append(("Per-statement latency", ["script", "statement", "latency", "failures", "retries"], [
+            [r["script"], r["statement"], fmt_ms(r["latency_s"]), fmt_num(r["failures"], 0), fmt_num(r["retries"], 0)]
+            for r in s["statements"]]))
+    rows = []
+    t0 = s["run"].get("start")
+    for c in s["checkpoints"]:
+        rows.append([fmt_time(c["start"]), "—" if t0 is None else f"{c['start'] - t0:+.1f} s", c["reason"] + ("" if c["kind"] == "checkpoint" else f" ({c['kind']})"),
+                     f"{c['duration_s']:.3f} s" + ("" if c["completed"] else " (not complete)"),
+                     "—" if c["write_s"] is None else f"{c['write_s']:.3f} / {c['sync_s'] or 0:.3f} s",
+                     fmt_num(c["buffers"], 0) + ("" if c["buffers_ratio"] is None else f" ({c['buffers_ratio'] * 100:.1f}%)"),
+                     fmt_bytes(c["distance_bytes"]), fmt_num(c["tps_during"]), fmt_num(c["tps_around"]),
+                     "—" if c["change_pct"] is None else f"{c['change_pct']:+.1f}%"])
+    out.append(("Checkpoints", ["start (UTC)", "run time", "reason", "duration", "write / sync", "buffers", "distance",
+                                "TPS during", f"TPS around (±{AROUND_S:g} s)", "change"],
+                rows or [["no checkpoint during the run"] + [""] * 9]))
+    settings = s.get("settings") or {}
+    srows = [list(fmt_setting(k, settings[k])) for k in KEY_SETTINGS if k in settings]
+    if srows:
+        out.append(("Server settings", ["setting", "value"], srows))
+    return out
+
+
+def header_lines(s: dict) -> list[str]:
+    r = s["run"]
+    host = s.get("host") or {}
+    hw = []
+    if host.get("cpus"):
+        hw.append(f"{host['cpus']} CPUs" + (f" ({host['cpu_model']})" if host.get("cpu_model") else ""))
+    if host.get("memory_bytes"):
+        hw.append(f"{fmt_bytes(host['memory_bytes'])} RAM")
+    if host.get("disks"):
+        hw.append("disks " + ", ".join(d["device"] + (f" ({d['model']})" if d.get("model") else "")
+                                       + (" SSD" if d.get("rotational") is False else " HDD" if d.get("rotational") else "")
+                                       for d in host["disks"]))
+    lines = [f"`{r['args']}`" if r.get("args") else "(pgbench arguments unknown)"]
+    facts = [f"pgbench {r['pgbench_version']}" if r.get("pgbench_version") else None,
+             f"server {r['server_version']}" if r.get("server_version") else None,
+             f"scale {r['scale']}" if r.get("scale") else None,
+             f"started {fmt_time(r['start'], True)}" if r.get("start") else None,
+             f"{r['duration_s']:.1f} s" if r.get("duration_s") else None,
+             f"exit code {r['exit_code']}" if r.get("exit_code") is not None else None]
+    lines.append(" · ".join(f for f in facts if f))
+    host_line = " · ".join(x for x in [host.get("nodename") or r.get("hostname"),
+                                       " ".join(x for x in (host.get("sysname"), host.get("release"), host.get("machine")) if x)] + hw if x)
+    if host_line:
+        lines.append("host: " + host_line)
+    return lines
+
+
+def md_table(header: list[str], rows: Iterable[list[str]]) -> str:
+    def cell(x: str) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+    lines = ["| " + " | ".join(cell(h) for h in header) + " |", "|" + "|".join(" --- " for _ in header) + "|"]
+    lines += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(s: dict, data_notes: list[str] | None = None, pictures: list[str] | None = None) -> str:
+    parts = [f"# pgbench run {s['run_id']}", "", *[l + "  " for l in header_lines(s)], ""]
+    for p in pictures or []:
+        parts += [f"![{p}]({p})", ""]
+    for title, header, rows in tables(s):
+        parts += [f"## {title}", "", md_table(header, rows), ""]
+    if data_notes:
+        parts += ["## Data", ""] + [f"- {n}" for n in data_notes] + [""]
+    return "\n".join(parts)

@@ -1,0 +1,86 @@
+"""Where the native stack lives and which ports it uses.
+
+Precedence: command-line flag > environment (BENCHWATCH_*) > the stack's saved
+``stack.json`` (so ``run``/``status``/``down`` find what ``up`` started) > defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+LISTEN_HOST = "127.0.0.1"
+
+# component -> default port. Away from the usual defaults so a stack can sit
+# beside a user's own Prometheus (9090) or PostgreSQL (5432).
+DEFAULT_PORTS = {
+    "postgres": 15432,
+    "prometheus": 19090,
+    "alertmanager": 19093,
+    "node_exporter": 19100,
+    "postgres_exporter": 19187,
+    "benchwatch_exporter": 19188,
+    "grafana": 13000,
+}
+
+
+def default_state_dir() -> str:
+    # PostgreSQL runs as the postgres user when we are root, and /root is not
+    # traversable by it: keep root's state under /var/lib.
+    if os.geteuid() == 0:
+        return "/var/lib/benchwatch"
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return os.path.join(base, "benchwatch")
+
+
+@dataclass
+class Config:
+    state_dir: str
+    ports: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_PORTS))
+    pg_dsn: str | None = None  # an existing server instead of the embedded one; never printed with its password
+    pg_database: str = "bench"
+
+    @property
+    def runs_dir(self) -> str:
+        return os.path.join(self.state_dir, "runs")
+
+    @property
+    def stack_file(self) -> str:
+        return os.path.join(self.state_dir, "stack.json")
+
+    def url(self, component: str) -> str:
+        return f"http://{LISTEN_HOST}:{self.ports[component]}"
+
+    @property
+    def remote_write_url(self) -> str:
+        return self.url("prometheus") + "/api/v1/write"
+
+    def save(self) -> None:
+        os.makedirs(self.state_dir, exist_ok=True)
+        data = asdict(self)
+        data["pg_dsn"] = None  # the DSN may carry a password: it lives in the 0600 secrets file only
+        tmp = self.stack_file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(data, f, indent=2, sort_keys=True)
+        os.replace(tmp, self.stack_file)
+
+
+def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | None = None,
+                pg_dsn: str | None = None) -> Config:
+    state_dir = os.path.abspath(state_dir or os.environ.get("BENCHWATCH_STATE_DIR") or default_state_dir())
+    cfg = Config(state_dir=state_dir)
+    try:
+        with open(cfg.stack_file, encoding="utf-8") as f:
+            saved = json.load(f)
+        cfg.ports.update({k: int(v) for k, v in saved.get("ports", {}).items()})
+        cfg.pg_database = saved.get("pg_database", cfg.pg_database)
+    except (FileNotFoundError, ValueError):
+        pass
+    for component in DEFAULT_PORTS:
+        env = os.environ.get(f"BENCHWATCH_{component.upper()}_PORT")
+        if env:
+            cfg.ports[component] = int(env)
+    cfg.ports.update({k: v for k, v in (port_overrides or {}).items() if v})
+    cfg.pg_dsn = pg_dsn or os.environ.get("BENCHWATCH_PG_DSN") or None
+    return cfg

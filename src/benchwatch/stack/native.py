@@ -1,0 +1,509 @@
+"""The native stack: real Debian components started as plain processes on 127.0.0.1.
+
+State layout under ``state_dir``:
+  stack.json            ports and settings of the stack (no secrets)
+  secrets/              0700: the embedded server's password, pgpass, an external DSN
+  pg/data, pg/socket    the embedded PostgreSQL cluster (owned by postgres when we are root)
+  logs/<component>.log  every component's output; logs/postgresql.log is the server log
+  pids/<component>.pid  what `down` stops, by PID
+  prometheus/etc/       prometheus.yml and rules linked from the repository, targets/*.json generated
+  prometheus/data, alertmanager/data
+  alertmanager/alertmanager.yml  the repository's config with this stack's webhook URL (0600)
+  grafana/              data and logs of a native Grafana, when one is on the PATH
+  runs/<run_id>/        one directory per pgbench run
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from benchwatch import resources
+from benchwatch.engines.postgres import dsn
+from benchwatch.stack.config import LISTEN_HOST, Config
+from benchwatch.util import net, processes
+
+COMPONENTS = ("postgres", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "benchwatch_exporter", "grafana")
+
+# Embedded server settings: checkpoints often enough that a one-minute demo shows them.
+PG_SETTINGS = {
+    "listen_addresses": "'127.0.0.1'",
+    "log_checkpoints": "on",
+    "log_line_prefix": "'%m [%p] '",
+    "logging_collector": "off",
+    "log_destination": "'stderr'",
+    "checkpoint_timeout": "'30s'",
+    "max_wal_size": "'64MB'",
+    "min_wal_size": "'32MB'",
+    "shared_buffers": "'128MB'",
+    "track_io_timing": "on",
+    "track_wal_io_timing": "on",
+    "password_encryption": "'scram-sha-256'",
+}
+
+# node_exporter: only what rules, dashboards and snapshots use; the default set
+# costs several times the CPU at a 1 s scrape (bench/bench_watch_cost.py).
+NODE_COLLECTORS = ("cpu", "diskstats", "meminfo", "loadavg")
+# postgres_exporter: settings come from the run's metadata, database sizes are unused;
+# both cost a catalog query per second (bench/bench_watch_cost.py).
+POSTGRES_EXPORTER_FLAGS = ("--disable-settings-metrics", "--no-collector.database")
+
+PACKAGES = {
+    "postgres": "postgresql",
+    "prometheus": "prometheus",
+    "alertmanager": "prometheus-alertmanager",
+    "node_exporter": "prometheus-node-exporter",
+    "postgres_exporter": "prometheus-postgres-exporter",
+    "grafana": "grafana (not in Debian: see docker-compose.yml)",
+}
+BINARIES = {
+    "prometheus": "prometheus",
+    "alertmanager": "prometheus-alertmanager",
+    "node_exporter": "prometheus-node-exporter",
+    "postgres_exporter": "prometheus-postgres-exporter",
+}
+
+
+class StackError(Exception):
+    """One clear line naming the fix."""
+
+
+def pg_bindir() -> str | None:
+    explicit = os.environ.get("BENCHWATCH_PG_BINDIR")
+    if explicit:
+        return explicit if os.path.exists(os.path.join(explicit, "postgres")) else None
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[-3]))
+    if found:
+        return os.path.dirname(found[-1])
+    which = shutil.which("postgres")
+    return os.path.dirname(which) if which else None
+
+
+def grafana_binary() -> str | None:
+    return shutil.which("grafana") or shutil.which("grafana-server")
+
+
+def binary(component: str) -> str | None:
+    if component == "grafana":
+        return grafana_binary()
+    if component == "postgres":
+        bindir = pg_bindir()
+        return os.path.join(bindir, "postgres") if bindir else None
+    if component == "benchwatch_exporter":
+        return sys.executable
+    return shutil.which(BINARIES[component])
+
+
+@dataclass
+class Stack:
+    cfg: Config
+    out: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)
+
+    # -- paths ----------------------------------------------------------------
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.cfg.state_dir, *parts)
+
+    def pid_file(self, component: str) -> str:
+        return self.path("pids", f"{component}.pid")
+
+    def log_file(self, component: str) -> str:
+        return self.path("logs", "postgresql.log" if component == "postgres" else f"{component}.log")
+
+    @property
+    def embedded_pg(self) -> bool:
+        return not self.external_dsn()
+
+    def components(self) -> list[str]:
+        """What this stack runs: the embedded server unless a DSN was given; Grafana only where installed."""
+        return [c for c in COMPONENTS
+                if (c != "postgres" or self.embedded_pg) and (c != "grafana" or grafana_binary() is not None)]
+
+    # -- connection -------------------------------------------------------------
+
+    def external_dsn(self) -> str | None:
+        if self.cfg.pg_dsn:
+            return self.cfg.pg_dsn
+        try:
+            with open(self.path("secrets", "pg_dsn"), encoding="utf-8") as f:
+                return f.read().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def pg_params(self) -> dict[str, str]:
+        """Connection parameters for clients, password included (keep them out of argv)."""
+        external = self.external_dsn()
+        if external:
+            params = dsn.parse_dsn(external)
+            params.setdefault("dbname", self.cfg.pg_database)
+            return params
+        params = {"host": LISTEN_HOST, "port": str(self.cfg.ports["postgres"]), "user": "postgres",
+                  "dbname": self.cfg.pg_database, "sslmode": "disable"}
+        password = self._read_secret("pg_password")
+        if password:
+            params["password"] = password
+        return params
+
+    def pg_env(self) -> dict[str, str]:
+        """PG* variables for pgbench/psql: everything but the password, which is in the pgpass file."""
+        return dsn.libpq_env(self.pg_params(), self.path("secrets", "pgpass"))
+
+    def public_dsn(self) -> str:
+        params = self.pg_params()
+        params.pop("password", None)
+        return dsn.format_dsn(params)
+
+    def _read_secret(self, name: str) -> str | None:
+        try:
+            with open(self.path("secrets", name), encoding="utf-8") as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            return None
+
+    def _write_secret(self, name: str, value: str) -> None:
+        os.makedirs(self.path("secrets"), mode=0o700, exist_ok=True)
+        fd = os.open(self.path("secrets", name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(value + "\n")
+
+    # -- status ---------------------------------------------------------------
+
+    def pid(self, component: str) -> int | None:
+        if component == "postgres":
+            pid = processes.read_pid(self.path("pg", "data", "postmaster.pid"))
+        else:
+            pid = processes.read_pid(self.pid_file(component))
+        return pid if processes.process_alive(pid) else None
+
+    def health_url(self, component: str) -> str | None:
+        base = self.cfg.url(component)
+        return {
+            "prometheus": base + "/-/ready",
+            "alertmanager": base + "/-/ready",
+            "node_exporter": base + "/metrics",
+            "postgres_exporter": base + "/metrics",
+            "benchwatch_exporter": base + "/healthz",
+            "grafana": base + "/api/health",
+        }.get(component)
+
+    def healthy(self, component: str) -> bool:
+        if component == "postgres":
+            return self.pid(component) is not None and self._pg_ready()
+        url = self.health_url(component)
+        return self.pid(component) is not None and url is not None and net.http_ok(url)
+
+    def status(self) -> dict:
+        components = {}
+        for c in COMPONENTS:
+            if c == "postgres" or (c == "grafana" and c not in self.components()):
+                continue
+            components[c] = {"url": self.cfg.url(c), "port": self.cfg.ports[c], "pid": self.pid(c),
+                             "healthy": self.healthy(c), "log_file": self.log_file(c)}
+        pg = {"dsn": self.public_dsn(), "embedded": self.embedded_pg,
+              "log_file": self.log_file("postgres") if self.embedded_pg else None}
+        if self.embedded_pg:
+            pg.update({"pid": self.pid("postgres"), "port": self.cfg.ports["postgres"],
+                       "healthy": self.healthy("postgres"), "data_dir": self.path("pg", "data")})
+        grafana = grafana_binary()
+        return {"state_dir": self.cfg.state_dir, "postgres": pg, "components": components,
+                "runs_dir": self.cfg.runs_dir,
+                "grafana": {"installed": bool(grafana),
+                            "hint": None if grafana else "Grafana is not installed: put grafana-server (or grafana) on the PATH "
+                                    "and run up again, or use docker-compose.yml, or point your own Grafana at grafana/provisioning/"}}
+
+    # -- up ---------------------------------------------------------------------
+
+    def up(self) -> dict:
+        """Start every component that is not running; idempotent. Leaves nothing half-running on failure."""
+        self._preflight()
+        os.makedirs(self.cfg.state_dir, exist_ok=True)
+        if os.geteuid() == 0:
+            os.chmod(self.cfg.state_dir, 0o755)  # the postgres user must reach pg/
+        for d in ("logs", "pids", "runs"):
+            os.makedirs(self.path(d), exist_ok=True)
+        if self.cfg.pg_dsn:
+            self._write_secret("pg_dsn", self.cfg.pg_dsn)
+        self.cfg.save()
+        started: list[str] = []
+        try:
+            for component in self.components():
+                if self.pid(component) is not None:
+                    if not self._wait_healthy(component, 20.0):
+                        raise StackError(f"{component} is running (pid {self.pid(component)}) but not healthy: see {self.log_file(component)}")
+                    continue
+                getattr(self, f"_start_{component}")()
+                started.append(component)
+                if not self._wait_healthy(component, 60.0):
+                    raise StackError(f"{component} failed to start: {self._log_tail(component)} (log: {self.log_file(component)})")
+                if component == "postgres":
+                    self._ensure_database()  # the exporters connect to it next
+            dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
+        except BaseException:
+            for component in reversed(started):
+                self._stop(component)
+            raise
+        return self.status()
+
+    def _preflight(self) -> None:
+        for component in self.components():
+            if self.pid(component) is not None:
+                continue
+            if binary(component) is None:
+                raise StackError(f"{component} is not installed: apt-get install {PACKAGES[component]}")
+            port = self.cfg.ports[component]
+            if not net.port_free(LISTEN_HOST, port):
+                flag = component.replace("_", "-")
+                raise StackError(f"port {port} for {component} is taken on {LISTEN_HOST}: pass --{flag}-port or set BENCHWATCH_{component.upper()}_PORT")
+
+    def _wait_healthy(self, component: str, timeout: float) -> bool:
+        return processes.wait_until(lambda: self.healthy(component), timeout, interval=0.1,
+                                abort=lambda: self.pid(component) is None and not self._starting(component))
+
+    def _starting(self, component: str) -> bool:
+        # postgres writes postmaster.pid a moment after it starts
+        return component == "postgres" and processes.process_alive(getattr(self, "_pg_popen_pid", None))
+
+    def _log_tail(self, component: str, lines: int = 3) -> str:
+        """The most telling lines of a component's log: its errors if it logged any, else the last lines."""
+        try:
+            with open(self.log_file(component), encoding="utf-8", errors="replace") as f:
+                all_lines = [l.strip() for l in f.readlines()[-200:] if l.strip()]
+        except FileNotFoundError:
+            return "no log"
+        errors = [l for l in all_lines if "level=error" in l or "ERROR" in l or "FATAL" in l]
+        return " | ".join((errors or all_lines)[-lines:]) or "no output"
+
+    def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
+               user: str | None = None) -> int:
+        log = open(self.log_file(component), "ab")
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                    start_new_session=True, cwd=self.cfg.state_dir, user=user,
+                                    group=user, extra_groups=[] if user else None)
+        finally:
+            log.close()
+        if component != "postgres":
+            with open(self.pid_file(component), "w", encoding="ascii") as f:
+                f.write(f"{proc.pid}\n")
+        return proc.pid
+
+    def _base_env(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
+
+    # -- components -------------------------------------------------------------
+
+    def _pg_user(self) -> str | None:
+        return "postgres" if os.geteuid() == 0 else None
+
+    def _start_postgres(self) -> None:
+        bindir = pg_bindir()
+        data = self.path("pg", "data")
+        user = self._pg_user()
+        if not os.path.exists(os.path.join(data, "PG_VERSION")):
+            self._initdb(bindir, data, user)
+        socket_dir = self.path("pg", "socket")
+        os.makedirs(socket_dir, exist_ok=True)
+        if user:
+            shutil.chown(socket_dir, user, user)
+        settings = dict(PG_SETTINGS, port=str(self.cfg.ports["postgres"]), unix_socket_directories=f"'{socket_dir}'")
+        conf = "# Written by benchwatch up; rewritten on every start.\n" + "".join(f"{k} = {v}\n" for k, v in settings.items())
+        conf_path = os.path.join(data, "benchwatch.conf")
+        with open(conf_path, "w", encoding="utf-8") as f:
+            f.write(conf)
+        if user:
+            shutil.chown(conf_path, user, user)
+        self._pg_popen_pid = self._spawn("postgres", [os.path.join(bindir, "postgres"), "-D", data],
+                                         env=self._base_env(), user=user)
+
+    def _initdb(self, bindir: str, data: str, user: str | None) -> None:
+        os.makedirs(self.path("pg"), exist_ok=True)
+        if user:
+            shutil.chown(self.path("pg"), user, user)
+            os.chmod(self.path("pg"), 0o700)
+        password = secrets.token_urlsafe(24)
+        self._write_secret("pg_password", password)
+        # initdb reads the password from a file the postgres user can read; removed right after.
+        pwfile = self.path("pg", ".pwfile")
+        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(password + "\n")
+        if user:
+            shutil.chown(pwfile, user, user)
+        try:
+            result = subprocess.run(
+                [os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=scram-sha-256",
+                 f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C"],
+                stdin=subprocess.DEVNULL, capture_output=True, text=True, user=user, group=user,
+                extra_groups=[] if user else None, env=self._base_env(), cwd=self.path("pg"))
+        finally:
+            os.unlink(pwfile)
+        if result.returncode != 0:
+            raise StackError(f"initdb failed: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")
+        with open(os.path.join(data, "postgresql.conf"), "a", encoding="utf-8") as f:
+            f.write("\ninclude_if_exists = 'benchwatch.conf'\n")
+
+    def _psql(self, sql: str, dbname: str | None = None, timeout: float = 10.0) -> subprocess.CompletedProcess:
+        env = dict(os.environ, **self.pg_env())
+        if dbname:
+            env["PGDATABASE"] = dbname
+        return subprocess.run([os.path.join(pg_bindir() or "/usr/bin", "psql"), "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                              capture_output=True, text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
+
+    def _pg_ready(self) -> bool:
+        # pgpass may not exist yet during the first start: pass the password via the environment of psql only.
+        env = dict(os.environ, **dsn.libpq_env(self.pg_params(), None))
+        env["PGDATABASE"] = "postgres"
+        password = self.pg_params().get("password")
+        if password:
+            env["PGPASSWORD"] = password
+        try:
+            r = subprocess.run([os.path.join(pg_bindir() or "/usr/bin", "psql"), "-X", "-Atqc", "select 1"],
+                               capture_output=True, text=True, env=env, timeout=5, stdin=subprocess.DEVNULL)
+        except (subprocess.TimeoutExpired, FileNotFoundError):
+            return False
+        return r.returncode == 0
+
+    def _ensure_database(self) -> None:
+        dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
+        r = self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{self.cfg.pg_database}'", dbname="postgres")
+        if r.returncode == 0 and r.stdout.strip() != "1":
+            r = self._psql(f'CREATE DATABASE "{self.cfg.pg_database}"', dbname="postgres")
+        if r.returncode != 0:
+            raise StackError(f"could not create database {self.cfg.pg_database}: {r.stderr.strip()}")
+
+    def _write_prometheus_config(self) -> str:
+        etc = self.path("prometheus", "etc")
+        os.makedirs(os.path.join(etc, "targets"), exist_ok=True)
+        os.makedirs(self.path("prometheus", "data"), exist_ok=True)
+        # Link, not copy: the repository's prometheus/ stays the one source.
+        for name in ("prometheus.yml", "rules", "alerts"):
+            link = os.path.join(etc, name)
+            if os.path.lexists(link):
+                os.unlink(link)
+            os.symlink(resources.path("prometheus", name), link)
+        pg_instance = "embedded" if self.embedded_pg else dsn.parse_dsn(self.external_dsn()).get("host", "external")
+        targets = {
+            "prometheus": ("prometheus", {}),
+            "alertmanager": ("alertmanager", {}),
+            "node": ("node_exporter", {}),
+            "postgres": ("postgres_exporter", {"postgres_server": pg_instance}),
+            "benchwatch": ("benchwatch_exporter", {}),
+        }
+        for name, (component, labels) in targets.items():
+            entry = [{"targets": [f"{LISTEN_HOST}:{self.cfg.ports[component]}"], "labels": {"component": component, **labels}}]
+            with open(os.path.join(etc, "targets", f"{name}.json"), "w", encoding="utf-8") as f:
+                json.dump(entry, f, indent=2)
+        return os.path.join(etc, "prometheus.yml")
+
+    def _start_prometheus(self) -> None:
+        config = self._write_prometheus_config()
+        retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION", "30y")
+        self._spawn("prometheus", [
+            binary("prometheus"), f"--config.file={config}",
+            f"--storage.tsdb.path={self.path('prometheus', 'data')}",
+            f"--storage.tsdb.retention.time={retention}",
+            f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['prometheus']}",
+            "--web.enable-remote-write-receiver", "--web.enable-lifecycle",
+        ], env=self._base_env())
+
+    def _start_alertmanager(self) -> None:
+        os.makedirs(self.path("alertmanager", "data"), exist_ok=True)
+        # Alertmanager 0.25 has no url_file for webhooks: write the repository's
+        # config with docker-compose's exporter URL replaced by this stack's
+        # (or BENCHWATCH_ALERT_WEBHOOK_URL); 0600, a webhook URL may hold a token.
+        with open(resources.path("alertmanager", "alertmanager.yml"), encoding="utf-8") as f:
+            text = f.read()
+        webhook = os.environ.get("BENCHWATCH_ALERT_WEBHOOK_URL") or self.cfg.url("benchwatch_exporter") + "/alerts"
+        config = self.path("alertmanager", "alertmanager.yml")
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text.replace("http://benchwatch:19188/alerts", webhook))
+        self._spawn("alertmanager", [
+            binary("alertmanager"), f"--config.file={config}",
+            f"--storage.path={self.path('alertmanager', 'data')}",
+            f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['alertmanager']}",
+            "--cluster.listen-address=",  # no gossip listener on 0.0.0.0:9094
+        ], env=self._base_env())
+
+    def _start_node_exporter(self) -> None:
+        argv = [binary("node_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['node_exporter']}",
+                "--collector.disable-defaults"] + [f"--collector.{c}" for c in NODE_COLLECTORS]
+        self._spawn("node_exporter", argv, env=self._base_env())
+
+    def _start_postgres_exporter(self) -> None:
+        # The DSN goes through the environment, never argv, and without the
+        # password (lib/pq reads it from PGPASSFILE): postgres_exporter logs its DSN.
+        dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
+        params = self.pg_params()
+        params.pop("password", None)
+        env = dict(self._base_env(), DATA_SOURCE_NAME=dsn.to_uri(params),
+                   PGPASSFILE=self.path("secrets", "pgpass"))
+        self._spawn("postgres_exporter", [
+            binary("postgres_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['postgres_exporter']}",
+            f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
+            *POSTGRES_EXPORTER_FLAGS,
+        ], env=env)
+
+    def _start_benchwatch_exporter(self) -> None:
+        env = self._base_env()
+        argv = [sys.executable, "-m", "benchwatch", "exporter",
+                f"--listen={LISTEN_HOST}:{self.cfg.ports['benchwatch_exporter']}",
+                f"--runs-dir={self.cfg.runs_dir}", f"--remote-write-url={self.cfg.remote_write_url}"]
+        if self.embedded_pg:
+            argv.append(f"--server-log={self.log_file('postgres')}")
+        self._spawn("benchwatch_exporter", argv, env=env)
+
+    def _start_grafana(self) -> None:
+        # Configured entirely through GF_* variables so no grafana.ini is copied;
+        # the provisioning files are the ones docker-compose mounts.
+        password = os.environ.get("BENCHWATCH_GRAFANA_ADMIN_PASSWORD") or self._read_secret("grafana_admin_password")
+        if not password:
+            password = secrets.token_urlsafe(18)
+            self._write_secret("grafana_admin_password", password)
+        exe = grafana_binary()
+        home = os.environ.get("BENCHWATCH_GRAFANA_HOME") or os.path.dirname(os.path.dirname(os.path.realpath(exe)))
+        if not os.path.exists(os.path.join(home, "conf", "defaults.ini")):
+            home = "/usr/share/grafana"
+        data = self.path("grafana")
+        os.makedirs(data, exist_ok=True)
+        env = dict(self._base_env(),
+                   GF_SECURITY_ADMIN_PASSWORD=password, GF_USERS_ALLOW_SIGN_UP="false",
+                   GF_ANALYTICS_REPORTING_ENABLED="false", GF_ANALYTICS_CHECK_FOR_UPDATES="false",
+                   GF_SERVER_HTTP_ADDR=LISTEN_HOST, GF_SERVER_HTTP_PORT=str(self.cfg.ports["grafana"]),
+                   GF_PATHS_DATA=os.path.join(data, "data"), GF_PATHS_LOGS=os.path.join(data, "logs"),
+                   GF_PATHS_PLUGINS=os.path.join(data, "plugins"),
+                   GF_PATHS_PROVISIONING=resources.path("grafana", "provisioning"),
+                   BENCHWATCH_PROMETHEUS_URL=self.cfg.url("prometheus"),
+                   BENCHWATCH_DASHBOARDS_DIR=resources.path("dashboards"))
+        argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
+        self._spawn("grafana", argv + [f"--homepath={home}"], env=env)
+
+    # -- down -------------------------------------------------------------------
+
+    def down(self) -> list[str]:
+        stopped = []
+        for component in reversed(COMPONENTS):
+            if self.pid(component) is not None:
+                self._stop(component)
+                stopped.append(component)
+        return stopped
+
+    def _stop(self, component: str) -> None:
+        pid = self.pid(component)
+        if component == "postgres":
+            # Fast shutdown: roll back open transactions, checkpoint, exit.
+            processes.stop_pid(pid, signal.SIGINT, timeout=60.0)
+        else:
+            processes.stop_pid(pid, signal.SIGTERM, timeout=20.0)
+            try:
+                os.unlink(self.pid_file(component))
+            except FileNotFoundError:
+                pass

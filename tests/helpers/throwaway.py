@@ -1,0 +1,100 @@
+"""A throwaway native stack: free ports, a temp state dir, everything stopped and removed after.
+
+For the integration tests, the benchmarks and the documentation pictures, which
+all need a real stack that cannot collide with the user's own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+
+from benchwatch.stack.config import DEFAULT_PORTS, load_config
+from benchwatch.stack.native import Stack, pg_bindir
+from benchwatch.util import net
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCHWATCH = os.path.join(REPO_ROOT, "benchwatch")
+
+
+def make_state_dir() -> str:
+    path = tempfile.mkdtemp(prefix="benchwatch-test-", dir="/tmp")
+    os.chmod(path, 0o755)  # the embedded server runs as postgres when we are root
+    return path
+
+
+def free_ports() -> dict[str, int]:
+    ports: dict[str, int] = {}
+    while len(ports) < len(DEFAULT_PORTS):
+        port = net.free_port()
+        if port not in ports.values():
+            ports[list(DEFAULT_PORTS)[len(ports)]] = port
+    return ports
+
+
+@dataclass
+class ThrowawayStack:
+    stack: Stack
+    state_dir: str
+
+    @property
+    def prometheus(self) -> str:
+        return self.stack.cfg.url("prometheus")
+
+    def env(self) -> dict[str, str]:
+        """Environment for the real CLI, pointed at this stack."""
+        env = dict(os.environ, BENCHWATCH_STATE_DIR=self.state_dir)
+        for c, p in self.stack.cfg.ports.items():
+            env[f"BENCHWATCH_{c.upper()}_PORT"] = str(p)
+        return env
+
+    def pg_env(self) -> dict[str, str]:
+        return dict(os.environ, **self.stack.pg_env())
+
+    def benchwatch(self, *args: str, stdin=None, timeout: float = 300, input: bytes | None = None) -> subprocess.CompletedProcess:
+        return subprocess.run([BENCHWATCH, *args], env=self.env(), stdin=stdin, input=input,
+                              capture_output=True, timeout=timeout)
+
+    def pgbench(self, *args: str, **kw) -> subprocess.CompletedProcess:
+        return subprocess.run([os.path.join(pg_bindir(), "pgbench"), *args], env=self.pg_env(),
+                              capture_output=True, **kw)
+
+    def psql(self, sql: str) -> str:
+        r = subprocess.run([os.path.join(pg_bindir(), "psql"), "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql],
+                           env=self.pg_env(), capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError(f"psql failed: {r.stderr.strip()}")
+        return r.stdout.strip()
+
+    def bring_up(self, scale: int | None) -> None:
+        """Start the stack and initialise pgbench tables at ``scale``; on any failure nothing is left running."""
+        try:
+            self.stack.up()
+            if scale:
+                init = self.pgbench("-i", "-q", "-s", str(scale), timeout=600)
+                if init.returncode != 0:
+                    raise RuntimeError(f"pgbench -i failed: {init.stderr.decode(errors='replace').strip()}")
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> list[str]:
+        """Stop every component by PID and remove the state dir; returns components still running (none)."""
+        try:
+            self.stack.down()
+            return [c for c in self.stack.components() if self.stack.pid(c) is not None]
+        finally:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+
+
+def start(scale: int = 2) -> ThrowawayStack:
+    """Up, with pgbench tables at ``scale``; on any failure nothing is left running."""
+    state_dir = make_state_dir()
+    stack = Stack(load_config(state_dir, free_ports()), out=lambda m: print(m, file=sys.stderr))
+    live = ThrowawayStack(stack, state_dir)
+    live.bring_up(scale)
+    return live
