@@ -124,6 +124,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
+    from benchwatch.model import replay
     from benchwatch.model.pgbench_run import METRICS
     from benchwatch.record import importer, rundir
     from benchwatch.sink.openmetrics import write_openmetrics
@@ -147,7 +148,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         if note:
             say(note)
     run_id = args.run_id or rundir.new_run_id(start)
-    model, samples = importer.build_samples(data, run_id, start)
+    model, samples = replay.replay_output(data, run_id, start)
     counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
     if args.openmetrics:
         write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in METRICS.items()},

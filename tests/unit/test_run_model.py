@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from benchwatch.model import replay
 from benchwatch.model.pgbench_run import RunModel
 from benchwatch.record import importer
 
@@ -155,7 +156,7 @@ def test_malformed_and_non_utf8_lines_are_counted_never_fatal():
 
 def test_import_fills_run_info_from_the_summary():
     data = b"\n".join(lines("pg15_prepared")) + b"\n"
-    _model, samples = importer.build_samples(data, "imp", START)
+    _model, samples = replay.replay_output(data, "imp", START)
     info = [dict(s.labels) for s in samples if s.name == "pgbench_run_info"]
     assert info and info[0]["protocol"] == "prepared" and info[0]["script"] == "tpcb-like"
     assert info[0]["clients"] == "4" and info[0]["scale"] == "2"

@@ -16,10 +16,10 @@ from collections.abc import Callable, Iterable
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from benchwatch.exporter.follow import LineFollower
-from benchwatch.model.pgbench_run import METRICS, RunModel
+from benchwatch.model import replay
+from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.samples import Sample
 from benchwatch.model.txlog import TxlogAggregator
-from benchwatch.parse.pgbench_args import parse_pgbench_args
 from benchwatch.record import rundir
 from benchwatch.util import processes
 
@@ -27,30 +27,14 @@ INGESTED_MARKER = ".ingested"
 _TXLOG_SUFFIX = re.compile(r"\.\d+(\.\d+)?")
 # Ended runs kept on /metrics; older ones live on in Prometheus and the run directory.
 KEEP_ENDED = 10
-# stderr first: progress lines come from there, the summary from stdout at the end.
-FILE_ORDER = ("stderr.log", "output.log", "stdout.log")
-
-
-def info_labels(meta: dict) -> dict[str, str]:
-    labels = parse_pgbench_args(meta.get("argv", [])[1:]).info_labels() if meta.get("argv") else {}
-    if meta.get("argv"):
-        labels["args"] = " ".join(meta["argv"][1:])  # already without passwords (see watch.py)
-    labels.update({k: str(v) for k, v in (meta.get("info") or {}).items()})
-    for key in ("pgbench_version", "server_version", "scale", "mode", "hostname"):
-        if meta.get(key) is not None:
-            labels[key] = str(meta[key])
-    return labels
 
 
 class RunFollower:
     def __init__(self, run: rundir.RunDir):
         self.run = run
         meta = run.read_meta()
-        self.model = RunModel(run.run_id, info_labels=info_labels(meta),
-                              interval_s=meta.get("progress_interval"),
-                              start_epoch=meta.get("clock_start_epoch"),
-                              sql_statements=meta.get("sql_statements_per_transaction"))
-        self.followers = {name: LineFollower(run.file(name)) for name in FILE_ORDER}
+        self.model = replay.model_for_run(run.run_id, meta)
+        self.followers = {name: LineFollower(run.file(name)) for name in replay.FILE_ORDER}
         self.txlog_prefix = meta.get("txlog_prefix")
         self.txlog = TxlogAggregator(run.run_id) if self.txlog_prefix else None
         self.txlog_files: dict[str, LineFollower] = {}
@@ -89,19 +73,17 @@ class RunFollower:
             self.model.start_epoch = float(meta["clock_start_epoch"])
         out: list[Sample] = []
         for _name, lines in batches:
-            for line in lines:
-                out.extend(self.model.feed_line(line, now))
+            out.extend(replay.feed_lines(self.model, lines, now))
         ended = meta.get("state") != rundir.RUNNING or not processes.process_alive(meta.get("pid"))
         if ended:
             # Whatever the writer left unterminated, then the end of the run.
-            for _name, follower in self.followers.items():
-                for line in follower.read_lines():
-                    out.extend(self.model.feed_line(line, now))
+            for follower in self.followers.values():
+                lines = follower.read_lines()
                 rest = follower.take_partial()
                 if rest is not None:
-                    out.extend(self.model.feed_line(rest, now))
-            out.extend(self.model.finish(meta.get("ended_at", now), meta.get("exit_code")))
-            out.extend(self.model.end_markers())
+                    lines.append(rest)
+                out.extend(replay.feed_lines(self.model, lines, now))
+            out.extend(replay.close(self.model, meta.get("ended_at", now), meta.get("exit_code")))
             out.extend(self._poll_txlog(final=True))
             self.done = True
             try:

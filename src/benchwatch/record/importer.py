@@ -1,4 +1,6 @@
-"""``benchwatch import``: a saved pgbench output becomes the same series as a live run."""
+"""``benchwatch import``: where a saved output comes from, when it started, and its run directory.
+
+The samples themselves come from benchwatch.model.replay, as for a live run."""
 
 from __future__ import annotations
 
@@ -6,9 +8,8 @@ import datetime as dt
 import os
 import re
 
-from benchwatch.model.pgbench_run import RunModel, script_name
-from benchwatch.model.samples import Sample
-from benchwatch.parse import pgbench as po
+from benchwatch.model import replay
+from benchwatch.model.pgbench_run import RunModel
 from benchwatch.record import rundir
 
 
@@ -21,70 +22,6 @@ def parse_time(text: str) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)
     return value.timestamp()
-
-
-def info_from_summary(summary: dict[str, object], scripts: list[str]) -> dict[str, str]:
-    labels: dict[str, str] = {}
-    if scripts:
-        labels["script"] = "+".join(script_name(s) for s in scripts)
-    elif "transaction_type" in summary:
-        labels["script"] = script_name(str(summary["transaction_type"]))
-    for key, label in (("clients", "clients"), ("threads", "threads"), ("scaling_factor", "scale"),
-                       ("query_mode", "protocol"), ("duration_s", "duration_seconds"),
-                       ("transactions_per_client", "transactions_per_client"), ("rate_limit_tps", "rate_limit_tps"),
-                       ("pgbench_version", "pgbench_version")):
-        if key in summary:
-            value = summary[key]
-            labels[label] = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-    return labels
-
-
-def read_events(lines: list[bytes]) -> tuple[dict[str, object], list[str], float | None]:
-    """First pass: the summary facts, script names and the last progress time."""
-    parser = po.PgbenchOutputParser()
-    summary: dict[str, object] = {}
-    scripts: list[str] = []
-    weights: dict[int, int] = {}
-    sql_rows: dict[int, int] = {}
-    last_time = None
-    for line in lines:
-        for event in parser.feed(line):
-            if isinstance(event, po.Summary):
-                summary[event.key] = event.value
-            elif isinstance(event, po.ScriptHeader):
-                scripts.append(event.name)
-                weights[event.index] = event.weight or 1
-            elif isinstance(event, po.StatementLatency) and not event.statement.startswith("\\"):
-                sql_rows[event.script_index] = sql_rows.get(event.script_index, 0) + 1
-            elif isinstance(event, po.Progress):
-                last_time = event.time_s
-    if sql_rows:
-        total = sum(weights.get(i, 1) for i in sql_rows)
-        summary["_sql_statements"] = sum(weights.get(i, 1) * n for i, n in sql_rows.items()) / total
-    return summary, scripts, last_time
-
-
-def build_samples(data: bytes, run_id: str, start_epoch: float | None, *,
-                  extra_labels: dict[str, str] | None = None) -> tuple[RunModel, list[Sample]]:
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    summary, scripts, last_time = read_events(lines)
-    labels = info_from_summary(summary, scripts)
-    labels["mode"] = "import"
-    labels.update(extra_labels or {})
-    model = RunModel(run_id, info_labels=labels, start_epoch=start_epoch,
-                     sql_statements=summary.get("_sql_statements"))
-    samples: list[Sample] = []
-    for line in lines:
-        samples.extend(model.feed_line(line))
-    if model.start_epoch is None:
-        model.start_epoch = start_epoch or 0.0
-    end = None
-    if last_time is not None:
-        end = last_time if last_time > 1e8 else model.start_epoch + last_time
-    samples.extend(model.finish(end, None))
-    return model, samples
 
 
 def read_source(path: str) -> tuple[bytes, float | None]:
@@ -107,7 +44,7 @@ def read_source(path: str) -> tuple[bytes, float | None]:
 
 def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:
     """Without --start: absolute progress timestamps need none; else the file's mtime minus the run length."""
-    _, _, last_time = read_events(data.split(b"\n"))
+    _, _, last_time = replay.read_events(data.split(b"\n"))
     if last_time is None or last_time > 1e8:
         return None, None
     start = os.path.getmtime(path) - last_time

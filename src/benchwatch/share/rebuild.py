@@ -20,11 +20,11 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from benchwatch.exporter.pgbench_runs import FILE_ORDER, info_labels
-from benchwatch.model.pgbench_run import METRICS, RunModel
+from benchwatch.model import replay
+from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.samples import Sample, sample
 from benchwatch.query.series import Series
-from benchwatch.record import importer, rundir
+from benchwatch.record import rundir
 from benchwatch.sink.remote_write import RemoteWriter
 from benchwatch.util import net, processes
 
@@ -45,37 +45,12 @@ storage:
 
 def run_id_of(run: rundir.RunDir, meta: dict | None = None) -> str:
     """The id the run was recorded under (a copied run directory, e.g. a snapshot's raw/, keeps it in meta.json)."""
-    meta = run.read_meta() if meta is None else meta
-    return str(meta.get("run_id") or run.run_id)
+    return replay.run_id_of(run.read_meta() if meta is None else meta, run.run_id)
 
 
 def pgbench_samples(run: rundir.RunDir) -> list[Sample]:
     """The run's pgbench_* samples from its raw output, as the exporter produced them."""
-    meta = run.read_meta()
-    run_id = run_id_of(run, meta)
-    if meta.get("mode") == "import":
-        data = b"".join(open(p, "rb").read() for p in run.output_files())
-        model, samples = importer.build_samples(data, run_id, meta.get("clock_start_epoch"))
-        return samples + model.end_markers()  # as import wrote them
-    model = RunModel(run_id, info_labels=info_labels(meta), interval_s=meta.get("progress_interval"),
-                     start_epoch=meta.get("clock_start_epoch"),
-                     sql_statements=meta.get("sql_statements_per_transaction"))
-    out: list[Sample] = []
-    end = meta.get("ended_at")
-    for name in FILE_ORDER:  # stderr first, like the live follower
-        path = run.file(name)
-        if not os.path.exists(path):
-            continue
-        with open(path, "rb") as f:
-            data = f.read()
-        lines = data.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        for line in lines:
-            out.extend(model.feed_line(line, end))
-    out.extend(model.finish(end, meta.get("exit_code")))
-    out.extend(model.end_markers())  # the exporter ends the curves with the run; so must the rebuild
-    return out
+    return replay.replay_run_dir(run.path, run.read_meta())
 
 
 def samples_to_series(samples: list[Sample]) -> list[Series]:

@@ -1,0 +1,172 @@
+"""The one way a recorded run becomes samples: live, on ``import``, and in a snapshot rebuild.
+
+A run is its raw output plus what ``meta.json`` says about it (see
+benchwatch.record.rundir). The live exporter feeds lines as they are written;
+``import`` and the rebuild feed a whole saved output at once. All three build
+the model with :func:`model_for_run` or :func:`model_for_output`, feed lines
+in :data:`FILE_ORDER`, and end with :func:`close`, so a backfilled or rebuilt
+run is sample for sample the run Prometheus had live.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from benchwatch.model.pgbench_run import RunModel, script_name
+from benchwatch.model.samples import Sample
+from benchwatch.parse import pgbench as po
+from benchwatch.parse.pgbench_args import parse_pgbench_args
+
+# stderr first: progress lines come from there, the summary from stdout at the end.
+# output.log holds both streams of an attached or imported run.
+FILE_ORDER = ("stderr.log", "output.log", "stdout.log")
+
+# Labels of pgbench_run_info that meta.json carries beside the argv.
+_META_LABELS = ("pgbench_version", "server_version", "scale", "mode", "hostname")
+
+
+def run_id_of(meta: Mapping[str, Any], fallback: str) -> str:
+    """The id a run was recorded under (a copied run directory, e.g. a snapshot's raw/, keeps it in meta.json)."""
+    return str(meta.get("run_id") or fallback)
+
+
+def info_labels(meta: Mapping[str, Any]) -> dict[str, str]:
+    """pgbench_run_info's labels for a recorded run: from its argv and what the wrapper learnt."""
+    argv = meta.get("argv") or []
+    labels = parse_pgbench_args(argv[1:]).info_labels() if argv else {}
+    if argv:
+        labels["args"] = " ".join(argv[1:])  # already without passwords (see record.wrapper)
+    labels.update({k: str(v) for k, v in (meta.get("info") or {}).items()})
+    for key in _META_LABELS:
+        if meta.get(key) is not None:
+            labels[key] = str(meta[key])
+    return labels
+
+
+def model_for_run(run_id: str, meta: Mapping[str, Any]) -> RunModel:
+    """The model of a run recorded by ``run`` or ``attach``, as its meta.json describes it."""
+    return RunModel(run_id, info_labels=info_labels(meta), interval_s=meta.get("progress_interval"),
+                    start_epoch=meta.get("clock_start_epoch"),
+                    sql_statements=meta.get("sql_statements_per_transaction"))
+
+
+def feed_lines(model: RunModel, lines: Iterable[bytes], arrival_epoch: float | None) -> list[Sample]:
+    out: list[Sample] = []
+    for line in lines:
+        out.extend(model.feed_line(line, arrival_epoch))
+    return out
+
+
+def close(model: RunModel, end_epoch: float | None, exit_code: int | None) -> list[Sample]:
+    """The end of a run: summary, running=0, then the staleness markers that end its curves."""
+    return model.finish(end_epoch, exit_code) + model.end_markers()
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
+# -- a saved output (``import``) ------------------------------------------------
+
+def read_events(lines: list[bytes]) -> tuple[dict[str, object], list[str], float | None]:
+    """First pass over a saved output: the summary facts, script names and the last progress time."""
+    parser = po.PgbenchOutputParser()
+    summary: dict[str, object] = {}
+    scripts: list[str] = []
+    weights: dict[int, int] = {}
+    sql_rows: dict[int, int] = {}
+    last_time = None
+    for line in lines:
+        for event in parser.feed(line):
+            if isinstance(event, po.Summary):
+                summary[event.key] = event.value
+            elif isinstance(event, po.ScriptHeader):
+                scripts.append(event.name)
+                weights[event.index] = event.weight or 1
+            elif isinstance(event, po.StatementLatency) and not event.statement.startswith("\\"):
+                sql_rows[event.script_index] = sql_rows.get(event.script_index, 0) + 1
+            elif isinstance(event, po.Progress):
+                last_time = event.time_s
+    if sql_rows:
+        total = sum(weights.get(i, 1) for i in sql_rows)
+        summary["_sql_statements"] = sum(weights.get(i, 1) * n for i, n in sql_rows.items()) / total
+    return summary, scripts, last_time
+
+
+def info_from_summary(summary: Mapping[str, object], scripts: list[str]) -> dict[str, str]:
+    """pgbench_run_info's labels for a saved output, which has no argv: from its summary."""
+    labels: dict[str, str] = {}
+    if scripts:
+        labels["script"] = "+".join(script_name(s) for s in scripts)
+    elif "transaction_type" in summary:
+        labels["script"] = script_name(str(summary["transaction_type"]))
+    for key, label in (("clients", "clients"), ("threads", "threads"), ("scaling_factor", "scale"),
+                       ("query_mode", "protocol"), ("duration_s", "duration_seconds"),
+                       ("transactions_per_client", "transactions_per_client"), ("rate_limit_tps", "rate_limit_tps"),
+                       ("pgbench_version", "pgbench_version")):
+        if key in summary:
+            value = summary[key]
+            labels[label] = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    return labels
+
+
+def model_for_output(data: bytes, run_id: str, start_epoch: float | None, *,
+                     extra_labels: Mapping[str, str] | None = None) -> tuple[RunModel, list[bytes], float | None]:
+    """The model of a saved output, its lines, and when it ended (its last progress line)."""
+    lines = split_lines(data)
+    summary, scripts, last_time = read_events(lines)
+    labels = info_from_summary(summary, scripts)
+    labels["mode"] = "import"
+    labels.update(extra_labels or {})
+    model = RunModel(run_id, info_labels=labels, start_epoch=start_epoch,
+                     sql_statements=summary.get("_sql_statements"))  # type: ignore[arg-type]
+    return model, lines, last_time
+
+
+def replay_output(data: bytes, run_id: str, start_epoch: float | None, *,
+                  extra_labels: Mapping[str, str] | None = None) -> tuple[RunModel, list[Sample]]:
+    """A saved pgbench output as the series of a live run, ended with the run (markers excluded:
+    ``model.end_markers()`` adds them for Prometheus; OpenMetrics has no staleness)."""
+    model, lines, last_time = model_for_output(data, run_id, start_epoch, extra_labels=extra_labels)
+    samples = feed_lines(model, lines, None)
+    if model.start_epoch is None:
+        model.start_epoch = start_epoch or 0.0
+    end = None
+    if last_time is not None:
+        end = last_time if last_time > 1e8 else model.start_epoch + last_time
+    samples.extend(model.finish(end, None))
+    return model, samples
+
+
+# -- a run directory (snapshot rebuild) -----------------------------------------
+
+def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
+    """Every pgbench sample of a finished run directory, end markers included, as Prometheus got them."""
+    run_id = run_id_of(meta, os.path.basename(os.path.normpath(path)))
+    if meta.get("mode") == "import":
+        data = b""
+        for name in ("stdout.log", "stderr.log", "output.log"):
+            data += _read(os.path.join(path, name)) or b""
+        model, samples = replay_output(data, run_id, meta.get("clock_start_epoch"))
+        return samples + model.end_markers()  # as import wrote them
+    model = model_for_run(run_id, meta)
+    end = meta.get("ended_at")
+    out: list[Sample] = []
+    for name in FILE_ORDER:  # the order the live follower reads them in
+        data = _read(os.path.join(path, name))
+        if data is not None:
+            out.extend(feed_lines(model, split_lines(data), end))
+    return out + close(model, end, meta.get("exit_code"))
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
