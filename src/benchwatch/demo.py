@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
@@ -12,14 +11,9 @@ import urllib.parse
 from collections.abc import Callable
 
 from benchwatch import resources
-from benchwatch.query.grafana import prom_api
+from benchwatch.query import prometheus
 from benchwatch.stack.native import Stack, StackError, pg_bindir
-from benchwatch.util import net, processes
-
-
-def prom_query(base: str, promql: str, at: float | None = None) -> list[dict]:
-    params = {"query": promql} if at is None else {"query": promql, "time": f"{at:.3f}"}
-    return prom_api(base, "/api/v1/query", params)
+from benchwatch.util import processes
 
 
 def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
@@ -57,16 +51,15 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
         return code
     base = stack.cfg.url("prometheus")
     selector = f'{{run_id="{run.run_id}"}}'
-    ended = processes.wait_until(lambda: bool(prom_query(base, f"pgbench_running{selector} == 0")), 30.0, interval=0.2)
+    ended = processes.wait_until(lambda: bool(prometheus.query(base, f"pgbench_running{selector} == 0")), 30.0, interval=0.2)
     with open(run.file("stderr.log"), "rb") as f:
         printed = sum(1 for line in f if line.startswith(b"progress: "))
     at = time.time()
-    stored = prom_query(base, f"count_over_time(pgbench_progress_tps{selector}[1h])", at)
-    tps = prom_query(base, f"pgbench_progress_tps{selector}[1h]", at)
+    stored = prometheus.query(base, f"count_over_time(pgbench_progress_tps{selector}[1h])", at)
+    tps = prometheus.query(base, f"pgbench_progress_tps{selector}[1h]", at)
     values = [float(v) for _, v in tps[0]["values"]] if tps else []
     # Every configured target, also those not scraped yet (the watchers' own jobs scrape every 15 s).
-    _status, body = net.http_get(f"{base}/api/v1/targets?state=active", timeout=10)
-    targets = {t["labels"]["job"]: t["health"] for t in json.loads(body)["data"]["activeTargets"]}
+    targets = {t["labels"]["job"]: t["health"] for t in prometheus.active_targets(base)}
     print()
     print(f"run {run.run_id}")
     print(f"  progress lines printed by pgbench: {printed}; samples in Prometheus: {int(float(stored[0]['value'][1])) if stored else 0}")

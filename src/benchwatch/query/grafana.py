@@ -7,13 +7,11 @@ query the way Grafana's Prometheus datasource does, then asking Prometheus.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import urllib.parse
 from dataclasses import dataclass
 
-from benchwatch.util import net
+from benchwatch.query import prometheus
 
 SCRAPE_INTERVAL_S = 1.0   # the datasource's "scrape interval" (timeInterval) as provisioned
 MAX_DATA_POINTS = 1000    # about a panel's width in pixels
@@ -120,28 +118,15 @@ def _parse_dur(text: str) -> float:
     return float(m.group(1)) * {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[m.group(2)]
 
 
-class PrometheusError(RuntimeError):
-    pass
-
-
-def prom_api(base: str, path: str, params: dict) -> list:
-    _status, body = net.http_get(f"{base}{path}?{urllib.parse.urlencode(params)}", timeout=30)
-    data = json.loads(body)
-    if data.get("status") != "success":
-        raise PrometheusError(f"{data.get('errorType')}: {data.get('error')}")
-    return data["data"]["result"]
-
-
 def run_query(base: str, q: Query, variables: dict[str, str], start: float, end: float) -> list:
     """The result Grafana would get for this query over [start, end]."""
     range_s = max(end - start, 1.0)
     interval = interval_s(range_s)
     expr = expand(q.expr, variables, range_s, interval)
     if q.instant:
-        return prom_api(base, "/api/v1/query", {"query": expr, "time": f"{end:.3f}"})
+        return prometheus.query(base, expr, end)
     step = q.step_s or interval
-    return prom_api(base, "/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
-                                                  "step": f"{step:g}"})
+    return prometheus.query_range(base, expr, start, end, step)
 
 
 def variable_options(result: list, regex: str) -> list[tuple[str, str]]:

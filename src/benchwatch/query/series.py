@@ -18,7 +18,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
-from benchwatch.query.grafana import prom_api
+from benchwatch.query import prometheus
 
 
 @dataclass
@@ -99,7 +99,7 @@ def fetch(base: str, selectors: list[str], start: float, end: float) -> list[Ser
     window = max(1, int(math.ceil(end - start)))
     found: dict[tuple, Series] = {}
     for sel in selectors:
-        result = prom_api(base, "/api/v1/query", {"query": f"{sel}[{window}s]", "time": f"{end:.3f}"})
+        result = prometheus.query(base, f"{sel}[{window}s]", end)
         for r in result:
             labels = dict(r["metric"])
             name = labels.pop("__name__", "")

@@ -25,7 +25,7 @@ from benchwatch import resources
 from benchwatch.engines.postgres import dsn
 from benchwatch.query import frames as fr
 from benchwatch.query import grafana as gq
-from benchwatch.query import promql
+from benchwatch.query import prometheus, promql
 from benchwatch.query.series import Series, fetch, merge, read_csv_dir, write_csv_dir
 from benchwatch.record import rundir
 from benchwatch.share import rebuild, summary
@@ -260,7 +260,7 @@ def query_panels(base: str, dash: dict, variables: dict[str, str], start: float,
             try:
                 result = gq.run_query(base, q, variables, start, end)
                 error = None
-            except (gq.PrometheusError, OSError, ValueError) as e:
+            except (prometheus.PrometheusError) as e:
                 result, error = [], str(e)
             entry["targets"].append({"refId": t.get("refId"), "expr": expr, "legend": t.get("legendFormat", ""),
                                      "instant": q.instant, "format": t.get("format", "time_series"),
@@ -293,7 +293,7 @@ def query_annotations(base: str, dash: dict, variables: dict[str, str], start: f
             q = gq.Query(dash.get("title", ""), "annotation", expr, False, step_s=step)
             try:
                 result = gq.run_query(base, q, variables, start, end)
-            except (gq.PrometheusError, OSError, ValueError):
+            except (prometheus.PrometheusError):
                 result = []
             events = fr.grafana_annotation_events(result, step, title, text, tags)
             how = "grafana"
@@ -306,10 +306,8 @@ def query_annotations(base: str, dash: dict, variables: dict[str, str], start: f
 
 def prometheus_has_run(base: str, run_id: str, start: float, end: float) -> bool:
     try:
-        result = gq.prom_api(base, "/api/v1/query", {
-            "query": f'count_over_time(pgbench_progress_tps{{run_id="{run_id}"}}[{int(end - start) + 1}s])',
-            "time": f"{end:.3f}"})
-    except (gq.PrometheusError, OSError, ValueError):
+        result = prometheus.query(base, f'count_over_time(pgbench_progress_tps{{run_id="{run_id}"}}[{int(end - start) + 1}s])', end)
+    except prometheus.PrometheusError:
         return False
     return bool(result)
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from benchwatch import resources
 from benchwatch.engines.postgres import dsn
+from benchwatch.query.launch import prometheus_argv
 from benchwatch.stack.config import LISTEN_HOST, Config
 from benchwatch.util import net, processes
 
@@ -406,13 +407,10 @@ class Stack:
     def _start_prometheus(self) -> None:
         config = self._write_prometheus_config()
         retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION", "30y")
-        self._spawn("prometheus", [
-            binary("prometheus"), f"--config.file={config}",
-            f"--storage.tsdb.path={self.path('prometheus', 'data')}",
-            f"--storage.tsdb.retention.time={retention}",
-            f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['prometheus']}",
-            "--web.enable-remote-write-receiver", "--web.enable-lifecycle",
-        ], env=self._base_env())
+        self._spawn("prometheus", prometheus_argv(
+            binary("prometheus"), config=config, data_dir=self.path("prometheus", "data"), retention=retention,
+            listen=f"{LISTEN_HOST}:{self.cfg.ports['prometheus']}", extra=["--web.enable-lifecycle"]),
+            env=self._base_env())
 
     def _start_alertmanager(self) -> None:
         os.makedirs(self.path("alertmanager", "data"), exist_ok=True)
