@@ -24,6 +24,7 @@ from typing import BinaryIO
 from benchwatch.engines.postgres import dsn
 from benchwatch.parse.pgbench_args import ensure_progress, insert_options, parse_pgbench_args, sql_statements_per_transaction
 from benchwatch.record import rundir
+from benchwatch.record.host import host_facts
 
 _PROGRESS_ELAPSED = re.compile(rb"^progress: ([0-9]+(?:\.[0-9]+)?) s")
 
@@ -170,44 +171,6 @@ def describe_server(env: dict[str, str]) -> dict:
     return out
 
 
-def describe_host() -> dict:
-    """CPU, memory and block devices of the machine pgbench runs on."""
-    host: dict = {"cpus": os.cpu_count()}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), None)
-        if model:
-            host["cpu_model"] = model
-        with open("/proc/meminfo", encoding="ascii", errors="replace") as f:
-            total_kb = int(next(l.split()[1] for l in f if l.startswith("MemTotal:")))
-        host["memory_bytes"] = total_kb * 1024
-    except (OSError, StopIteration, ValueError):
-        pass
-    disks = []
-    for name in sorted(os.listdir("/sys/block")) if os.path.isdir("/sys/block") else []:
-        if name.startswith(("loop", "ram", "zram")):
-            continue
-        base = os.path.join("/sys/block", name)
-
-        def read(rel: str) -> str | None:
-            try:
-                with open(os.path.join(base, rel), encoding="ascii", errors="replace") as f:
-                    return f.read().strip()
-            except OSError:
-                return None
-
-        size = read("size")
-        disks.append({"name": name, "size_bytes": int(size) * 512 if size and size.isdigit() else None,
-                      "rotational": read("queue/rotational") == "1", "model": read("device/model"),
-                      "scheduler": read("queue/scheduler")})
-    host["disks"] = disks
-    try:
-        host["kernel"] = os.uname().release
-    except AttributeError:
-        pass
-    return host
-
-
 def pgbench_version(pgbench: str, env: dict[str, str]) -> str | None:
     text = _tool_version([pgbench, "--version"], env)
     m = re.search(r"(\d+(?:\.\d+)+)", text or "")
@@ -259,7 +222,7 @@ def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str
         "stdout": "stdout.log", "stderr": "stderr.log", "txlog_prefix": txlog_prefix,
     }
     meta.update(describe_server(env))
-    meta["host"] = describe_host()
+    meta["host"] = host_facts()
     run.write_meta(meta)
     if on_start:
         on_start(run)
@@ -301,6 +264,7 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgben
         "progress_interval": interval or parsed.progress_interval, "hostname": socket.gethostname(),
         "started_at": time.time(), "output": "output.log",
         "sql_statements_per_transaction": sql_statements_per_transaction(parsed) if pgbench_args else None,
+        "host": host_facts(),
     }
     run.write_meta({k: v for k, v in meta.items() if v is not None})
     with open(run.file("output.log"), "wb") as saved:

@@ -28,6 +28,7 @@ from benchwatch.query import grafana as gq
 from benchwatch.query import prometheus, promql
 from benchwatch.query.series import Series, fetch, merge, read_csv_dir, write_csv_dir
 from benchwatch.record import rundir
+from benchwatch.record.host import host_facts
 from benchwatch.share import rebuild, summary
 from benchwatch.util import processes
 
@@ -174,54 +175,21 @@ def selectors_for(dash: dict, variables: dict[str, str], start: float, end: floa
 
 # -- host facts (local, when the run was on this machine) -------------------------
 
-def local_host_facts() -> dict:
-    facts: dict = {"nodename": socket.gethostname()}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.lower().startswith("model name"):
-                    facts["cpu_model"] = " ".join(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        pass
-    facts["cpus"] = os.cpu_count()
-    disks = []
-    try:
-        for dev in sorted(os.listdir("/sys/block")):
-            if re.match(r"(ram|loop|fd|sr|zram|nbd)", dev):
-                continue
-            d: dict = {"device": dev}
-            for key, name in (("rotational", "queue/rotational"), ("model", "device/model"), ("size", "size")):
-                try:
-                    with open(f"/sys/block/{dev}/{name}", encoding="utf-8") as f:
-                        text = f.read().strip()
-                except OSError:
-                    continue
-                if key == "rotational":
-                    d[key] = text == "1"
-                elif key == "size":
-                    d["size_bytes"] = int(text) * 512
-                elif text:
-                    d[key] = text
-            disks.append(d)
-    except OSError:
-        pass
-    if disks:
-        facts["disks"] = disks
-    return facts
-
-
 def host_extra(run: rundir.RunDir, meta: dict) -> dict:
-    """Host facts saved with the run, else read here when the run was on this host."""
-    saved = run.file(os.path.join(rebuild.SERIES_DIR, "host.json"))
-    try:
-        with open(saved, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        pass
-    if meta.get("hostname") and meta.get("hostname") == socket.gethostname():
-        return local_host_facts()
-    return {}
+    """The host facts recorded with the run (meta.json; series/host.json in runs archived before that),
+    else this machine's when the run was on it. Disks keyed by ``device``, as node_exporter names them."""
+    facts = meta.get("host")
+    if not facts:
+        try:
+            with open(run.file(os.path.join(rebuild.SERIES_DIR, "host.json")), encoding="utf-8") as f:
+                facts = json.load(f)
+        except (OSError, ValueError):
+            facts = host_facts() if meta.get("hostname") and meta.get("hostname") == socket.gethostname() else {}
+    facts = dict(facts)
+    if facts.get("disks"):
+        facts["disks"] = [{("device" if k == "name" else k): v for k, v in d.items() if v is not None}
+                          for d in facts["disks"]]
+    return facts
 
 
 def statement_order(run: rundir.RunDir) -> list[str]:
@@ -369,7 +337,7 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
 
 def save_run_series(run_dir: str, prometheus_url: str, dashboard: dict | None = None, wait: bool = True) -> list[str]:
     """Store what a snapshot of this run needs beyond the raw output, as <run_dir>/series/*.csv
-    (and host.json), so a later snapshot needs no Prometheus. Returns the files written.
+    so a later snapshot needs no Prometheus (host facts are in meta.json). Returns the files written.
 
     The snapshot's range ends MARGIN_S after the run: called right at the end of a run, this
     waits (up to MARGIN_S + 2 s) until Prometheus has scraped past it; wait=False saves what is there."""
@@ -385,11 +353,4 @@ def save_run_series(run_dir: str, prometheus_url: str, dashboard: dict | None = 
     series = [s for s in fetch(prometheus_url, sels, start - LOOKBACK_S, end) if s.name not in rebuild.PGBENCH_METRICS]
     directory = run.file(rebuild.SERIES_DIR)
     written = write_csv_dir(directory, series)
-    facts = local_host_facts() if meta.get("hostname") in (None, socket.gethostname()) else {}
-    if facts:
-        path = os.path.join(directory, "host.json")
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(facts, f, indent=2, sort_keys=True)
-            f.write("\n")
-        written.append(path)
     return written

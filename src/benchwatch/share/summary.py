@@ -12,16 +12,15 @@ Conventions: TPS statistics are over pgbench's progress lines (one value per
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections.abc import Iterable
 
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
+from benchwatch.record.host import NOT_DISKS
 
 AROUND_S = 10.0  # how far before and after a checkpoint "TPS around" looks
-NOT_DISKS = re.compile(r"(ram|loop|fd|sr|zram|nbd)")  # block devices no database lives on
 
 
 # -- plain statistics -----------------------------------------------------------
