@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from benchwatch import resources
 from benchwatch.engines.postgres import dsn
+from benchwatch.grafana import panels
 from benchwatch.query import frames as fr
 from benchwatch.query import grafana as gq
 from benchwatch.query import prometheus, promql
@@ -43,21 +44,24 @@ DISK_FILTER = 'device!~"(ram|loop|fd|sr|zram|nbd).*"'
 # Panels a snapshot adds after the dashboard's own: iostat's await and %util,
 # from node_exporter's raw counters (irate over two 1 s scrapes, as
 # prometheus/rules/node.yml explains), so a rebuild needs no recording rule.
-EXTRA_PANELS = [
-    {"type": "row", "title": "Host disks (added by benchwatch snapshot)", "collapsed": False, "panels": []},
-    {"type": "timeseries", "title": "Disk utilisation (%util)",
-     "description": "Share of each second with at least one I/O in flight on the device (iostat %util).",
-     "unit": "percentunit", "w": 12,
-     "targets": [(f"irate(node_disk_io_time_seconds_total{{{DISK_FILTER}}}[3s])", "{{device}}")]},
-    {"type": "timeseries", "title": "Disk await",
-     "description": "Average time per completed read and write, queueing included (iostat r_await / w_await).",
-     "unit": "s", "w": 12,
-     "targets": [
-         (f"(irate(node_disk_read_time_seconds_total{{{DISK_FILTER}}}[3s]) / (irate(node_disk_reads_completed_total{{{DISK_FILTER}}}[3s]) > 0))"
-          f" or irate(node_disk_reads_completed_total{{{DISK_FILTER}}}[3s]) * 0", "{{device}} read"),
-         (f"(irate(node_disk_write_time_seconds_total{{{DISK_FILTER}}}[3s]) / (irate(node_disk_writes_completed_total{{{DISK_FILTER}}}[3s]) > 0))"
-          f" or irate(node_disk_writes_completed_total{{{DISK_FILTER}}}[3s]) * 0", "{{device}} write")]},
-]
+
+
+def _extra_panels(layout: panels.Layout) -> list[dict]:
+    """Host disk panels a snapshot adds below the run dashboard's own (the run dashboard links to Host I/O instead)."""
+    def ratio(time: str, count: str) -> str:
+        return (f"(irate({time}{{{DISK_FILTER}}}[3s]) / (irate({count}{{{DISK_FILTER}}}[3s]) > 0))"
+                f" or irate({count}{{{DISK_FILTER}}}[3s]) * 0")
+    return [
+        panels.row(layout, "Host disks (added by benchwatch snapshot)"),
+        panels.timeseries(layout, "Disk utilisation (%util)",
+                          "Share of each second with at least one I/O in flight on the device (iostat %util).",
+                          "percentunit", panels.targets((f"irate(node_disk_io_time_seconds_total{{{DISK_FILTER}}}[3s])", "{{device}}"))),
+        panels.timeseries(layout, "Disk await",
+                          "Average time per completed read and write, queueing included (iostat r_await / w_await).", "s",
+                          panels.targets((ratio("node_disk_read_time_seconds_total", "node_disk_reads_completed_total"), "{{device}} read"),
+                                         (ratio("node_disk_write_time_seconds_total", "node_disk_writes_completed_total"), "{{device}} write"))),
+    ]
+
 
 # Series the summary and the metadata read beyond what the panels query.
 CONTEXT_SELECTORS = [
@@ -130,32 +134,10 @@ def load_dashboard(path: str | None = None) -> dict:
 def snapshot_dashboard(dash: dict) -> dict:
     """The dashboard with the snapshot's extra panels appended below its own."""
     dash = json.loads(json.dumps(dash))
-    panels = dash.setdefault("panels", [])
-    next_id = max([p.get("id", 0) for p in gq._panels(panels)] + [0]) + 1
-    y = max([p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels if "gridPos" in p] + [0])
-    x = 0
-    for spec in EXTRA_PANELS:
-        if spec["type"] == "row":
-            panels.append({"id": next_id, "type": "row", "title": spec["title"], "collapsed": False, "panels": [],
-                           "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}})
-            y += 1
-        else:
-            w, h = spec.get("w", 12), 8
-            if x + w > 24:
-                x, y = 0, y + h
-            targets = [{"refId": chr(ord("A") + i), "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                        "expr": e, "legendFormat": lg, "range": True, "instant": False, "format": "time_series"}
-                       for i, (e, lg) in enumerate(spec["targets"])]
-            panels.append({"id": next_id, "type": "timeseries", "title": spec["title"], "description": spec["description"],
-                           "datasource": {"type": "prometheus", "uid": "${datasource}"},
-                           "gridPos": {"x": x, "y": y, "w": w, "h": h}, "targets": targets,
-                           "fieldConfig": {"defaults": {"unit": spec["unit"], "min": 0,
-                                                        "custom": {"lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
-                                                                   "spanNulls": False}}, "overrides": []},
-                           "options": {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
-                                       "tooltip": {"mode": "multi", "sort": "none"}}})
-            x += w
-        next_id += 1
+    own = dash.setdefault("panels", [])
+    next_id = max([p.get("id", 0) for p in gq._panels(own)] + [0]) + 1
+    y = max([p["gridPos"]["y"] + p["gridPos"]["h"] for p in own if "gridPos" in p] + [0])
+    own.extend(_extra_panels(panels.Layout(y=y, next_id=next_id)))
     return dash
 
 
