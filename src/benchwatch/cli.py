@@ -76,7 +76,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from benchwatch.alerting.printer import AlertWatch
+    from benchwatch.alerting.printer import AlertPrinter
     from benchwatch.record.wrapper import LineSafeStream, run_pgbench
 
     argv = list(args.pgbench)
@@ -97,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         say(f"run {run.run_id}: output saved in {run.path}")
         if stack.healthy("alertmanager"):
             # Firing and resolved alerts of this run, one line each, between pgbench's lines.
-            watches.append(AlertWatch(run.run_id, lambda line: terminal.say(f"benchwatch: {line}"),
+            watches.append(AlertPrinter(run.run_id, lambda line: terminal.say(f"benchwatch: {line}"),
                                       alertmanager_url=stack.cfg.url("alertmanager")).start())
 
     try:

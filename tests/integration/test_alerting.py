@@ -21,7 +21,7 @@ import urllib.request
 
 import pytest
 
-from benchwatch.alerting.printer import AlertWatch
+from benchwatch.alerting.printer import AlertPrinter
 from benchwatch.stack.native import pg_bindir
 from benchwatch.util import net, processes
 from tests.helpers.prometheus import query
@@ -168,7 +168,7 @@ def test_stack_renders_alertmanager_config_with_its_exporter(live_stack):
 def test_lock_fires_a_drop_alert_for_the_run_then_resolves(live_stack, webhook):
     run = Run(live_stack, "-n", "-c", "2", "-j", "1", "-P", "1", "-R", RATE, "-T", "45")
     lines: list[str] = []
-    watcher = AlertWatch(run.run_id, lines.append, alertmanager_url=live_stack.stack.cfg.url("alertmanager"),
+    watcher = AlertPrinter(run.run_id, lines.append, alertmanager_url=live_stack.stack.cfg.url("alertmanager"),
                          interval=0.25).start()
     lock = Lock(live_stack)
     try:

@@ -1,6 +1,6 @@
 """Alerts of one run, as one line per change, for ``benchwatch run``'s terminal.
 
-:class:`AlertWatch` polls Alertmanager's API v2 (``GET /api/v2/alerts``) in a
+:class:`AlertPrinter` polls Alertmanager's API v2 (``GET /api/v2/alerts``) in a
 background thread and calls ``on_line`` once when an alert of the run starts
 firing and once when it is resolved::
 
@@ -47,7 +47,7 @@ class Transition:
 
 
 def fetch_alertmanager(url: str, timeout: float = 2.0) -> Callable[[], list[dict]]:
-    """A fetch function for :class:`AlertWatch`: every alert Alertmanager holds."""
+    """A fetch function for :class:`AlertPrinter`: every alert Alertmanager holds."""
     endpoint = url.rstrip("/") + "/api/v2/alerts"
 
     def fetch() -> list[dict]:
@@ -57,7 +57,7 @@ def fetch_alertmanager(url: str, timeout: float = 2.0) -> Callable[[], list[dict
     return fetch
 
 
-class AlertWatch:
+class AlertPrinter:
     """Diffs successive snapshots of Alertmanager's alerts into FIRING/RESOLVED lines.
 
     ``fetch`` returns the alerts as ``/api/v2/alerts`` does (dicts with
@@ -134,7 +134,7 @@ class AlertWatch:
 
     # -- in the background --------------------------------------------------------
 
-    def start(self) -> AlertWatch:
+    def start(self) -> AlertPrinter:
         self._thread = threading.Thread(target=self._loop, name="benchwatch-alert-watch", daemon=True)
         self._thread.start()
         return self
@@ -169,7 +169,7 @@ class AlertWatch:
             self._thread.join(timeout=5.0)
             self._thread = None
 
-    def __enter__(self) -> AlertWatch:
+    def __enter__(self) -> AlertPrinter:
         return self.start()
 
     def __exit__(self, *exc) -> None:

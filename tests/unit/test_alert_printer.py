@@ -1,4 +1,4 @@
-"""AlertWatch: Alertmanager snapshots in, one FIRING/RESOLVED line per change out.
+"""AlertPrinter: Alertmanager snapshots in, one FIRING/RESOLVED line per change out.
 
 Snapshots are GET /api/v2/alerts bodies captured from a real Alertmanager 0.25
 on the native stack (tests/fixtures/alertmanager/, README there).
@@ -15,7 +15,7 @@ import urllib.error
 
 import pytest
 
-from benchwatch.alerting.printer import FIRING, RESOLVED, AlertWatch
+from benchwatch.alerting.printer import FIRING, RESOLVED, AlertPrinter
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "alertmanager")
 RUN = "20261122T182352Z-0562"
@@ -41,9 +41,9 @@ class Script:
         return copy.deepcopy(item)
 
 
-def watch(fetch, run_id=RUN, **kw) -> tuple[AlertWatch, list[str]]:
+def watch(fetch, run_id=RUN, **kw) -> tuple[AlertPrinter, list[str]]:
     lines: list[str] = []
-    return AlertWatch(run_id, lines.append, fetch=fetch, **kw), lines
+    return AlertPrinter(run_id, lines.append, fetch=fetch, **kw), lines
 
 
 def test_stall_fires_once_and_resolves_once_inhibited_drop_never_shown():
@@ -135,7 +135,7 @@ def test_background_thread_reports_and_stop_waits_for_the_resolution():
         if "RESOLVED" in line:
             done.set()
 
-    w = AlertWatch(RUN, on_line, fetch=fetch, interval=0.01).start()
+    w = AlertPrinter(RUN, on_line, fetch=fetch, interval=0.01).start()
     assert w.stop(wait_resolved=10.0) is None
     assert done.is_set() and [l.split()[1] for l in lines] == ["FIRING", "RESOLVED"]
     calls = fetch.calls
@@ -145,4 +145,4 @@ def test_background_thread_reports_and_stop_waits_for_the_resolution():
 
 def test_needs_a_source():
     with pytest.raises(ValueError):
-        AlertWatch(RUN, print)
+        AlertPrinter(RUN, print)
