@@ -404,22 +404,26 @@ _ERRORISH = (ClientAborted, ErrorLine, RunAborted)
 # --------------------------------------------------------------------------
 
 
-def _progress_from_match(m: re.Match[str]) -> Progress:
-    """A modern progress line (_PROGRESS_RE), milliseconds converted to seconds."""
-    t, tps, lat, sd, failed, lag, skipped, retried, retries = m.groups()
+def _ms_or_none(text: str | None) -> float | None:
+    return None if text is None else _ms(text)
+
+
+def _count(text: str | None) -> int | None:
+    return None if text is None else int(text)
+
+
+def _progress(t: str, tps: str, lat: str, sd: str | None, lag: str | None, failed: str | None = None,
+              skipped: str | None = None, retried: str | None = None, retries: str | None = None) -> Progress:
+    """A progress line's fields as matched, milliseconds converted to seconds."""
     time_s = float(t)
-    return Progress(
-        time_s,
-        time_s > 1e8,
-        float(tps),
-        float(lat) / 1000.0,
-        float(sd) / 1000.0,
-        None if lag is None else float(lag) / 1000.0,
-        None if failed is None else int(failed),
-        None if skipped is None else int(skipped),
-        None if retried is None else int(retried),
-        None if retries is None else int(retries),
-    )
+    return Progress(time_s, time_s > 1e8, float(tps), _ms(lat), _ms_or_none(sd), _ms_or_none(lag),
+                    _count(failed), _count(skipped), _count(retried), _count(retries))
+
+
+def _progress_from_match(m: re.Match[str]) -> Progress:
+    """A modern progress line (_PROGRESS_RE)."""
+    t, tps, lat, sd, failed, lag, skipped, retried, retries = m.groups()
+    return _progress(t, tps, lat, sd, lag, failed, skipped, retried, retries)
 
 
 class PgbenchOutputParser:
@@ -594,19 +598,7 @@ class PgbenchOutputParser:
         m = _PROGRESS_OLD_RE.fullmatch(text)
         if m is not None:
             t, tps, lat, lag = m.groups()
-            time_s = float(t)
-            return Progress(
-                time_s,
-                time_s > 1e8,
-                float(tps),
-                float(lat) / 1000.0,
-                None,
-                None if lag is None else float(lag) / 1000.0,
-                None,
-                None,
-                None,
-                None,
-            )
+            return _progress(t, tps, lat, None, lag)
         if _PROGRESS_THREAD_RE.match(text):
             return Ignored("progress_per_thread")
         return Unparsed(text)

@@ -79,10 +79,22 @@ def _title(c: Collected, what: str) -> str:
     return f"{what} — {args}  ({c.run_id})" if args else f"{what} — {c.run_id}"
 
 
-def _legend_spans(ax, seen: dict, handles_first=True) -> None:
+def _legend_spans(ax) -> None:
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         ax.legend(handles, labels, loc="lower left", fontsize=9, framealpha=0.9, ncol=min(len(handles), 5))
+
+
+def _finish_run_chart(fig, ax, c: Collected, t0: float, top: float, ylabel: str, what: str, path: str) -> str:
+    """Run bounds, axes, title and legend of a chart over the run's time; saves it."""
+    _run_bounds(ax, c, t0)
+    ax.set_ylim(bottom=0, top=top * 1.08)
+    ax.set_xlabel("seconds since pgbench start")
+    ax.set_ylabel(ylabel)
+    ax.set_title(_title(c, what), loc="left")
+    _legend_spans(ax)
+    fig.tight_layout()
+    return _save(fig, path)
 
 
 def tps_png(c: Collected, path: str) -> str:
@@ -97,14 +109,7 @@ def tps_png(c: Collected, path: str) -> str:
     median = c.summary["tps"].get("median")
     if median:
         ax.axhline(median, color="#5b6169", lw=0.8, ls="--", label=f"median {median:,.0f}")
-    _run_bounds(ax, c, t0)
-    ax.set_ylim(bottom=0, top=max(ys + [1]) * 1.08)
-    ax.set_xlabel("seconds since pgbench start")
-    ax.set_ylabel("transactions per second")
-    ax.set_title(_title(c, "TPS"), loc="left")
-    _legend_spans(ax, seen)
-    fig.tight_layout()
-    return _save(fig, path)
+    return _finish_run_chart(fig, ax, c, t0, max(ys + [1]), "transactions per second", "TPS", path)
 
 
 def latency_png(c: Collected, path: str) -> str:
@@ -136,14 +141,7 @@ def latency_png(c: Collected, path: str) -> str:
                     ys = [v * 1000 for _, v in pts]
                     ax.plot([(x - t0) / 1000 for x, _ in pts], ys, lw=1.2, color=COLORS[(i + 1) % len(COLORS)], label=f["name"])
                     top = max([top] + ys)
-    _run_bounds(ax, c, t0)
-    ax.set_ylim(bottom=0, top=(top or 1) * 1.08)
-    ax.set_xlabel("seconds since pgbench start")
-    ax.set_ylabel("latency (ms)")
-    ax.set_title(_title(c, "Latency"), loc="left")
-    _legend_spans(ax, seen)
-    fig.tight_layout()
-    return _save(fig, path)
+    return _finish_run_chart(fig, ax, c, t0, top or 1, "latency (ms)", "Latency", path)
 
 
 def _panel(c: Collected, title: str) -> dict | None:
@@ -176,7 +174,7 @@ def disk_png(c: Collected, path: str) -> str:
         ax.set_ylim(bottom=0, top=(top or 1) * 1.08)
         ax.set_ylabel(ylabel)
         ax.set_title(_title(c, title) if ax is ax_await else title, loc="left")
-        _legend_spans(ax, seen)
+        _legend_spans(ax)
     ax_util.set_xlabel("seconds since pgbench start")
     fig.tight_layout()
     return _save(fig, path)

@@ -1,0 +1,78 @@
+"""benchwatch installed with pip into a fresh venv outside the checkout, run from another directory.
+
+Proves the package carries what the stack needs (prometheus/, alertmanager/,
+exporters/, dashboards/, grafana/, scripts/ under <venv>/share/benchwatch) and
+that nothing reaches back into the checkout or needs PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from tests.helpers.throwaway import REPO_ROOT, free_ports, make_state_dir
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def installed():
+    home = tempfile.mkdtemp(prefix="benchwatch-installed-", dir="/tmp")
+    venv = os.path.join(home, "venv")
+    # Build from a copy: an in-tree build would leave build/ and *.egg-info in the checkout.
+    source = os.path.join(home, "source")
+    shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "build", "*.egg-info"))
+    try:
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True, timeout=120)
+        pip = subprocess.run([os.path.join(venv, "bin", "pip"), "install", "--quiet", "--disable-pip-version-check", source],
+                             capture_output=True, text=True, timeout=900)
+        assert pip.returncode == 0, pip.stderr[-2000:]
+        shutil.rmtree(source)
+        yield venv
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _env(venv: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "BENCHWATCH_", "PG", "VIRTUAL_ENV"))}
+    env["PATH"] = os.path.join(venv, "bin") + os.pathsep + env.get("PATH", "")
+    return env
+
+
+def test_the_installed_package_finds_its_files_outside_the_checkout(installed):
+    code = "from benchwatch import resources; print(resources.root()); print(resources.checkout())"
+    r = subprocess.run([os.path.join(installed, "bin", "python"), "-c", code], cwd="/tmp", env=_env(installed),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    root, checkout = r.stdout.split()
+    assert root == os.path.join(installed, "share", "benchwatch") and checkout == "None"
+    for rel in ("prometheus/prometheus.yml", "prometheus/rules/pgbench.yml", "prometheus/alerts/pgbench.yml",
+                "alertmanager/alertmanager.yml", "exporters/postgres_exporter/queries.yaml",
+                "dashboards/pgbench-run.json", "grafana/provisioning/datasources/benchwatch.yml", "scripts/install-deps"):
+        assert os.path.isfile(os.path.join(root, rel)), rel
+    assert os.access(os.path.join(root, "scripts", "install-deps"), os.X_OK)
+
+
+def test_demo_from_another_directory(installed):
+    state = make_state_dir()
+    ports = free_ports()
+    flags = ["--state-dir", state] + [f"--{c.replace('_', '-')}-port={p}" for c, p in ports.items()]
+    benchwatch = os.path.join(installed, "bin", "benchwatch")
+    cwd = tempfile.mkdtemp(prefix="benchwatch-cwd-", dir="/tmp")
+    try:
+        r = subprocess.run([benchwatch, "demo", "--duration", "8", *flags], cwd=cwd, env=_env(installed),
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stdout + r.stderr
+        m = re.search(r"progress lines printed by pgbench: (\d+); samples in Prometheus: (\d+)", r.stdout)
+        assert m and int(m.group(1)) >= 5 and m.group(1) == m.group(2), r.stdout
+        assert os.listdir(cwd) == []  # nothing written where it was run from
+    finally:
+        subprocess.run([benchwatch, "down", *flags], cwd=cwd, env=_env(installed), capture_output=True, timeout=180)
+        shutil.rmtree(state, ignore_errors=True)
+        shutil.rmtree(cwd, ignore_errors=True)
