@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from benchwatch.engines.postgres import dsn
@@ -19,6 +22,54 @@ def test_ensure_progress_adds_only_when_missing_and_before_the_database():
     assert ensure_progress(["-c", "4", "-T", "60", "bench"]) == (["-c", "4", "-T", "60", "-P", "1", "bench"], True)
     assert ensure_progress(["-M", "prepared", "-n"]) == (["-M", "prepared", "-n", "-P", "1"], True)
     assert ensure_progress(["-i", "-s", "10"]) == (["-i", "-s", "10"], False)
+
+
+def test_progress_abbreviated_is_not_overridden():
+    # pgbench 15 finds "--prog" ambiguous (--progress, --progress-timestamp) and refuses to
+    # run; benchwatch must not append -P 1 over what the user meant as an interval.
+    assert ensure_progress(["--prog=5", "bench"]) == (["--prog=5", "bench"], False)
+    assert parse_pgbench_args(["--prog=5"]).error
+    for argv in (["--progress", "3", "--progress-t"], ["bench", "--progress=3"]):  # GNU order
+        assert parse_pgbench_args(argv).progress_interval == 3.0
+        assert ensure_progress(argv) == (argv, False)
+
+
+def test_abbreviated_long_options_are_read_as_pgbench_reads_them():
+    p = parse_pgbench_args(["--cl", "4", "--jo=2", "--tim", "30", "--proto=prepared", "--sel", "bench"])
+    assert p.info_labels() == {"script": "select-only", "clients": "4", "threads": "2", "protocol": "prepared",
+                               "duration_seconds": "30"}
+    assert p.positional == ["bench"] and p.error is None
+    assert "report-per-command" in parse_pgbench_args(["--report"]).flags
+    assert parse_pgbench_args(["--log-p=/x/tx"]).last("log-prefix") == "/x/tx"
+    # -P 1 goes before the database name, not between an abbreviated option and its value.
+    assert ensure_progress(["--cl", "4", "bench"]) == (["--cl", "4", "-P", "1", "bench"], True)
+    assert ensure_progress(["-n", "--", "bench"]) == (["-n", "-P", "1", "--", "bench"], True)
+    assert ensure_progress(["--file", "--", "bench"]) == (["--file", "--", "-P", "1", "bench"], True)
+
+
+_REJECTED = [["--pro=5"], ["--prog", "5"], ["--p", "5"], ["--in", "x"], ["--no-such-option"], ["-c"],
+             ["--client"], ["--log=x"], ["-Z"], ["--report-latencies"]]
+_ACCEPTED = [["--cl", "4"], ["--cl=4", "--jo", "2"], ["--tim", "1"], ["--progress=1", "--progress-t"],
+             ["--proto=simple"], ["--report"], ["--log", "--log-p=x"], ["-nrP", "1"], ["--sel", "-N"],
+             ["-c1", "--lat", "5"], ["--connect", "--debug", "--ma", "1"]]
+
+
+@pytest.mark.parametrize("argv", _REJECTED)
+def test_argv_pgbench_rejects_is_passed_through_unlearnt(argv):
+    p = parse_pgbench_args(argv)
+    assert p.error and p.progress_interval is None and p.info_labels() == {}
+    assert ensure_progress(argv) == (argv, False)
+
+
+@pytest.mark.parametrize("argv", _REJECTED + _ACCEPTED)
+def test_option_table_agrees_with_the_installed_pgbench(argv):
+    # The real pgbench 15 parses argv, then fails to connect to a socket directory that does
+    # not exist; a getopt refusal ends with the --help hint before any connection attempt.
+    env = {**os.environ, "PGHOST": "/nonexistent-benchwatch", "PGDATABASE": "bench", "LC_ALL": "C"}
+    proc = subprocess.run(["pgbench", *argv], capture_output=True, text=True, timeout=30, env=env)
+    refused = "for more information" in proc.stderr
+    assert proc.returncode != 0 and (refused or "connection to server" in proc.stderr), proc.stderr
+    assert bool(parse_pgbench_args(argv).error) == refused, proc.stderr
 
 
 def test_info_labels():

@@ -6,19 +6,27 @@ append ``-P 1`` when no progress option was given (see ``ensure_progress``).
 
 from __future__ import annotations
 
+import getopt
 import os
 from dataclasses import dataclass, field
 
-# Short options of pgbench 9.4-17 that take a value (from its getopt string).
-_SHORT_WITH_VALUE = set("bcDfFhIjLMpPRsStTU") - {"S"}
-# Long options that take a value; "--opt=value" and "--opt value" both work.
-_LONG_WITH_VALUE = {
-    "builtin", "client", "define", "file", "fillfactor", "host", "jobs", "latency-limit",
-    "log-prefix", "partitions", "partition-method", "port", "progress", "protocol", "rate",
-    "sampling-rate", "scale", "time", "transactions", "username", "aggregate-interval",
-    "random-seed", "max-tries", "init-steps", "tablespace", "index-tablespace",
-    "exit-on-abort-with-value", "verbose-errors-level",
-}
+# pgbench 15's getopt string and long options (src/bin/pgbench/pgbench.c); a trailing "="
+# marks an option that takes a value, as getopt wants it. getopt_long accepts any unique
+# prefix of a long name ("--prog=5" is --progress), so the table must be complete: a
+# missing name would make prefixes of its neighbours look unique when pgbench finds them
+# ambiguous, or the reverse.
+_SHORT_OPTS = "b:c:CdD:f:F:h:iI:j:lL:M:nNp:P:qrR:s:St:T:U:v"
+_LONG_OPTS = [
+    "builtin=", "client=", "connect", "debug", "define=", "file=", "fillfactor=", "host=",
+    "initialize", "init-steps=", "jobs=", "log", "latency-limit=", "no-vacuum", "port=",
+    "progress=", "protocol=", "quiet", "report-per-command", "rate=", "scale=", "select-only",
+    "show-script=", "skip-some-updates", "time=", "transactions=", "username=", "vacuum-all",
+    "unlogged-tables", "tablespace=", "index-tablespace=", "sampling-rate=",
+    "aggregate-interval=", "progress-timestamp", "log-prefix=", "foreign-keys", "random-seed=",
+    "partitions=", "partition-method=", "failures-detailed", "max-tries=", "verbose-errors",
+    # pgbench 16; no pgbench 15 option starts with "e", so no prefix changes meaning.
+    "exit-on-abort",
+]
 _SHORT_TO_LONG = {
     "b": "builtin", "c": "client", "D": "define", "f": "file", "F": "fillfactor", "h": "host",
     "I": "init-steps", "j": "jobs", "L": "latency-limit", "M": "protocol", "p": "port",
@@ -34,6 +42,8 @@ class PgbenchArgs:
     options: dict[str, list[str]] = field(default_factory=dict)  # long name -> values in order
     flags: set[str] = field(default_factory=set)                 # long names of flags given
     positional: list[str] = field(default_factory=list)
+    # Why the command line could not be read (pgbench will reject it too); nothing is learnt then.
+    error: str | None = None
 
     def last(self, name: str, default: str | None = None) -> str | None:
         values = self.options.get(name)
@@ -64,6 +74,8 @@ class PgbenchArgs:
 
     def info_labels(self) -> dict[str, str]:
         """Labels for pgbench_run_info that the command line determines."""
+        if self.error:
+            return {}  # defaults such as clients="1" would be guesses
         labels = {
             "script": self.script,
             "clients": self.last("client", "1") or "1",
@@ -102,6 +114,8 @@ def count_sql_statements(script_text: str) -> int:
 
 def sql_statements_per_transaction(parsed: PgbenchArgs, read_file=None) -> float | None:
     """Weighted mean of SQL statements per transaction over the run's scripts (QPS = TPS x this)."""
+    if parsed.error:
+        return None
     entries: list[tuple[int, float]] = []
     for value in parsed.options.get("builtin", []):
         name, _, weight = value.partition("@")
@@ -127,49 +141,39 @@ def sql_statements_per_transaction(parsed: PgbenchArgs, read_file=None) -> float
 
 
 def parse_pgbench_args(argv: list[str]) -> PgbenchArgs:
-    """argv without the program name."""
+    """argv without the program name.
+
+    Uses GNU getopt like pgbench: options may follow the database name, long names may be
+    abbreviated to a unique prefix. Never raises: an argv pgbench would reject (ambiguous
+    prefix, unknown option, missing value) gives a PgbenchArgs with only ``error`` set.
+    """
     parsed = PgbenchArgs()
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        i += 1
-        if arg == "--":
-            parsed.positional.extend(argv[i:])
-            break
-        if arg.startswith("--") and len(arg) > 2:
-            name, eq, value = arg[2:].partition("=")
-            if name in _LONG_WITH_VALUE:
-                if not eq and i < len(argv):
-                    value = argv[i]
-                    i += 1
-                parsed.options.setdefault(name, []).append(value)
-            else:
-                parsed.flags.add(name)
-            continue
-        if arg.startswith("-") and len(arg) > 1:
-            # Clustered short options: "-nr", "-P1", "-c 4".
-            j = 1
-            while j < len(arg):
-                letter = arg[j]
-                if letter in _SHORT_WITH_VALUE:
-                    value = arg[j + 1:]
-                    if not value and i < len(argv):
-                        value = argv[i]
-                        i += 1
-                    parsed.options.setdefault(_SHORT_TO_LONG[letter], []).append(value)
-                    break
-                parsed.flags.add(_FLAG_TO_LONG.get(letter, letter))
-                j += 1
-            continue
-        parsed.positional.append(arg)
+    try:
+        opts, parsed.positional = getopt.gnu_getopt(list(argv), _SHORT_OPTS, _LONG_OPTS)
+    except getopt.GetoptError as e:
+        return PgbenchArgs(error=str(e))
+    for opt, value in opts:
+        if opt.startswith("--"):
+            name = opt[2:]  # getopt gives the full name, whatever prefix was typed
+            takes_value = name + "=" in _LONG_OPTS
+        else:
+            letter = opt[1:]
+            takes_value = letter in _SHORT_TO_LONG
+            name = _SHORT_TO_LONG[letter] if takes_value else _FLAG_TO_LONG[letter]
+        if takes_value:
+            parsed.options.setdefault(name, []).append(value)
+        else:
+            parsed.flags.add(name)
     return parsed
 
 
 def ensure_progress(argv: list[str], interval: int = 1) -> tuple[list[str], bool]:
-    """argv with "-P interval" appended when it has no progress option; and whether it was added."""
-    if parse_pgbench_args(argv).progress_interval is not None:
-        return list(argv), False
+    """argv with "-P interval" added when it has no progress option; and whether it was added.
+
+    An argv that cannot be read is left as it is: pgbench will reject it with its own message."""
     parsed = parse_pgbench_args(argv)
+    if parsed.error or "progress" in parsed.options:
+        return list(argv), False
     if "initialize" in parsed.flags:
         return list(argv), False  # pgbench -i has no progress option
     return insert_options(argv, ["-P", str(interval)]), True
@@ -182,22 +186,19 @@ def insert_options(argv: list[str], options: list[str]) -> list[str]:
 
 
 def _first_positional_index(argv: list[str]) -> int:
-    i = 0
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            return i
-        if arg.startswith("--") and len(arg) > 2:
-            name, eq, _ = arg[2:].partition("=")
-            i += 2 if (name in _LONG_WITH_VALUE and not eq) else 1
-            continue
-        if arg.startswith("-") and len(arg) > 1:
-            takes_next = False
-            for j in range(1, len(arg)):
-                if arg[j] in _SHORT_WITH_VALUE:
-                    takes_next = j == len(arg) - 1
-                    break
-            i += 2 if takes_next else 1
-            continue
-        return i
-    return len(argv)
+    """Index of the first argument that is not an option or an option's value ("--" counts)."""
+    # Non-GNU getopt stops at the first non-option, with the same reading of options as above.
+    try:
+        _, rest = getopt.getopt(list(argv), _SHORT_OPTS, _LONG_OPTS)
+    except getopt.GetoptError:
+        return len(argv)
+    idx = len(argv) - len(rest)
+    if idx and argv[idx - 1] == "--":
+        # Either the end-of-options marker (insert before it) or the value of an option
+        # ("--file --"): only in the first case do the arguments before it read cleanly alone.
+        try:
+            if not getopt.getopt(argv[:idx - 1], _SHORT_OPTS, _LONG_OPTS)[1]:
+                return idx - 1
+        except getopt.GetoptError:
+            pass
+    return idx

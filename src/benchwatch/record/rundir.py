@@ -13,9 +13,12 @@ Prometheus or exporter outage.
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
+import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -28,10 +31,55 @@ RUNNING = "running"
 FINISHED = "finished"
 
 
-def new_run_id(now: float | None = None) -> str:
-    """Sortable, unique, safe as a label value and a directory name."""
-    now = time.time() if now is None else now
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+# Run ids: "20240101T120000.123Z-ab12", the start time to the millisecond (UTC) and a random
+# suffix that keeps ids from different machines apart. Ids before milliseconds were added,
+# "20240101T120000Z-ab12", are still read; they sort as if started at .000 of their second.
+_RUN_ID = re.compile(r"(\d{8}T\d{6})(?:\.(\d{3}))?Z-")
+_last_ms = 0  # the newest stamp given out by this process
+_last_ms_lock = threading.Lock()
+# A newer id further ahead than this means a clock stepped back or an import from a clock
+# ahead: ids then keep the true start time rather than drift after it.
+_MAX_AHEAD_MS = 1000
+
+
+def _stamp_ms(run_id: str) -> int | None:
+    """Start time in ms that a benchwatch run id records; None for any other name."""
+    m = _RUN_ID.match(run_id)
+    if not m:
+        return None
+    try:
+        second = calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%S"))
+    except ValueError:  # digits that are no date
+        return None
+    return second * 1000 + int(m.group(2) or 0)
+
+
+def sort_key(name: str) -> str:
+    """Key under which run ids sort by start time, old and new formats alike.
+
+    Other names (``import --run-id NAME``) keep their plain string order against ids."""
+    m = _RUN_ID.match(name)
+    if m is None or _stamp_ms(name) is None:
+        return name
+    return f"{m.group(1)}.{m.group(2) or '000'}{name[m.end() - 2:]}"  # from the "Z-" on
+
+
+def new_run_id(now: float | None = None, after: str | None = None) -> str:
+    """Sortable, unique, safe as a label value and a directory name.
+
+    Without ``now``, the stamp is made 1 ms later than ``after`` and than this process's
+    previous id when the clock has not passed them: runs started in the same ms still sort
+    in creation order. An id never runs more than a second ahead of the clock for that; an
+    explicit ``now`` (an imported run's recorded start) is kept as it is."""
+    global _last_ms
+    ms = int((time.time() if now is None else now) * 1000)
+    if now is None:
+        with _last_ms_lock:
+            floor = max(_last_ms, _stamp_ms(after or "") or 0)
+            if ms <= floor < ms + _MAX_AHEAD_MS:
+                ms = floor + 1
+            _last_ms = max(_last_ms, ms)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
@@ -73,7 +121,11 @@ class RunDir:
 
 def create_run_dir(runs_dir: str, run_id: str | None = None) -> RunDir:
     os.makedirs(runs_dir, exist_ok=True)
-    run_id = run_id or new_run_id()
+    if run_id is None:
+        # Another process may have made a run a moment ago (pgbench -i, then the measured run):
+        # start after the newest id present, directories without meta.json yet included.
+        ids = [n for n in os.listdir(runs_dir) if _stamp_ms(n) is not None]
+        run_id = new_run_id(after=max(ids, key=sort_key) if ids else None)
     path = os.path.join(runs_dir, run_id)
     os.makedirs(path, exist_ok=False)
     return RunDir(path)
@@ -82,7 +134,7 @@ def create_run_dir(runs_dir: str, run_id: str | None = None) -> RunDir:
 def list_runs(runs_dir: str) -> list[RunDir]:
     """Run directories, oldest first (run ids sort by start time)."""
     try:
-        names = sorted(os.listdir(runs_dir))
+        names = sorted(os.listdir(runs_dir), key=sort_key)
     except FileNotFoundError:
         return []
     return [RunDir(os.path.join(runs_dir, n)) for n in names if os.path.isfile(os.path.join(runs_dir, n, META))]

@@ -183,6 +183,8 @@ def place_transaction_log(args: list[str], run: rundir.RunDir, add: bool) -> tup
     Returns (args, log prefix, what was changed, for saying so)."""
     parsed = parse_pgbench_args(args)
     said = []
+    if parsed.error:
+        return args, None, said  # pgbench will refuse this argv; adding to it would only confuse
     if "log" not in parsed.flags:
         if not add:
             return args, None, said
@@ -201,6 +203,9 @@ def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str
                 latency_log: bool = False, stderr_sink: LineSafeStream | None = None) -> tuple[int, rundir.RunDir]:
     """Run pgbench with its output passed through and saved; returns (exit code, run directory)."""
     program, args = pgbench_argv[0], pgbench_argv[1:]
+    unreadable = parse_pgbench_args(args).error
+    if unreadable:
+        notice(f"cannot read the pgbench arguments ({unreadable}); passing them unchanged")
     args, added = ensure_progress(args)
     if added:
         notice("added -P 1 to the pgbench arguments (no -P was given)")

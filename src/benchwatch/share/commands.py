@@ -39,7 +39,8 @@ def register(subparsers, add_stack_options, make_stack) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", default=".", help="where to write the directory and the .tar.gz (default: here)")
+    p.add_argument("-o", "--out", metavar="DIR", help="where to write the directory and the .tar.gz "
+                   "(default: <state dir>/shares/)")
     p.add_argument("--source", choices=("auto", "prometheus", "raw"), default="auto",
                    help="auto: the stack's Prometheus if it still has the run, else rebuild from the run directory")
     p.add_argument("--prometheus", metavar="URL", help="the Prometheus to read (default: the stack's)")
@@ -63,6 +64,13 @@ def _secrets(stack) -> list[str]:
     return out
 
 
+def _out_dir(args, stack) -> str:
+    # Not the current directory: that is wherever the user happens to be (often a source tree).
+    out = args.out or os.path.join(stack.cfg.state_dir, "shares")
+    os.makedirs(out, exist_ok=True)
+    return out
+
+
 def _find(stack, ref: str | None) -> rundir.RunDir | None:
     if ref and os.path.isfile(os.path.join(ref, rundir.META)):
         return rundir.RunDir(os.path.abspath(ref))
@@ -83,13 +91,13 @@ def cmd_snapshot(args, make_stack) -> int:
     except (RuntimeError, OSError) as e:
         _say(f"snapshot of {run.run_id} failed: {e}")
         return 1
-    os.makedirs(args.out, exist_ok=True)
+    out = _out_dir(args, stack)
     try:
-        directory, archive, body = bundle.write_snapshot(c, run, args.out, _secrets(stack))
+        directory, archive, body = bundle.write_snapshot(c, run, out, _secrets(stack))
     except bundle.SecretFound as e:
         _say(str(e))
         return 1
-    _say(f"snapshot of run {c.run_id} from {'Prometheus' if c.source == 'prometheus' else 'the run directory'}")
+    _say(f"snapshot of run {c.run_id} from {'Prometheus' if c.source == 'prometheus' else 'the run directory'}, in {out}")
     print(directory)
     print(archive)
     if args.upload:
@@ -142,16 +150,17 @@ def cmd_compare(args, make_stack) -> int:
         variant_names = names
     else:
         variant_names = labels
-    os.makedirs(args.out, exist_ok=True)
+    out = _out_dir(args, stack)
     try:
         directory, archive, sw = compare.write_compare(
-            labels, collected, args.out, by=args.by, variant_key=args.variant, named=named,
+            labels, collected, out, by=args.by, variant_key=args.variant, named=named,
             secrets=_secrets(stack), variant_names=variant_names)
     except compare.bundle.SecretFound as e:
         _say(str(e))
         return 1
     if args.by and (not sw or not sw["values"]):
         _say(f"no run has the label {args.by!r}: no sweep table")
+    _say(f"comparison of {len(collected)} runs in {out}")
     print(directory)
     print(archive)
     return 0
