@@ -227,6 +227,21 @@ def test_selectors_of_every_dashboard_query():
             assert name not in ("sum", "rate", "by", "le", "on", "bool", "end", "scalar"), (q.source, sel)
 
 
+def test_query_variable_without_a_query_gives_no_query():
+    # Grafana saves a new "query" variable with no query text; it runs nothing, so neither do we
+    # (it used to become a Query whose expr was None, and expand() raised TypeError).
+    from benchwatch.query import grafana as gq
+    dash = {"title": "d", "panels": [], "templating": {"list": [
+        {"type": "query", "name": "a", "query": {"refId": "PrometheusVariableQueryEditor-VariableQuery"}},
+        {"type": "query", "name": "b"},
+        {"type": "query", "name": "c", "query": "label_values(up, job)"},
+    ]}}
+    queries = gq.dashboard_queries(dash)
+    assert [(q.source, q.expr) for q in queries] == [("variable c", "up")]
+    for q in queries:
+        gq.expand(q.expr, {}, 60)
+
+
 @pytest.mark.parametrize("expr, expected", [
     ('histogram_quantile(0.99, sum by (le) (rate(x_bucket{run_id="a"}[5m])))', ['x_bucket{run_id="a"}']),
     ("sum without(cpu) (irate(a[3s])) / on(instance) group_left(n) b > bool 0.5 offset 5m", ["a", "b"]),

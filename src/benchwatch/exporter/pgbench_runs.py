@@ -42,7 +42,7 @@ class RunFollower:
 
     def _poll_txlog(self, final: bool) -> list[Sample]:
         """pgbench's per-thread transaction logs (<prefix>.<pid>, <prefix>.<pid>.<n>): every file, then one samples() call."""
-        if self.txlog is None:
+        if self.txlog is None or not self.txlog_prefix:  # one is set with the other
             return []
         directory, base = os.path.split(self.txlog_prefix)
         try:
@@ -158,6 +158,7 @@ class PgbenchRunsCollector:
             kind, help_text = METRICS[name]
             # Runs may differ in label names (e.g. scale known or not): expose the union, "" where absent.
             labels = sorted({k for s in members for k in s.labels})
+            family: CounterMetricFamily | GaugeMetricFamily
             if kind == "counter":
                 family = CounterMetricFamily(name[:-len("_total")], help_text, labels=labels)
             else:

@@ -8,6 +8,8 @@ variable.
 
 from __future__ import annotations
 
+from typing import Any
+
 DATASOURCE_UID = "benchwatch-prometheus"
 DS = {"type": "prometheus", "uid": "${datasource}"}
 
@@ -38,7 +40,7 @@ class Layout:
 
 
 def target(expr: str, legend: str = "", ref: str = "A", instant: bool = False, fmt: str = "time_series") -> dict:
-    t = {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend, "format": fmt}
+    t: dict[str, Any] = {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend, "format": fmt}
     if instant:
         t.update({"instant": True, "range": False})
     else:
@@ -54,7 +56,7 @@ def timeseries(layout: Layout, title: str, description: str, unit: str, tgts: li
                overrides: list | None = None, stack: bool = False, min_zero: bool = True) -> dict:
     for i, t in enumerate(tgts):
         t["refId"] = chr(ord("A") + i)
-    defaults = {"unit": unit, "custom": {"lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
+    defaults: dict[str, Any] = {"unit": unit, "custom": {"lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
                                          "spanNulls": False, "stacking": {"mode": "normal" if stack else "none"}}}
     if min_zero:
         defaults["min"] = 0
@@ -69,7 +71,7 @@ def timeseries(layout: Layout, title: str, description: str, unit: str, tgts: li
 
 def stat(layout: Layout, title: str, description: str, unit: str, expr: str, w: int = 4, h: int = 4,
          decimals: int | None = 1, legend: str = "") -> dict:
-    defaults = {"unit": unit, "color": {"mode": "thresholds"},
+    defaults: dict[str, Any] = {"unit": unit, "color": {"mode": "thresholds"},
                 "thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}]}}
     if decimals is not None:
         defaults["decimals"] = decimals

@@ -284,10 +284,10 @@ class RunModel:
 
     def _emit_counters(self, names: Iterable[str], arrival_epoch: float | None, ts: int | None = None) -> list[Sample]:
         if ts is None:
-            if self.start_epoch is None and arrival_epoch is None:
+            epoch = arrival_epoch if arrival_epoch is not None else self.start_epoch
+            if epoch is None:
                 return []  # placed in time later, with the next progress line or at finish
-            base = int((arrival_epoch if arrival_epoch is not None else self.start_epoch) * 1000)
-            ts = self._next_ts(base)
+            ts = self._next_ts(int(epoch * 1000))
         return [self._set(name, self._counters[name], ts) for name in names]
 
     def _next_ts(self, wanted_ms: int) -> int:

@@ -158,9 +158,9 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
     end = meta.get("ended_at")
     out: list[Sample] = []
     for name in FILE_ORDER:  # the order the live follower reads them in
-        data = _read(os.path.join(path, name))
-        if data is not None:
-            out.extend(feed_lines(model, split_lines(data), end))
+        chunk = _read(os.path.join(path, name))
+        if chunk is not None:
+            out.extend(feed_lines(model, split_lines(chunk), end))
     return out + close(model, end, meta.get("exit_code"))
 
 

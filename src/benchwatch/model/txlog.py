@@ -376,12 +376,13 @@ class TxlogAggregator:
 
     def watermark(self) -> int | None:
         """The newest second complete in every source that is not silent."""
-        if not self._newest:
+        first = self._first  # set together with the first entry of _newest
+        if not self._newest or first is None:
             return None
         newest = list(self._newest.values())
         if self._expected:
             # Not flushed yet: silent since the first second seen.
-            newest += [self._first] * len(self._expected)
+            newest += [first] * len(self._expected)
         hi = max(newest)
         return min(v for v in newest if hi - v <= SILENT_SOURCE_SECONDS) - 1
 

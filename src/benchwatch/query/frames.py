@@ -108,9 +108,9 @@ def boolean_regions(series: Series, max_silence_ms: int = MAX_SILENCE_MS) -> lis
     """(start, end) in ms of each stretch where a state series is > 0, at its samples' own times:
     it starts at the first sample > 0 and ends at the next sample <= 0 or, after a silence, at
     the last sample > 0."""
-    regions = []
-    start = None
-    last_on = None
+    regions: list[tuple[int, int]] = []
+    start: int | None = None
+    last_on: int | None = None  # set whenever start is
     for ts, v in series.samples:
         on = v == v and v > 0  # NaN (a staleness marker) is off
         if start is not None and last_on is not None and ts - last_on > max_silence_ms:
@@ -123,7 +123,7 @@ def boolean_regions(series: Series, max_silence_ms: int = MAX_SILENCE_MS) -> lis
         elif start is not None:
             regions.append((start, ts))
             start = None
-    if start is not None:
+    if start is not None and last_on is not None:
         regions.append((start, last_on))
     return regions
 

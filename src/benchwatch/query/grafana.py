@@ -96,8 +96,10 @@ def dashboard_queries(dash: dict) -> list[Query]:
         if v.get("type") == "query":
             q = v.get("query")
             text = q.get("query") if isinstance(q, dict) else q
-            m = re.fullmatch(r"query_result\((.*)\)", text or "", re.S)
-            lv = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", text or "", re.S)
+            if not text:  # a variable with no query yet: Grafana runs nothing
+                continue
+            m = re.fullmatch(r"query_result\((.*)\)", text, re.S)
+            lv = re.fullmatch(r"label_values\((.*),\s*(\w+)\)", text, re.S)
             if lv:  # Grafana asks for the label's values among the series matching the selector
                 out.append(Query(title, f"variable {v['name']}", lv.group(1), True, legend=lv.group(2)))
             else:

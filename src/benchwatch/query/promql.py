@@ -62,6 +62,7 @@ def selectors(expr: str) -> list[str]:
             continue
         if c.isdigit() or (c == "." and i + 1 < n and expr[i + 1].isdigit()):
             m = re.compile(r"[0-9.]+(?:[eE][-+]?[0-9]+)?[0-9A-Za-z.]*").match(expr, i)  # 5m, 1h30m, 0x1f
+            assert m is not None  # expr[i] is a digit or ".<digit>": the pattern matches
             i = m.end()
             continue
         m = _IDENT.match(expr, i)

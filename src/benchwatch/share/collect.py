@@ -293,7 +293,7 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
             if source == "prometheus":
                 raise RuntimeError(msg)
             say(msg + ": rebuilding from the run directory")
-    if use_prom:
+    if use_prom and prometheus:  # use_prom is only set with a URL
         series = fetch(prometheus, sels, start - LOOKBACK_S, end)
         panels = query_panels(prometheus, dash, variables, start, end)
         annotations = query_annotations(prometheus, dash, variables, start, end, series)

@@ -115,7 +115,7 @@ def variant_of(s: dict, by: str, variant_key: str | None, name: str | None) -> s
     labels = run_labels(s)
     if variant_key:
         return f"{variant_key}={labels.get(variant_key, '?')}"
-    strip = LABEL_OPTIONS.get(by, ())
+    strip: tuple[str, ...] = LABEL_OPTIONS.get(by, ())
     if by == "clients":
         strip = strip + LABEL_OPTIONS["threads"]  # threads usually follow clients in a sweep
     args = s["run"].get("args") or ""
@@ -136,8 +136,8 @@ def sweep(names: list[str], summaries: list[dict], by: str, variant_key: str | N
     """{"by", "variants": [...], "values": [...], "tps": {variant: {value: tps}}, "latency": {...}}."""
     variants: list[str] = []
     values: list[str] = []
-    tps: dict[str, dict[str, float | None]] = {}
-    lat: dict[str, dict[str, float | None]] = {}
+    tps: dict[str, dict[str, list[float | None]]] = {}
+    lat: dict[str, dict[str, list[float | None]]] = {}
     for n, s in zip(names, summaries):
         v = variant_of(s, by, variant_key, n if named else None)
         x = run_labels(s).get(by)
@@ -330,7 +330,7 @@ def write_compare(names: list[str], collected: list[Collected], out_dir: str, by
     sw = sweep(variant_names or names, [c.summary for c in collected], by, variant_key, named) if by else None
     pictures = [overlay_png(names, collected, os.path.join(target, "tps.png"))]
     if sw and sw["values"]:
-        pictures.append(sweep_png(sw, os.path.join(target, f"tps-by-{bundle.slug(by)}.png")))
+        pictures.append(sweep_png(sw, os.path.join(target, f"tps-by-{bundle.slug(sw['by'])}.png")))
     rel = [os.path.basename(p) for p in pictures]
     with open(os.path.join(target, "compare.md"), "w", encoding="utf-8") as f:
         f.write(compare_markdown(names, collected, sw, rel))
@@ -355,7 +355,7 @@ def write_compare(names: list[str], collected: list[Collected], out_dir: str, by
             json.dump({"name": n, **c.summary}, f, indent=1, sort_keys=True)
             f.write("\n")
     if sw:
-        with open(os.path.join(data, f"sweep-by-{bundle.slug(by)}.json"), "w", encoding="utf-8") as f:
+        with open(os.path.join(data, f"sweep-by-{bundle.slug(sw['by'])}.json"), "w", encoding="utf-8") as f:
             json.dump(sw, f, indent=1)
             f.write("\n")
     bundle.check_secrets(target, secrets or [])

@@ -501,7 +501,7 @@ def panel_model(p: dict, dash_panel: dict, regions: list[dict], xmin: int, xmax:
                     value = vals[-1]
         return {**base, "kind": "stat", "value": value}
     if p["type"] == "table":
-        organize = next((t.get("options", {}) for t in dash_panel.get("transformations", []) if t.get("id") == "organize"), {})
+        organize: dict = next((t.get("options", {}) for t in dash_panel.get("transformations", []) if t.get("id") == "organize"), {})
         exclude = {k for k, v in organize.get("excludeByName", {}).items() if v} | {"Time", "__name__"}
         rename = organize.get("renameByName", {})
         frames = [f for t in p["targets"] for f in t["frames"]]
@@ -513,7 +513,7 @@ def panel_model(p: dict, dash_panel: dict, regions: list[dict], xmin: int, xmax:
             i = columns.index(sort_by["displayName"])
             rows.sort(key=lambda r: (r[i] is None, r[i] if r[i] is not None else 0), reverse=bool(sort_by.get("desc")))
         return {**base, "kind": "table", "columns": columns, "rows": rows}
-    series = []
+    series: list[dict] = []
     step_ms = 1000
     for t in p["targets"]:
         step_ms = int(t.get("step_s", 1) * 1000)

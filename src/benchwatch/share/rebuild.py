@@ -44,8 +44,8 @@ def samples_to_series(samples: list[Sample]) -> list[Series]:
         if key not in by_key:
             by_key[key] = Series(s.name, dict(s.labels))
         by_key[key].samples.append((s.timestamp_ms, s.value))
-    for s in by_key.values():
-        s.samples.sort()
+    for ser in by_key.values():
+        ser.samples.sort()
     return sorted(by_key.values(), key=lambda s: s.key)
 
 

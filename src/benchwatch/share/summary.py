@@ -42,17 +42,17 @@ def seconds_below(values: list[float], threshold: float, interval_s: float) -> f
 def stalls(samples: list[tuple[int, float]], interval_s: float) -> list[dict]:
     """Stretches of progress lines with TPS 0: start (the start of the first zero interval), end, seconds."""
     out = []
-    run_start = None
-    last = None
+    run_start: int | None = None
+    last: int | None = None  # set whenever run_start is
     for ts, v in samples:
         if v == 0:
             if run_start is None:
                 run_start = ts
             last = ts
-        elif run_start is not None:
+        elif run_start is not None and last is not None:
             out.append(_stall(run_start, last, interval_s))
             run_start = None
-    if run_start is not None:
+    if run_start is not None and last is not None:
         out.append(_stall(run_start, last, interval_s))
     return out
 
@@ -179,7 +179,7 @@ def order_statements(rows: list[dict], order: list[str] | None) -> list[dict]:
     """pgbench's own order (as in the -r table) where known; the rest after, as they came."""
     if not order:
         return rows
-    rank = {}
+    rank: dict[str, int] = {}
     for i, text in enumerate(order):
         rank.setdefault(text, i)
     return sorted(rows, key=lambda r: rank.get(r["statement"], len(rank)))

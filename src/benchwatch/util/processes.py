@@ -51,20 +51,25 @@ def process_cmdline(pid: int) -> list[str]:
 
 def stop_pid(pid: int | None, sig: int = signal.SIGTERM, timeout: float = 20.0) -> bool:
     """Signal a process, wait for it to exit, escalate to SIGKILL after the deadline."""
-    if not process_alive(pid):
+    if pid is None or not process_alive(pid):
         return True
     try:
         os.kill(pid, sig)
     except ProcessLookupError:
         return True
     _reap(pid)
-    if wait_until(lambda: (_reap(pid), not process_alive(pid))[1], timeout):
+
+    def gone() -> bool:
+        _reap(pid)  # our own child stays a zombie (alive to /proc) until reaped
+        return not process_alive(pid)
+
+    if wait_until(gone, timeout):
         return True
     try:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         return True
-    return wait_until(lambda: (_reap(pid), not process_alive(pid))[1], 5.0)
+    return wait_until(gone, 5.0)
 
 
 def _reap(pid: int) -> None:

@@ -123,7 +123,7 @@ def _zone_epoch(naive: datetime, zone: str | None, local_tz: tzinfo | None) -> f
             local = naive.replace(tzinfo=local_tz, fold=fold)
         if zone is None or local.tzname() == zone:
             return local.timestamp()
-    hours = _ZONE_HOURS.get(zone.upper())
+    hours = _ZONE_HOURS.get(zone.upper()) if zone is not None else None  # None returned in the loop
     if hours is not None:
         return naive.replace(tzinfo=timezone(timedelta(hours=hours))).timestamp()
     return None
