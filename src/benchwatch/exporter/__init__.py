@@ -1,17 +1,84 @@
-"""The benchwatch exporter: one collector per module, switched like node_exporter's."""
+"""The benchwatch exporter: one collector per module, switched like node_exporter's.
+
+Each collector module registers itself here with :func:`register_collector`
+(name, help, default on or off, and a factory taking the exporter's options).
+``--[no-]collector.NAME`` flags and the daemon's set of collectors are both
+read from :data:`COLLECTORS`, so a new collector is one module and one import
+in the list at the bottom of this file.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Protocol
 
-# collector name -> what it does; each is on by default, --no-collector.NAME turns it off.
-COLLECTORS = {
-    "pgbench_runs": "follow pgbench run directories and remote-write their series",
-    "checkpoints": "follow the PostgreSQL server log for checkpoints",
-}
+from prometheus_client import CollectorRegistry
+
+from benchwatch.model.samples import Sample
+
+
+class Collector(Protocol):
+    """What the daemon drives: poll() reads its source and sends samples, collect() serves /metrics."""
+
+    def poll(self) -> object: ...
+
+    def collect(self) -> Iterable: ...
+
+
+@dataclass
+class ExporterOptions:
+    """What a collector factory may use; built once by the daemon from its command line."""
+
+    runs_dir: str
+    sink: Callable[[list[Sample]], None]
+    registry: CollectorRegistry
+    server_log: str | None = None
+    clock: Callable[[], float] = time.time
+    # Prometheus' base URL when finished runs' series are to be saved in their run directory.
+    archive_url: str | None = None
+
+
+@dataclass(frozen=True)
+class CollectorSpec:
+    name: str
+    help: str
+    # Returns None when the options leave it nothing to do (e.g. no server log given).
+    factory: Callable[[ExporterOptions], Collector | None] = field(compare=False)
+    default: bool = True
+
+
+# name -> spec, in registration order (the order collectors are polled and exposed).
+COLLECTORS: dict[str, CollectorSpec] = {}
+
+
+def register_collector(name: str, help: str, *, default: bool = True):
+    """Decorator for a collector factory: ``@register_collector("name", "what it does")``."""
+    def add(factory: Callable[[ExporterOptions], Collector | None]):
+        if name in COLLECTORS:
+            raise ValueError(f"collector {name!r} registered twice")
+        COLLECTORS[name] = CollectorSpec(name, help, factory, default)
+        return factory
+    return add
 
 
 def add_collector_flags(parser: argparse.ArgumentParser) -> None:
-    for name, help_text in COLLECTORS.items():
-        parser.add_argument(f"--collector.{name}", dest=f"collector_{name}", action=argparse.BooleanOptionalAction,
-                            default=True, help=help_text)
+    for spec in COLLECTORS.values():
+        state = "on" if spec.default else "off"
+        parser.add_argument(f"--collector.{spec.name}", dest=f"collector_{spec.name}",
+                            action=argparse.BooleanOptionalAction, default=spec.default,
+                            help=f"{spec.help} (default {state})")
+
+
+def enabled_collectors(args: argparse.Namespace) -> dict[str, bool]:
+    """The --[no-]collector.NAME choices of parsed arguments."""
+    return {name: getattr(args, f"collector_{name}") for name in COLLECTORS}
+
+
+# The collector modules register themselves on import (they need the names
+# above, hence at the end); this order is the order of polling and of /metrics.
+for _module in ("pgbench_runs", "checkpoints"):
+    importlib.import_module(f"{__name__}.{_module}")
