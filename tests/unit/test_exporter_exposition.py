@@ -16,6 +16,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from benchwatch.cli import build_parser
 from benchwatch.exporter import COLLECTORS, enabled_collectors
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
+from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.exporter.server import Exporter
 from benchwatch.record import rundir
 from benchwatch.util import processes
@@ -127,6 +128,12 @@ def test_golden_file_covers_every_collector_and_self_metric():
                    "benchwatch_exporter_remote_write_pending_samples",
                    "benchwatch_exporter_run_series_save_failures_total", "benchwatch_exporter_alert_notifications_total"):
         assert f"\n{family}" in text, family
+
+
+def test_self_metrics_are_the_documented_catalogue(exporter):
+    types = dict(re.findall(r"^# TYPE (benchwatch_exporter_\w+) (\w+)$", generate_latest(exporter.registry).decode(), re.M))
+    exposed = {name: kind for name, kind in types.items() if not name.startswith("benchwatch_exporter_checkpoints_")}
+    assert exposed == {name: kind for name, (kind, _) in SELF_METRICS.items()}
 
 
 def test_process_metrics(exporter):

@@ -6,7 +6,7 @@ import logging
 import queue
 import threading
 
-from prometheus_client.core import CounterMetricFamily
+from benchwatch.exporter import self_metrics as sm
 
 log = logging.getLogger("benchwatch.exporter")
 
@@ -41,9 +41,7 @@ class RunArchiver:
                 log.exception("could not save the series of run %s", run.run_id)
 
     def collect(self):
-        c = CounterMetricFamily("benchwatch_exporter_run_series_saved", "Finished runs whose series were saved to their run directory.")
-        c.add_metric([], self.saved)
-        yield c
-        c = CounterMetricFamily("benchwatch_exporter_run_series_save_failures", "Finished runs whose series could not be saved.")
-        c.add_metric([], self.failed)
-        yield c
+        for name, value in ((sm.RUNS_SAVED, self.saved), (sm.RUNS_SAVE_FAILURES, self.failed)):
+            f = sm.family(name)
+            f.add_metric([], value)
+            yield f

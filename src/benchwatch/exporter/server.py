@@ -15,10 +15,10 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from benchwatch.exporter import COLLECTORS, Collector, ExporterOptions, enabled_collectors
+from benchwatch.exporter import self_metrics as sm
 from benchwatch.sink.remote_write import BufferedRemoteWriter
 
 log = logging.getLogger("benchwatch.exporter")
@@ -37,20 +37,12 @@ class RemoteWriteStats:
 
     def collect(self):
         stats = self.writer.stats()
-        prefix = "benchwatch_exporter_remote_write_"
-        for name, help_text, value in (
-            ("samples", "Samples delivered to Prometheus by remote write.", stats.sent),
-            ("failed_requests", "Remote-write requests that failed (kept for a retry, or rejected).", stats.failed_requests),
-            ("rejected_samples", "Samples Prometheus refused for good (4xx, out of bounds, too old) or that could not be "
-                                 "encoded: dropped, not retried.", stats.rejected),
-            ("dropped_samples", "Samples dropped because the pending buffer was full.", stats.dropped),
-        ):
-            c = CounterMetricFamily(prefix + name, help_text)
-            c.add_metric([], value)
-            yield c
-        g = GaugeMetricFamily(prefix + "pending_samples", "Samples waiting to be delivered (queued or being sent).")
-        g.add_metric([], stats.pending)
-        yield g
+        for name, value in ((sm.RW_SENT, stats.sent), (sm.RW_FAILED_REQUESTS, stats.failed_requests),
+                            (sm.RW_REJECTED, stats.rejected), (sm.RW_DROPPED, stats.dropped),
+                            (sm.RW_PENDING, stats.pending)):
+            f = sm.family(name)
+            f.add_metric([], value)
+            yield f
 
 
 class PollStats:
@@ -71,12 +63,9 @@ class PollStats:
         return before
 
     def collect(self):
-        prefix = "benchwatch_exporter_collector_"
-        success = GaugeMetricFamily(prefix + "success", "1 if the collector's last poll succeeded, 0 if it raised.",
-                                    labels=["collector"])
-        duration = GaugeMetricFamily(prefix + "duration_seconds", "Time the collector's last poll took.", labels=["collector"])
-        errors = CounterMetricFamily(prefix + "errors", "Polls of the collector that raised (logged; the others go on).",
-                                     labels=["collector"])
+        success = sm.family(sm.COLLECTOR_SUCCESS, ["collector"])
+        duration = sm.family(sm.COLLECTOR_DURATION, ["collector"])
+        errors = sm.family(sm.COLLECTOR_ERRORS, ["collector"])
         with self.lock:
             for name, (ok, seconds) in self.last.items():
                 success.add_metric([name], 1.0 if ok else 0.0)
@@ -113,8 +102,7 @@ class AlertReceiver:
         return True
 
     def collect(self):
-        c = CounterMetricFamily("benchwatch_exporter_alert_notifications", "Alerts received from Alertmanager's webhook, by status.",
-                                labels=["status"])
+        c = sm.family(sm.ALERT_NOTIFICATIONS, ["status"])
         with self.lock:
             for status, n in sorted(self.counts.items()):
                 c.add_metric([status], n)
