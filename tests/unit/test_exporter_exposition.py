@@ -9,12 +9,13 @@ import re
 import shutil
 import socket
 import subprocess
+import sys
 
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from benchwatch.cli import build_parser
-from benchwatch.exporter import COLLECTORS, enabled_collectors
+from benchwatch.exporter import enabled_collectors, load_collectors
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.exporter.server import Exporter
@@ -118,7 +119,7 @@ def test_live_exposition_passes_promtool(exporter):
 def test_golden_file_covers_every_collector_and_self_metric():
     with open(GOLDEN, encoding="utf-8") as f:
         text = f.read()
-    for name in COLLECTORS:
+    for name in load_collectors():
         assert f'benchwatch_exporter_collector_success{{collector="{name}"}} 1.0' in text
     for family in ("pgbench_running", "pg_checkpoints_completed_total", "benchwatch_exporter_checkpoints_log_present",
                    "benchwatch_exporter_collector_duration_seconds", "benchwatch_exporter_collector_errors_total",
@@ -213,12 +214,28 @@ def test_collectors_switched_off_or_without_input_are_not_built(tmp_path, refuse
 def test_collector_flags_come_from_the_registry():
     parser = build_parser()
     base = ["exporter", "--runs-dir", "r", "--remote-write-url", "http://127.0.0.1:9/api/v1/write"]
-    assert enabled_collectors(parser.parse_args(base)) == {name: spec.default for name, spec in COLLECTORS.items()}
-    assert set(COLLECTORS) == {"pgbench_runs", "checkpoints"}
+    assert enabled_collectors(parser.parse_args(base)) == {name: spec.default for name, spec in load_collectors().items()}
+    assert list(load_collectors()) == ["pgbench_runs", "checkpoints"]
     args = parser.parse_args(base + ["--no-collector.checkpoints", "--collector.pgbench_runs"])
     assert enabled_collectors(args) == {"pgbench_runs": True, "checkpoints": False}
     args = parser.parse_args(base + ["--no-collector.pgbench_runs"])
     assert enabled_collectors(args) == {"pgbench_runs": False, "checkpoints": True}
+
+
+def test_collector_flags_in_the_daemon_help():
+    help_text = subprocess.run([sys.executable, "-m", "benchwatch", "exporter", "--help"], capture_output=True, text=True,
+                               check=True).stdout
+    for flag in ("--collector.pgbench_runs, --no-collector.pgbench_runs", "--collector.checkpoints, --no-collector.checkpoints"):
+        assert flag in help_text
+
+
+def test_building_the_cli_loads_no_collector():
+    # Every command builds the whole parser: the collectors' imports (prometheus_client,
+    # the run model) wait until the exporter parses its arguments.
+    code = ("import sys; from benchwatch.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in sys.modules if m.startswith(('prometheus_client', 'benchwatch.exporter.'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
 
 
 def test_ingested_and_imported_runs_are_not_followed_again(tmp_path):

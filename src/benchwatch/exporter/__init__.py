@@ -3,8 +3,8 @@
 Each collector module registers itself here with :func:`register_collector`
 (name, help, default on or off, and a factory taking the exporter's options).
 ``--[no-]collector.NAME`` flags and the daemon's set of collectors are both
-read from :data:`COLLECTORS`, so a new collector is one module and one import
-in the list at the bottom of this file.
+read from :data:`COLLECTORS`, so a new collector is one module and its name
+in :data:`COLLECTOR_MODULES`.
 """
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ import importlib
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from prometheus_client import CollectorRegistry
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
 
-from benchwatch.model.samples import Sample
+    from benchwatch.model.samples import Sample
 
 
 class Collector(Protocol):
@@ -51,8 +52,10 @@ class CollectorSpec:
     default: bool = True
 
 
-# name -> spec, in registration order (the order collectors are polled and exposed).
+# name -> spec, filled by load_collectors().
 COLLECTORS: dict[str, CollectorSpec] = {}
+# The modules that register collectors; their order is the order of polling and of /metrics.
+COLLECTOR_MODULES = ("pgbench_runs", "checkpoints")
 
 
 def register_collector(name: str, help: str, *, default: bool = True):
@@ -65,20 +68,38 @@ def register_collector(name: str, help: str, *, default: bool = True):
     return add
 
 
+def load_collectors() -> dict[str, CollectorSpec]:
+    """Import the collector modules, which register themselves; returns :data:`COLLECTORS`.
+
+    Not done when this package is imported: the CLI imports it to build its
+    parsers, and the collectors' imports (prometheus_client, the run model)
+    would double the start-up time of every other command.
+    """
+    for module in COLLECTOR_MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+    return COLLECTORS
+
+
 def add_collector_flags(parser: argparse.ArgumentParser) -> None:
-    for spec in COLLECTORS.values():
-        state = "on" if spec.default else "off"
-        parser.add_argument(f"--collector.{spec.name}", dest=f"collector_{spec.name}",
-                            action=argparse.BooleanOptionalAction, default=spec.default,
-                            help=f"{spec.help} (default {state})")
+    """``--[no-]collector.NAME`` for every registered collector, added when ``parser`` first parses
+    (for the daemon, or its --help), so that merely building the CLI loads no collector."""
+    parse_known_args = parser.parse_known_args
+    added = False
+
+    def parse_with_flags(args=None, namespace=None):
+        nonlocal added
+        if not added:
+            added = True
+            for spec in load_collectors().values():
+                state = "on" if spec.default else "off"
+                parser.add_argument(f"--collector.{spec.name}", dest=f"collector_{spec.name}",
+                                    action=argparse.BooleanOptionalAction, default=spec.default,
+                                    help=f"{spec.help} (default {state})")
+        return parse_known_args(args, namespace)
+
+    parser.parse_known_args = parse_with_flags  # type: ignore[method-assign]
 
 
 def enabled_collectors(args: argparse.Namespace) -> dict[str, bool]:
     """The --[no-]collector.NAME choices of parsed arguments."""
-    return {name: getattr(args, f"collector_{name}") for name in COLLECTORS}
-
-
-# The collector modules register themselves on import (they need the names
-# above, hence at the end); this order is the order of polling and of /metrics.
-for _module in ("pgbench_runs", "checkpoints"):
-    importlib.import_module(f"{__name__}.{_module}")
+    return {name: getattr(args, f"collector_{name}") for name in load_collectors()}

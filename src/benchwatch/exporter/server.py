@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from benchwatch.exporter import COLLECTORS, Collector, ExporterOptions, enabled_collectors
+from benchwatch.exporter import Collector, ExporterOptions, enabled_collectors, load_collectors
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.sink.remote_write import BufferedRemoteWriter
 
@@ -132,10 +132,11 @@ class Exporter:
                  collectors: dict[str, bool] | None = None, clock: Callable[[], float] = time.time,
                  registry: CollectorRegistry | None = None, archive_runs: bool = True,
                  timer: Callable[[], float] = time.perf_counter):
-        unknown = sorted(set(collectors or {}) - set(COLLECTORS))
+        registered = load_collectors()
+        unknown = sorted(set(collectors or {}) - set(registered))
         if unknown:
-            raise ValueError(f"unknown collectors {unknown}; known: {sorted(COLLECTORS)}")
-        enabled = {name: spec.default for name, spec in COLLECTORS.items()}
+            raise ValueError(f"unknown collectors {unknown}; known: {sorted(registered)}")
+        enabled = {name: spec.default for name, spec in registered.items()}
         enabled.update(collectors or {})
         self.registry = registry if registry is not None else CollectorRegistry()
         self.writer = BufferedRemoteWriter(remote_write_url)
@@ -147,7 +148,7 @@ class Exporter:
         options = ExporterOptions(runs_dir=runs_dir, sink=self.writer.enqueue, registry=self.registry,
                                   server_log=server_log, clock=clock, archive_url=archive_url)
         self.collectors: dict[str, Collector] = {}
-        for name, spec in COLLECTORS.items():
+        for name, spec in registered.items():
             collector = spec.factory(options) if enabled[name] else None
             if collector is not None:
                 self.collectors[name] = collector
