@@ -1,17 +1,105 @@
-"""The benchwatch exporter: one collector per module, switched like node_exporter's."""
+"""The benchwatch exporter: one collector per module, switched like node_exporter's.
+
+Each collector module registers itself here with :func:`register_collector`
+(name, help, default on or off, and a factory taking the exporter's options).
+``--[no-]collector.NAME`` flags and the daemon's set of collectors are both
+read from :data:`COLLECTORS`, so a new collector is one module and its name
+in :data:`COLLECTOR_MODULES`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
-# collector name -> what it does; each is on by default, --no-collector.NAME turns it off.
-COLLECTORS = {
-    "pgbench_runs": "follow pgbench run directories and remote-write their series",
-    "checkpoints": "follow the PostgreSQL server log for checkpoints",
-}
+if TYPE_CHECKING:
+    from prometheus_client import CollectorRegistry
+
+    from benchwatch.model.samples import Sample
+
+
+class Collector(Protocol):
+    """What the daemon drives: poll() reads its source and sends samples, collect() serves /metrics."""
+
+    def poll(self) -> object: ...
+
+    def collect(self) -> Iterable: ...
+
+
+@dataclass
+class ExporterOptions:
+    """What a collector factory may use; built once by the daemon from its command line."""
+
+    runs_dir: str
+    sink: Callable[[list[Sample]], None]
+    registry: CollectorRegistry
+    server_log: str | None = None
+    clock: Callable[[], float] = time.time
+    # Prometheus' base URL when finished runs' series are to be saved in their run directory.
+    archive_url: str | None = None
+
+
+@dataclass(frozen=True)
+class CollectorSpec:
+    name: str
+    help: str
+    # Returns None when the options leave it nothing to do (e.g. no server log given).
+    factory: Callable[[ExporterOptions], Collector | None] = field(compare=False)
+    default: bool = True
+
+
+# name -> spec, filled by load_collectors().
+COLLECTORS: dict[str, CollectorSpec] = {}
+# The modules that register collectors; their order is the order of polling and of /metrics.
+COLLECTOR_MODULES = ("pgbench_runs", "checkpoints")
+
+
+def register_collector(name: str, help: str, *, default: bool = True):
+    """Decorator for a collector factory: ``@register_collector("name", "what it does")``."""
+    def add(factory: Callable[[ExporterOptions], Collector | None]):
+        if name in COLLECTORS:
+            raise ValueError(f"collector {name!r} registered twice")
+        COLLECTORS[name] = CollectorSpec(name, help, factory, default)
+        return factory
+    return add
+
+
+def load_collectors() -> dict[str, CollectorSpec]:
+    """Import the collector modules, which register themselves; returns :data:`COLLECTORS`.
+
+    Not done when this package is imported: the CLI imports it to build its
+    parsers, and the collectors' imports (prometheus_client, the run model)
+    would double the start-up time of every other command.
+    """
+    for module in COLLECTOR_MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+    return COLLECTORS
 
 
 def add_collector_flags(parser: argparse.ArgumentParser) -> None:
-    for name, help_text in COLLECTORS.items():
-        parser.add_argument(f"--collector.{name}", dest=f"collector_{name}", action=argparse.BooleanOptionalAction,
-                            default=True, help=help_text)
+    """``--[no-]collector.NAME`` for every registered collector, added when ``parser`` first parses
+    (for the daemon, or its --help), so that merely building the CLI loads no collector."""
+    parse_known_args = parser.parse_known_args
+    added = False
+
+    def parse_with_flags(args=None, namespace=None):
+        nonlocal added
+        if not added:
+            added = True
+            for spec in load_collectors().values():
+                state = "on" if spec.default else "off"
+                parser.add_argument(f"--collector.{spec.name}", dest=f"collector_{spec.name}",
+                                    action=argparse.BooleanOptionalAction, default=spec.default,
+                                    help=f"{spec.help} (default {state})")
+        return parse_known_args(args, namespace)
+
+    parser.parse_known_args = parse_with_flags  # type: ignore[method-assign]
+
+
+def enabled_collectors(args: argparse.Namespace) -> dict[str, bool]:
+    """The --[no-]collector.NAME choices of parsed arguments."""
+    return {name: getattr(args, f"collector_{name}") for name in load_collectors()}

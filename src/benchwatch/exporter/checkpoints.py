@@ -36,6 +36,7 @@ from datetime import tzinfo
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from benchwatch.engines.postgres import server_log as pg_log
+from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 
@@ -337,3 +338,10 @@ class CheckpointCollector:
         for event, n in sorted(self.model.unmatched.items()):
             c.add_metric([event], n)
         yield c
+
+
+@register_collector("checkpoints", "follow the PostgreSQL server log for checkpoints")
+def _build(options: ExporterOptions) -> CheckpointCollector | None:
+    if not options.server_log:
+        return None  # nothing to follow (an existing PostgreSQL whose log is elsewhere)
+    return CheckpointCollector(options.server_log, options.sink, clock=options.clock)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.txlog import TXLOG_METRICS
 
@@ -41,12 +42,27 @@ See [latency-percentiles.md](latency-percentiles.md).
 """
 
 
+SELF_HEADER = """
+## The exporter itself (on its /metrics only)
+
+`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`: the collectors
+switched by `--[no-]collector.NAME`), like node_exporter's `node_scrape_collector_*`; a collector that
+raises is counted and the others go on. The `checkpoints` collector's own figures
+(`benchwatch_exporter_checkpoints_*`) are listed in [checkpoints.md](checkpoints.md). The daemon's
+process is described by client_python's standard `process_*` (CPU, resident memory, open files) and
+`python_*` (garbage collection, `python_info`) metrics.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
+
 def _rows(catalogue: dict) -> str:
     return "\n".join(f"| `{name}` | {kind} | {text} |" for name, (kind, text) in catalogue.items()) + "\n"
 
 
 def render() -> str:
-    return HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
+    return HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS) + SELF_HEADER + _rows(SELF_METRICS)
 
 
 if __name__ == "__main__":

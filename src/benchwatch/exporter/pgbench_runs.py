@@ -15,7 +15,9 @@ from collections.abc import Callable, Iterable
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.follow import LineFollower
+from benchwatch.exporter.run_archiver import RunArchiver
 from benchwatch.model import replay
 from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.samples import Sample
@@ -167,3 +169,12 @@ class PgbenchRunsCollector:
                 family.add_metric([s.labels.get(k, "") for k in labels], s.value)
             families.append(family)
         return families
+
+
+@register_collector("pgbench_runs", "follow pgbench run directories and remote-write their series")
+def _build(options: ExporterOptions) -> PgbenchRunsCollector:
+    archiver = None
+    if options.archive_url:
+        archiver = RunArchiver(options.archive_url)
+        options.registry.register(archiver)
+    return PgbenchRunsCollector(options.runs_dir, options.sink, clock=options.clock, on_finished=archiver)

@@ -8,20 +8,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import queue
 import signal
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from benchwatch.exporter import COLLECTORS
-from benchwatch.exporter.checkpoints import CheckpointCollector
-from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
+from benchwatch.exporter import Collector, ExporterOptions, enabled_collectors, load_collectors
+from benchwatch.exporter import self_metrics as sm
 from benchwatch.sink.remote_write import BufferedRemoteWriter
 
 log = logging.getLogger("benchwatch.exporter")
@@ -29,66 +26,53 @@ log = logging.getLogger("benchwatch.exporter")
 # How often files are checked for new lines: bounds line-to-Prometheus latency
 # (median 136 ms at 0.25 s, against a 1 s target) at a third of 0.1 s's CPU.
 POLL_INTERVAL_S = 0.25
+WRITE_PATH = "/api/v1/write"
 
 
-class WriterStats:
-    """Self-metrics of the remote-write sink."""
+class RemoteWriteStats:
+    """Self-metrics of the remote-write sink, as the writer counts them."""
 
     def __init__(self, writer: BufferedRemoteWriter):
         self.writer = writer
 
     def collect(self):
-        w = self.writer
-        c = CounterMetricFamily("benchwatch_exporter_remote_write_samples", "Samples delivered to Prometheus by remote write.")
-        c.add_metric([], getattr(w, "sent_samples", 0))
-        yield c
-        c = CounterMetricFamily("benchwatch_exporter_remote_write_failed_requests", "Remote-write requests that failed.")
-        c.add_metric([], getattr(w, "failed_requests", 0))
-        yield c
-        c = CounterMetricFamily("benchwatch_exporter_remote_write_dropped_samples", "Samples dropped because the pending buffer was full.")
-        c.add_metric([], getattr(w, "dropped_samples", 0))
-        yield c
-        g = GaugeMetricFamily("benchwatch_exporter_remote_write_pending_samples", "Samples waiting to be delivered.")
-        g.add_metric([], float(w.pending_count()) if hasattr(w, "pending_count") else 0.0)
-        yield g
+        stats = self.writer.stats()
+        for name, value in ((sm.RW_SENT, stats.sent), (sm.RW_FAILED_REQUESTS, stats.failed_requests),
+                            (sm.RW_REJECTED, stats.rejected), (sm.RW_DROPPED, stats.dropped),
+                            (sm.RW_PENDING, stats.pending)):
+            f = sm.family(name)
+            f.add_metric([], value)
+            yield f
 
 
-class RunArchiver:
-    """Saves each finished run's series into its run directory, so a later snapshot needs no Prometheus.
+class PollStats:
+    """Per-collector health, like node_exporter's node_scrape_collector_*: the last poll's outcome and time."""
 
-    In a thread of its own: saving waits until Prometheus has scraped a few
-    seconds past the run, and the poll loop must not wait with it.
-    """
+    def __init__(self, names):
+        self.lock = threading.Lock()
+        self.errors = dict.fromkeys(names, 0)
+        self.last: dict[str, tuple[bool, float]] = {}  # name -> (success, seconds); absent until polled
 
-    def __init__(self, prometheus_url: str):
-        self.prometheus_url = prometheus_url
-        self.queue: queue.Queue = queue.Queue()
-        self.saved = 0
-        self.failed = 0
-        threading.Thread(target=self._work, daemon=True, name="run-archiver").start()
-
-    def __call__(self, run) -> None:
-        self.queue.put(run)
-
-    def _work(self) -> None:
-        from benchwatch.share.archive import save_run_series
-
-        while True:
-            run = self.queue.get()
-            try:
-                save_run_series(run.path, self.prometheus_url)
-                self.saved += 1
-            except Exception:  # Prometheus away, a run without data: the raw output is still there
-                self.failed += 1
-                log.exception("could not save the series of run %s", run.run_id)
+    def record(self, name: str, ok: bool, seconds: float) -> bool:
+        """Note a poll; returns whether the previous one (if any) had succeeded."""
+        with self.lock:
+            before = self.last.get(name, (True, 0.0))[0]
+            self.last[name] = (ok, seconds)
+            if not ok:
+                self.errors[name] += 1
+        return before
 
     def collect(self):
-        c = CounterMetricFamily("benchwatch_exporter_run_series_saved", "Finished runs whose series were saved to their run directory.")
-        c.add_metric([], self.saved)
-        yield c
-        c = CounterMetricFamily("benchwatch_exporter_run_series_save_failures", "Finished runs whose series could not be saved.")
-        c.add_metric([], self.failed)
-        yield c
+        success = sm.family(sm.COLLECTOR_SUCCESS, ["collector"])
+        duration = sm.family(sm.COLLECTOR_DURATION, ["collector"])
+        errors = sm.family(sm.COLLECTOR_ERRORS, ["collector"])
+        with self.lock:
+            for name, (ok, seconds) in self.last.items():
+                success.add_metric([name], 1.0 if ok else 0.0)
+                duration.add_metric([name], seconds)
+            for name, n in self.errors.items():
+                errors.add_metric([name], n)
+        return [success, duration, errors]
 
 
 class AlertReceiver:
@@ -118,8 +102,7 @@ class AlertReceiver:
         return True
 
     def collect(self):
-        c = CounterMetricFamily("benchwatch_exporter_alert_notifications", "Alerts received from Alertmanager's webhook, by status.",
-                                labels=["status"])
+        c = sm.family(sm.ALERT_NOTIFICATIONS, ["status"])
         with self.lock:
             for status, n in sorted(self.counts.items()):
                 c.add_metric([status], n)
@@ -138,39 +121,67 @@ class LockedCollector:
 
 
 class Exporter:
+    """Collectors from the registry (:data:`benchwatch.exporter.COLLECTORS`), a remote-write sink, self-metrics.
+
+    ``collectors`` switches collectors by name (the rest keep their default);
+    ``registry`` is where /metrics comes from (a fresh one unless given);
+    ``timer`` times polls for the self-metrics.
+    """
+
     def __init__(self, *, runs_dir: str, remote_write_url: str, server_log: str | None = None,
                  collectors: dict[str, bool] | None = None, clock: Callable[[], float] = time.time,
-                 registry: CollectorRegistry | None = None, archive_runs: bool = True):
-        enabled = dict.fromkeys(COLLECTORS, True)
+                 registry: CollectorRegistry | None = None, archive_runs: bool = True,
+                 timer: Callable[[], float] = time.perf_counter):
+        registered = load_collectors()
+        unknown = sorted(set(collectors or {}) - set(registered))
+        if unknown:
+            raise ValueError(f"unknown collectors {unknown}; known: {sorted(registered)}")
+        enabled = {name: spec.default for name, spec in registered.items()}
         enabled.update(collectors or {})
-        self.registry = registry or CollectorRegistry()
+        self.registry = registry if registry is not None else CollectorRegistry()
         self.writer = BufferedRemoteWriter(remote_write_url)
         self.lock = threading.Lock()
-        self.pollers = []
-        if enabled["pgbench_runs"]:
-            archiver = None
-            if archive_runs and remote_write_url.endswith("/api/v1/write"):
-                archiver = RunArchiver(remote_write_url[:-len("/api/v1/write")])
-                self.registry.register(archiver)
-            runs = PgbenchRunsCollector(runs_dir, self.writer.enqueue, clock=clock, on_finished=archiver)
-            self.pollers.append(runs)
-            self.registry.register(LockedCollector(runs, self.lock))
-        if enabled["checkpoints"] and server_log:
-            checkpoints = CheckpointCollector(server_log, self.writer.enqueue, clock=clock)
-            self.pollers.append(checkpoints)
-            self.registry.register(LockedCollector(checkpoints, self.lock))
-        self.registry.register(WriterStats(self.writer))
+        self.timer = timer
+        archive_url = None
+        if archive_runs and remote_write_url.endswith(WRITE_PATH):
+            archive_url = remote_write_url[:-len(WRITE_PATH)]
+        options = ExporterOptions(runs_dir=runs_dir, sink=self.writer.enqueue, registry=self.registry,
+                                  server_log=server_log, clock=clock, archive_url=archive_url)
+        self.collectors: dict[str, Collector] = {}
+        for name, spec in registered.items():
+            collector = spec.factory(options) if enabled[name] else None
+            if collector is not None:
+                self.collectors[name] = collector
+                self.registry.register(LockedCollector(collector, self.lock))
+        self.poll_stats = PollStats(self.collectors)
+        self.registry.register(self.poll_stats)
+        self.registry.register(RemoteWriteStats(self.writer))
         self.alert_receiver = AlertReceiver()
         self.registry.register(self.alert_receiver)
+        # The daemon's own CPU, memory, open files, garbage collection and Python
+        # version, as any client_python exporter shows them: read at scrape time.
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
         self.server_log = server_log
 
     def poll_once(self) -> None:
         with self.lock:
-            for poller in self.pollers:
+            for name, collector in self.collectors.items():
+                start = self.timer()
+                error: Exception | None = None
                 try:
-                    poller.poll()
-                except Exception:  # one bad run must not stop the others
-                    log.exception("collector %s failed", type(poller).__name__)
+                    collector.poll()
+                except Exception as exc:  # one bad run or log must not stop the others, nor the daemon
+                    error = exc
+                ok = error is None
+                was_ok = self.poll_stats.record(name, ok, self.timer() - start)
+                # The traceback once when a collector starts failing, not 4 times a second.
+                if was_ok and not ok:
+                    log.error("collector %s failed (benchwatch_exporter_collector_errors_total counts the next)", name,
+                              exc_info=error)
+                elif ok and not was_ok:
+                    log.info("collector %s works again", name)
         self.writer.flush()
 
     def serve(self, host: str, port: int, stop: threading.Event) -> None:
@@ -223,8 +234,7 @@ def main(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     host, _, port = args.listen.rpartition(":")
     exporter = Exporter(runs_dir=args.runs_dir, remote_write_url=args.remote_write_url,
-                        server_log=args.server_log,
-                        collectors={name: getattr(args, f"collector_{name}") for name in COLLECTORS})
+                        server_log=args.server_log, collectors=enabled_collectors(args))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

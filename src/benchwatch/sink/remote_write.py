@@ -28,6 +28,7 @@ import urllib.parse
 import urllib.request
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from http.client import HTTPException
 
 import cramjam
@@ -36,6 +37,7 @@ from benchwatch.model.samples import Sample, group_by_series, validate_series
 
 __all__ = [
     "BufferedRemoteWriter",
+    "QueueStats",
     "RemoteWriteError",
     "RemoteWriter",
     "compress",
@@ -327,6 +329,17 @@ def _batches(items: Sequence[Sample], max_batch: int):
         start = end
 
 
+@dataclass(frozen=True)
+class QueueStats:
+    """A consistent reading of a :class:`BufferedRemoteWriter`'s counters (samples unless said)."""
+
+    pending: int
+    sent: int
+    rejected: int  # refused by the receiver for good (4xx, "too old sample"), or unencodable
+    dropped: int  # pushed out of a full queue, never sent
+    failed_requests: int
+
+
 class BufferedRemoteWriter:
     """Remote writer for a long-running daemon: queue now, deliver later.
 
@@ -339,8 +352,9 @@ class BufferedRemoteWriter:
     ``flush`` never raises.  Safe to use from several threads.
 
     Counters for self-metrics: ``sent_samples``, ``failed_requests``,
-    ``dropped_samples``, ``rejected_samples``; ``last_error`` holds the last
-    :class:`RemoteWriteError` (or ``None``).
+    ``dropped_samples``, ``rejected_samples``, all read at once by
+    :meth:`stats`; ``last_error`` holds the last :class:`RemoteWriteError`
+    (or ``None``).
     """
 
     def __init__(
@@ -366,12 +380,22 @@ class BufferedRemoteWriter:
         self.failed_requests = 0
         self.dropped_samples = 0
         self.rejected_samples = 0
+        self._in_flight = 0  # taken off the queue by flush, not yet delivered nor given up
         self.last_error: RemoteWriteError | None = None
 
     @property
     def pending(self) -> int:
         """Number of samples waiting to be sent."""
         return len(self._pending)
+
+    def stats(self) -> QueueStats:
+        """All counters and the queue length, taken under the lock so they add up.
+
+        ``pending`` counts the batch being sent too: its samples still wait.
+        """
+        with self._lock:
+            return QueueStats(pending=len(self._pending) + self._in_flight, sent=self.sent_samples, rejected=self.rejected_samples,
+                              dropped=self.dropped_samples, failed_requests=self.failed_requests)
 
     def enqueue(self, samples: Iterable[Sample]) -> None:
         with self._lock:
@@ -410,11 +434,13 @@ class BufferedRemoteWriter:
                         break
                     popleft = self._pending.popleft
                     batch = [popleft() for _ in range(take)]
+                    self._in_flight = take
                 budget -= take
                 try:
                     self.writer.send_batch(batch)
                 except RemoteWriteError as exc:
                     with self._lock:
+                        self._in_flight = 0
                         self.failed_requests += 1
                         self.last_error = exc
                         if exc.retryable:
@@ -433,6 +459,7 @@ class BufferedRemoteWriter:
                     if len(valid) == len(batch):
                         valid = []  # not a naming problem: drop the batch rather than loop
                     with self._lock:
+                        self._in_flight = 0
                         self.rejected_samples += len(batch) - len(valid)
                         self._pending.extendleft(reversed(valid))
                     budget += len(valid)  # strictly fewer than taken: progress
@@ -442,6 +469,7 @@ class BufferedRemoteWriter:
                     )
                 except Exception as exc:
                     with self._lock:
+                        self._in_flight = 0
                         self.rejected_samples += len(batch)
                     self.logger.error(
                         "remote write to %s: dropped %d samples: %s: %s",
@@ -449,6 +477,7 @@ class BufferedRemoteWriter:
                     )
                 else:
                     with self._lock:
+                        self._in_flight = 0
                         self.sent_samples += len(batch)
                     delivered += len(batch)
         finally:

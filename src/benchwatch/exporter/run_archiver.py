@@ -1,0 +1,47 @@
+"""Saves each finished run's series into its run directory, so a later snapshot needs no Prometheus."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+
+from benchwatch.exporter import self_metrics as sm
+
+log = logging.getLogger("benchwatch.exporter")
+
+
+class RunArchiver:
+    """Called with each finished run; saves its series from Prometheus.
+
+    In a thread of its own: saving waits until Prometheus has scraped a few
+    seconds past the run, and the poll loop must not wait with it.
+    """
+
+    def __init__(self, prometheus_url: str):
+        self.prometheus_url = prometheus_url
+        self.queue: queue.Queue = queue.Queue()
+        self.saved = 0
+        self.failed = 0
+        threading.Thread(target=self._work, daemon=True, name="run-archiver").start()
+
+    def __call__(self, run) -> None:
+        self.queue.put(run)
+
+    def _work(self) -> None:
+        from benchwatch.share.archive import save_run_series
+
+        while True:
+            run = self.queue.get()
+            try:
+                save_run_series(run.path, self.prometheus_url)
+                self.saved += 1
+            except Exception:  # Prometheus away, a run without data: the raw output is still there
+                self.failed += 1
+                log.exception("could not save the series of run %s", run.run_id)
+
+    def collect(self):
+        for name, value in ((sm.RUNS_SAVED, self.saved), (sm.RUNS_SAVE_FAILURES, self.failed)):
+            f = sm.family(name)
+            f.add_metric([], value)
+            yield f

@@ -1,0 +1,43 @@
+"""The exporter's metrics about itself: one catalogue for /metrics and for docs/metrics.md."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+COLLECTOR_SUCCESS = "benchwatch_exporter_collector_success"
+COLLECTOR_DURATION = "benchwatch_exporter_collector_duration_seconds"
+COLLECTOR_ERRORS = "benchwatch_exporter_collector_errors_total"
+RW_SENT = "benchwatch_exporter_remote_write_samples_total"
+RW_FAILED_REQUESTS = "benchwatch_exporter_remote_write_failed_requests_total"
+RW_REJECTED = "benchwatch_exporter_remote_write_rejected_samples_total"
+RW_DROPPED = "benchwatch_exporter_remote_write_dropped_samples_total"
+RW_PENDING = "benchwatch_exporter_remote_write_pending_samples"
+RUNS_SAVED = "benchwatch_exporter_run_series_saved_total"
+RUNS_SAVE_FAILURES = "benchwatch_exporter_run_series_save_failures_total"
+ALERT_NOTIFICATIONS = "benchwatch_exporter_alert_notifications_total"
+
+# name -> (type, help).
+SELF_METRICS = {
+    COLLECTOR_SUCCESS: ("gauge", "1 if the collector's last poll succeeded, 0 if it raised."),
+    COLLECTOR_DURATION: ("gauge", "Time the collector's last poll took."),
+    COLLECTOR_ERRORS: ("counter", "Polls of the collector that raised (logged; the other collectors go on)."),
+    RW_SENT: ("counter", "Samples delivered to Prometheus by remote write."),
+    RW_FAILED_REQUESTS: ("counter", "Remote-write requests that failed (kept for a retry, or rejected)."),
+    RW_REJECTED: ("counter", "Samples Prometheus refused for good (4xx, out of bounds, too old) or that could not be "
+                             "encoded: dropped, not retried."),
+    RW_DROPPED: ("counter", "Samples dropped because the pending buffer was full."),
+    RW_PENDING: ("gauge", "Samples waiting to be delivered (queued or being sent)."),
+    RUNS_SAVED: ("counter", "Finished runs whose series were saved to their run directory."),
+    RUNS_SAVE_FAILURES: ("counter", "Finished runs whose series could not be saved."),
+    ALERT_NOTIFICATIONS: ("counter", "Alerts received from Alertmanager's webhook, by status."),
+}
+
+
+def family(name: str, labels: Sequence[str] = ()) -> CounterMetricFamily | GaugeMetricFamily:
+    """An empty family of a catalogued metric (a counter is named without _total, as client_python wants)."""
+    kind, help_text = SELF_METRICS[name]
+    if kind == "counter":
+        return CounterMetricFamily(name.removesuffix("_total"), help_text, labels=labels)
+    return GaugeMetricFamily(name, help_text, labels=labels)
