@@ -8,7 +8,6 @@ import os
 import shlex
 import sys
 
-from benchwatch.exporter import add_collector_flags
 from benchwatch.stack.config import DEFAULT_PORTS, load_config
 from benchwatch.stack.native import Stack, StackError
 
@@ -167,12 +166,6 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_exporter(args: argparse.Namespace) -> int:
-    from benchwatch.exporter import server
-
-    return server.main(args)
-
-
 def cmd_demo(args: argparse.Namespace) -> int:
     from benchwatch.demo import demo
 
@@ -219,13 +212,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-id", help="the run id to use (default: from the start time)")
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("exporter", help="the exporter daemon (started by up)")
-    p.add_argument("--listen", default=f"127.0.0.1:{DEFAULT_PORTS['benchwatch_exporter']}")
-    p.add_argument("--runs-dir", required=True)
-    p.add_argument("--remote-write-url", required=True)
-    p.add_argument("--server-log", help="PostgreSQL server log to follow for checkpoints")
-    add_collector_flags(p)
-    p.set_defaults(func=cmd_exporter)
+    # Listed here; main() hands its arguments to the daemon, which parses its own (collector flags included).
+    sub.add_parser("exporter", add_help=False, help="the exporter daemon (started by up; benchwatch exporter --help)")
 
     p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary")
     _add_stack_options(p)
@@ -237,6 +225,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["exporter"]:
+        from benchwatch.exporter import server
+
+        return server.main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     return args.func(args)

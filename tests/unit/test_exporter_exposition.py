@@ -14,8 +14,7 @@ import sys
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from benchwatch.cli import build_parser
-from benchwatch.exporter import enabled_collectors, load_collectors
+from benchwatch.exporter import enabled_collectors, load_collectors, server
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.exporter.server import Exporter
@@ -212,8 +211,8 @@ def test_collectors_switched_off_or_without_input_are_not_built(tmp_path, refuse
 
 
 def test_collector_flags_come_from_the_registry():
-    parser = build_parser()
-    base = ["exporter", "--runs-dir", "r", "--remote-write-url", "http://127.0.0.1:9/api/v1/write"]
+    parser = server.build_parser()
+    base = ["--runs-dir", "r", "--remote-write-url", "http://127.0.0.1:9/api/v1/write"]
     assert enabled_collectors(parser.parse_args(base)) == {name: spec.default for name, spec in load_collectors().items()}
     assert list(load_collectors()) == ["pgbench_runs", "checkpoints"]
     args = parser.parse_args(base + ["--no-collector.checkpoints", "--collector.pgbench_runs"])

@@ -71,9 +71,9 @@ def register_collector(name: str, help: str, *, default: bool = True):
 def load_collectors() -> dict[str, CollectorSpec]:
     """Import the collector modules, which register themselves; returns :data:`COLLECTORS`.
 
-    Not done when this package is imported: the CLI imports it to build its
-    parsers, and the collectors' imports (prometheus_client, the run model)
-    would double the start-up time of every other command.
+    Not done when this package is imported: the collectors' imports
+    (prometheus_client, the run model) are the daemon's business, and would
+    double the start-up time of every other command.
     """
     for module in COLLECTOR_MODULES:
         importlib.import_module(f"{__name__}.{module}")
@@ -81,23 +81,12 @@ def load_collectors() -> dict[str, CollectorSpec]:
 
 
 def add_collector_flags(parser: argparse.ArgumentParser) -> None:
-    """``--[no-]collector.NAME`` for every registered collector, added when ``parser`` first parses
-    (for the daemon, or its --help), so that merely building the CLI loads no collector."""
-    parse_known_args = parser.parse_known_args
-    added = False
-
-    def parse_with_flags(args=None, namespace=None):
-        nonlocal added
-        if not added:
-            added = True
-            for spec in load_collectors().values():
-                state = "on" if spec.default else "off"
-                parser.add_argument(f"--collector.{spec.name}", dest=f"collector_{spec.name}",
-                                    action=argparse.BooleanOptionalAction, default=spec.default,
-                                    help=f"{spec.help} (default {state})")
-        return parse_known_args(args, namespace)
-
-    parser.parse_known_args = parse_with_flags  # type: ignore[method-assign]
+    """``--[no-]collector.NAME`` for every registered collector."""
+    for spec in load_collectors().values():
+        state = "on" if spec.default else "off"
+        parser.add_argument(f"--collector.{spec.name}", dest=f"collector_{spec.name}",
+                            action=argparse.BooleanOptionalAction, default=spec.default,
+                            help=f"{spec.help} (default {state})")
 
 
 def enabled_collectors(args: argparse.Namespace) -> dict[str, bool]:

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from benchwatch.exporter import Collector, ExporterOptions, enabled_collectors, load_collectors
+from benchwatch.exporter import Collector, ExporterOptions, add_collector_flags, enabled_collectors, load_collectors
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.sink.remote_write import BufferedRemoteWriter
 
@@ -230,7 +230,18 @@ class Exporter:
             httpd.shutdown()
 
 
-def main(args: argparse.Namespace) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="benchwatch exporter", description="The benchwatch exporter daemon (started by up).")
+    parser.add_argument("--listen", default="127.0.0.1:19188", help="address of /metrics and /alerts (default 127.0.0.1:19188)")
+    parser.add_argument("--runs-dir", required=True)
+    parser.add_argument("--remote-write-url", required=True)
+    parser.add_argument("--server-log", help="PostgreSQL server log to follow for checkpoints")
+    add_collector_flags(parser)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     host, _, port = args.listen.rpartition(":")
     exporter = Exporter(runs_dir=args.runs_dir, remote_write_url=args.remote_write_url,
