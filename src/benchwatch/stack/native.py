@@ -153,8 +153,12 @@ class Stack:
         return params
 
     def pg_env(self) -> dict[str, str]:
-        """PG* variables for pgbench/psql: everything but the password, which is in the pgpass file."""
-        return dsn.libpq_env(self.pg_params(), self.path("secrets", "pgpass"))
+        """PG* variables for pgbench/psql: everything but the password, which is in the pgpass file.
+
+        A DSN without a password leaves PGPASSFILE unset: our pgpass would hold an
+        empty password and hide the user's own ~/.pgpass."""
+        params = self.pg_params()
+        return dsn.libpq_env(params, self.path("secrets", "pgpass") if "password" in params else None)
 
     def public_dsn(self) -> str:
         params = self.pg_params()
@@ -435,10 +439,11 @@ class Stack:
         # The database name goes as PGDATABASE: postgres_exporter 0.11 splits the
         # DSN on spaces to name the server, and rejects any value holding one.
         database = params.pop("dbname", None)
-        env = dict(self._base_env(), DATA_SOURCE_NAME=dsn.to_uri(params),
-                   PGPASSFILE=self.path("secrets", "pgpass"))
+        env = dict(self._base_env(), DATA_SOURCE_NAME=dsn.to_uri(params))
         if database:
             env["PGDATABASE"] = database
+        if "PGPASSFILE" in self.pg_env():  # else lib/pq reads the user's ~/.pgpass
+            env["PGPASSFILE"] = self.pg_env()["PGPASSFILE"]
         self._spawn("postgres_exporter", [
             binary("postgres_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['postgres_exporter']}",
             f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
