@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import shlex
+import shutil
 import sys
 
 from benchwatch.stack.config import DEFAULT_PORTS, load_config
@@ -166,6 +167,82 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+# What picks the server a libpq client reaches: cleared so that psql/env mean
+# the stack's server whatever the shell had (PGPASSWORD would beat the pgpass file).
+# PGSSLMODE is left alone: clearing a user's "require" would weaken it.
+PG_TARGET_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE", "PGPASSWORD", "PGPASSFILE", "PGSERVICE")
+
+
+def _stack_pg_env(stack: Stack) -> dict[str, str] | None:
+    """The stack's PG* variables (password in the pgpass file), or None with the reason said."""
+    if not os.path.exists(stack.cfg.stack_file):
+        say(f"no stack in {stack.cfg.state_dir}: start it with ./benchwatch up")
+        return None
+    return stack.pg_env()
+
+
+def cmd_psql(args: argparse.Namespace) -> int:
+    from benchwatch.stack.native import pg_bindir
+
+    stack = _stack(args)
+    pg_env = _stack_pg_env(stack)
+    if pg_env is None:
+        return 1
+    bindir = pg_bindir()
+    psql = os.path.join(bindir, "psql") if bindir and os.path.exists(os.path.join(bindir, "psql")) else shutil.which("psql")
+    if not psql:
+        say("psql is not installed: apt-get install postgresql-client")
+        return 127
+    argv = list(args.args)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    env = {k: v for k, v in os.environ.items() if k not in PG_TARGET_VARS}
+    env.update(pg_env)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(psql, [psql, *argv], env)  # psql owns the terminal; its exit code is ours
+
+
+def shell_exports(pg_env: dict[str, str]) -> str:
+    """POSIX shell lines that set exactly these PG* variables and clear the other ones that pick a server."""
+    lines = [f"export {key}={shlex.quote(value)}" for key, value in sorted(pg_env.items())]
+    cleared = [k for k in PG_TARGET_VARS if k not in pg_env]
+    if cleared:
+        lines.append("unset " + " ".join(cleared))
+    return "\n".join(lines) + "\n"
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    pg_env = _stack_pg_env(_stack(args))
+    if pg_env is None:
+        return 1
+    sys.stdout.write(shell_exports(pg_env))
+    return 0
+
+
+def _passthrough(argv: list[str], command: str) -> list[str]:
+    """For `command`, benchwatch's stack options come first; everything after them is the program's.
+
+    argparse cannot leave options it does not know (psql's -c, -At) to a REMAINDER
+    positional, so a "--" is put where benchwatch's options end."""
+    if not argv or argv[0] != command:
+        return argv
+    probe = argparse.ArgumentParser(add_help=False)
+    _add_stack_options(probe)
+    takes_value = {o for a in probe._actions for o in a.option_strings}  # each takes one value
+    i = 1
+    while i < len(argv):
+        if argv[i] in takes_value:
+            i += 2
+        elif "=" in argv[i] and argv[i].split("=", 1)[0] in takes_value:
+            i += 1
+        else:
+            break
+    if i < len(argv) and argv[i] == "--":
+        return argv
+    return argv[:i] + ["--"] + argv[i:]
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from benchwatch.demo import demo
 
@@ -219,6 +296,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stack_options(p)
     p.add_argument("--duration", type=int, default=40, help="seconds of pgbench (default 40)")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("psql", add_help=False, help="psql connected to the stack's server: benchwatch psql [PSQL ARGS]")
+    _add_stack_options(p)
+    p.add_argument("args", nargs=argparse.REMAINDER, help="passed to psql unchanged")
+    p.set_defaults(func=cmd_psql)
+
+    p = sub.add_parser("env", help='PG* variables of the stack\'s server, for eval "$(benchwatch env)"')
+    _add_stack_options(p)
+    p.set_defaults(func=cmd_env)
     from benchwatch.share.commands import register as register_snapshot
     register_snapshot(sub, _add_stack_options, _stack)
     return parser
@@ -231,5 +316,6 @@ def main(argv: list[str] | None = None) -> int:
 
         return server.main(argv[1:])
     parser = build_parser()
+    argv = _passthrough(argv, "psql")
     args = parser.parse_args(argv)
     return args.func(args)

@@ -154,8 +154,12 @@ class Stack:
         return params
 
     def pg_env(self) -> dict[str, str]:
-        """PG* variables for pgbench/psql: everything but the password, which is in the pgpass file."""
-        return dsn.libpq_env(self.pg_params(), self.path("secrets", "pgpass"))
+        """PG* variables for pgbench/psql: everything but the password, which is in the pgpass file.
+
+        A DSN without a password leaves PGPASSFILE unset: our pgpass would hold an
+        empty password and hide the user's own ~/.pgpass."""
+        params = self.pg_params()
+        return dsn.libpq_env(params, self.path("secrets", "pgpass") if "password" in params else None)
 
     def public_dsn(self) -> str:
         params = self.pg_params()
@@ -351,34 +355,22 @@ class Stack:
         with open(os.path.join(data, "postgresql.conf"), "a", encoding="utf-8") as f:
             f.write("\ninclude_if_exists = 'benchwatch.conf'\n")
 
-    def _psql(self, sql: str, dbname: str | None = None, timeout: float = 10.0) -> subprocess.CompletedProcess:
-        env = dict(os.environ, **self.pg_env())
-        if dbname:
-            env["PGDATABASE"] = dbname
-        return subprocess.run([os.path.join(pg_bindir() or "/usr/bin", "psql"), "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                              capture_output=True, text=True, env=env, timeout=timeout, stdin=subprocess.DEVNULL)
-
     def _pg_ready(self) -> bool:
-        # pgpass may not exist yet during the first start: pass the password via the environment of psql only.
-        env = dict(os.environ, **dsn.libpq_env(self.pg_params(), None))
-        env["PGDATABASE"] = "postgres"
-        password = self.pg_params().get("password")
-        if password:
-            env["PGPASSWORD"] = password
-        try:
-            r = subprocess.run([os.path.join(pg_bindir() or "/usr/bin", "psql"), "-X", "-Atqc", "select 1"],
-                               capture_output=True, text=True, env=env, timeout=5, stdin=subprocess.DEVNULL)
-        except (subprocess.TimeoutExpired, FileNotFoundError):
-            return False
-        return r.returncode == 0
+        # psycopg costs ~0.2 s to import: only commands that talk to the server pay for it.
+        from benchwatch.engines.postgres import connect
+
+        # pgpass may not exist yet during the first start: the password goes as a connection keyword.
+        return connect.ready(self.pg_params(), dbname="postgres")
 
     def _ensure_database(self) -> None:
-        dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
-        r = self._psql(f"SELECT 1 FROM pg_database WHERE datname = '{self.cfg.pg_database}'", dbname="postgres")
-        if r.returncode == 0 and r.stdout.strip() != "1":
-            r = self._psql(f'CREATE DATABASE "{self.cfg.pg_database}"', dbname="postgres")
-        if r.returncode != 0:
-            raise StackError(f"could not create database {self.cfg.pg_database}: {r.stderr.strip()}")
+        import psycopg
+
+        from benchwatch.engines.postgres import connect
+
+        try:
+            connect.ensure_database(self.pg_params(), self.cfg.pg_database)
+        except psycopg.Error as e:
+            raise StackError(f"could not create database {self.cfg.pg_database!r}: {str(e).strip()}") from None
 
     def _write_prometheus_config(self) -> str:
         etc = self.path("prometheus", "etc")
@@ -442,8 +434,14 @@ class Stack:
         dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
         params = self.pg_params()
         params.pop("password", None)
-        env = dict(self._base_env(), DATA_SOURCE_NAME=dsn.to_uri(params),
-                   PGPASSFILE=self.path("secrets", "pgpass"))
+        # The database name goes as PGDATABASE: postgres_exporter 0.11 splits the
+        # DSN on spaces to name the server, and rejects any value holding one.
+        database = params.pop("dbname", None)
+        env = dict(self._base_env(), DATA_SOURCE_NAME=dsn.to_uri(params))
+        if database:
+            env["PGDATABASE"] = database
+        if "PGPASSFILE" in self.pg_env():  # else lib/pq reads the user's ~/.pgpass
+            env["PGPASSFILE"] = self.pg_env()["PGPASSFILE"]
         self._spawn("postgres_exporter", [
             binary("postgres_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['postgres_exporter']}",
             f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
