@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from benchwatch.exporter import checkpoints, server
 from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.txlog import TXLOG_METRICS
 
@@ -40,13 +41,45 @@ See [latency-percentiles.md](latency-percentiles.md).
 | --- | --- | --- |
 """
 
+CHECKPOINTS_HEADER = """
+## Checkpoints (benchwatch exporter, `checkpoints` collector)
+
+From the PostgreSQL server log (`log_checkpoints = on`; stderr, csvlog or jsonlog). They reach
+Prometheus by remote write at the log's own timestamps, so a checkpoint shorter than the scrape
+interval keeps its exact start and end; the exporter's /metrics shows their latest values. `kind` is
+`checkpoint` or `restartpoint`. `pg_checkpoint_in_progress`, `pg_checkpoints_completed_total` and
+`pg_checkpoint_info` also carry `reason` as PostgreSQL prints it (`time`, `wal`, `immediate force wait`,
+...; `unknown` when the starting line was not seen); `pg_checkpoint_info` carries the checkpoint's
+figures as `total_seconds`, `write_seconds`, `sync_seconds` and `buffers`;
+`pg_checkpoint_last_duration_seconds` carries `phase` (`write`, `sync`, `total`). The two
+too-frequent series have no `kind`.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
+
+EXPORTER_HEADER = """
+## The exporter itself
+
+On the exporter's /metrics only (the stack's Prometheus scrapes it as job `benchwatch`): the
+remote-write sink, the saving of finished runs' series, Alertmanager's notifications (by `status`),
+and how the `checkpoints` collector reads the server log (`log_present` carries the log's `format`,
+`unmatched_total` the `event`).
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
 
 def _rows(catalogue: dict) -> str:
     return "\n".join(f"| `{name}` | {kind} | {text} |" for name, (kind, text) in catalogue.items()) + "\n"
 
 
 def render() -> str:
-    return HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
+    return (HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
+            + CHECKPOINTS_HEADER + _rows(checkpoints.METRICS)
+            + EXPORTER_HEADER + _rows({**server.EXPORTER_METRICS, **checkpoints.EXPORTER_METRICS}))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,21 @@ log = logging.getLogger("benchwatch.exporter")
 # (median 136 ms at 0.25 s, against a 1 s target) at a third of 0.1 s's CPU.
 POLL_INTERVAL_S = 0.25
 
+# The daemon's own figures, on /metrics only: name as exposed -> (type, help).
+EXPORTER_METRICS = {
+    "benchwatch_exporter_remote_write_samples_total": ("counter", "Samples delivered to Prometheus by remote write."),
+    "benchwatch_exporter_remote_write_failed_requests_total": ("counter", "Remote-write requests that failed."),
+    "benchwatch_exporter_remote_write_dropped_samples_total": ("counter", "Samples dropped because the pending buffer was full."),
+    "benchwatch_exporter_remote_write_pending_samples": ("gauge", "Samples waiting to be delivered."),
+    "benchwatch_exporter_run_series_saved_total": ("counter", "Finished runs whose series were saved to their run directory."),
+    "benchwatch_exporter_run_series_save_failures_total": ("counter", "Finished runs whose series could not be saved."),
+    "benchwatch_exporter_alert_notifications_total": ("counter", "Alerts received from Alertmanager's webhook, by status."),
+}
+
+
+def _counter(name: str, labels: list[str] | None = None) -> CounterMetricFamily:
+    return CounterMetricFamily(name[:-len("_total")], EXPORTER_METRICS[name][1], labels=labels)
+
 
 class WriterStats:
     """Self-metrics of the remote-write sink."""
@@ -39,16 +54,17 @@ class WriterStats:
 
     def collect(self):
         w = self.writer
-        c = CounterMetricFamily("benchwatch_exporter_remote_write_samples", "Samples delivered to Prometheus by remote write.")
+        c = _counter("benchwatch_exporter_remote_write_samples_total")
         c.add_metric([], getattr(w, "sent_samples", 0))
         yield c
-        c = CounterMetricFamily("benchwatch_exporter_remote_write_failed_requests", "Remote-write requests that failed.")
+        c = _counter("benchwatch_exporter_remote_write_failed_requests_total")
         c.add_metric([], getattr(w, "failed_requests", 0))
         yield c
-        c = CounterMetricFamily("benchwatch_exporter_remote_write_dropped_samples", "Samples dropped because the pending buffer was full.")
+        c = _counter("benchwatch_exporter_remote_write_dropped_samples_total")
         c.add_metric([], getattr(w, "dropped_samples", 0))
         yield c
-        g = GaugeMetricFamily("benchwatch_exporter_remote_write_pending_samples", "Samples waiting to be delivered.")
+        g = GaugeMetricFamily("benchwatch_exporter_remote_write_pending_samples",
+                              EXPORTER_METRICS["benchwatch_exporter_remote_write_pending_samples"][1])
         g.add_metric([], float(w.pending_count()) if hasattr(w, "pending_count") else 0.0)
         yield g
 
@@ -83,10 +99,10 @@ class RunArchiver:
                 log.exception("could not save the series of run %s", run.run_id)
 
     def collect(self):
-        c = CounterMetricFamily("benchwatch_exporter_run_series_saved", "Finished runs whose series were saved to their run directory.")
+        c = _counter("benchwatch_exporter_run_series_saved_total")
         c.add_metric([], self.saved)
         yield c
-        c = CounterMetricFamily("benchwatch_exporter_run_series_save_failures", "Finished runs whose series could not be saved.")
+        c = _counter("benchwatch_exporter_run_series_save_failures_total")
         c.add_metric([], self.failed)
         yield c
 
@@ -118,8 +134,7 @@ class AlertReceiver:
         return True
 
     def collect(self):
-        c = CounterMetricFamily("benchwatch_exporter_alert_notifications", "Alerts received from Alertmanager's webhook, by status.",
-                                labels=["status"])
+        c = _counter("benchwatch_exporter_alert_notifications_total", labels=["status"])
         with self.lock:
             for status, n in sorted(self.counts.items()):
                 c.add_metric([status], n)
