@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 
 import pytest
 
@@ -180,6 +181,50 @@ def test_end_markers_are_staleness_markers_not_values():
     markers = model.end_markers()
     assert {s.name for s in markers} >= {"pgbench_progress_tps", "pgbench_progress_latency_seconds"}
     assert all(is_stale_marker(s.value) for s in markers)
-    assert min(s.timestamp_ms for s in markers) > max(s.timestamp_ms for s in finished)
     assert not any(is_stale_marker(s.value) for s in finished)
     assert not is_stale_marker(float("nan"))  # -nan latency from old pgbench is a value
+
+
+def marker_times(markers) -> set[int]:
+    return {s.timestamp_ms for s in markers}
+
+
+@pytest.mark.parametrize("end_after_last_line", [0.05, 55.0])
+def test_end_markers_one_interval_after_the_last_line(end_after_last_line):
+    # As Prometheus's scrape staleness: a 1 s step query must still find the last line
+    # up to the next interval, whenever pgbench ended (this start is off the step grid).
+    start = START + 0.604
+    model = RunModel("rm", start_epoch=start, interval_s=1.0)
+    samples = feed_all(model, "pg15_stall")
+    last_line = series(samples, "pgbench_progress_tps")[-1][0]
+    assert last_line == round((start + 8) * 1000)
+    model.finish(start + 8 + end_after_last_line, 0)
+    clock = model.last_ts_ms
+    markers = model.end_markers()
+    assert marker_times(markers) == {last_line + 1000}
+    assert {s.name for s in markers} == {"pgbench_progress_tps", "pgbench_progress_latency_seconds",
+                                         "pgbench_progress_latency_stddev_seconds"}
+    assert model.last_ts_ms == clock  # the run's end (an import's saved ended_at) stays where it was
+    assert [(s.name, s.labels, s.timestamp_ms) for s in model.end_markers()] == [(s.name, s.labels, s.timestamp_ms) for s in markers]
+
+
+def test_end_markers_of_an_import_follow_the_learned_interval():
+    # The capture with its lines 10 s apart (-P 10), which an import learns from their spacing.
+    data = re.sub(rb"progress: (\d+)\.0 s", lambda m: b"progress: %d.0 s" % (int(m.group(1)) * 10),
+                  b"\n".join(lines("pg15_stall")))
+    model, samples = replay.replay_output(data, "ri", START)
+    assert model.interval_s == 10.0
+    last_line = series(samples, "pgbench_progress_tps")[-1][0]
+    assert marker_times(model.end_markers()) == {last_line + 10_000}
+
+
+def test_end_markers_after_a_stall_follow_its_last_zero():
+    model = RunModel("rs", start_epoch=START, interval_s=1.0)
+    model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100, 0 failed")
+    zero = series(model.tick(START + 2.6), "pgbench_progress_tps")
+    assert zero == [(round((START + 2.6) * 1000), 0.0)]
+    finished = model.finish(START + 3.0, 1)
+    stalled_end = series(finished, "pgbench_progress_stalled")
+    assert stalled_end == [(round((START + 3.0) * 1000), 0.0)]
+    # One time for all the run's markers, after each curve's own last sample.
+    assert marker_times(model.end_markers()) == {stalled_end[0][0] + 1000}

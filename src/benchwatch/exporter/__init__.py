@@ -75,8 +75,13 @@ def load_collectors() -> dict[str, CollectorSpec]:
     (prometheus_client, the run model) are the daemon's business, and would
     double the start-up time of every other command.
     """
-    for module in COLLECTOR_MODULES:
-        importlib.import_module(f"{__name__}.{module}")
+    modules = [f"{__name__}.{m}" for m in COLLECTOR_MODULES]
+    for module in modules:
+        importlib.import_module(module)
+    # In COLLECTOR_MODULES' order, whichever module happened to be imported first.
+    ordered = sorted(COLLECTORS.values(), key=lambda spec: modules.index(spec.factory.__module__))
+    COLLECTORS.clear()
+    COLLECTORS.update((spec.name, spec) for spec in ordered)
     return COLLECTORS
 
 

@@ -83,6 +83,19 @@ METRICS = {
     "pg_checkpoint_last_redo_lsn_bytes": ("gauge", "Redo WAL position of the last checkpoint (PostgreSQL 17+)."),
 }
 
+# The collector's own figures, on /metrics only: name as exposed -> (type, help).
+_SELF = "benchwatch_exporter_checkpoints_"
+EXPORTER_METRICS = {
+    _SELF + "log_present": ("gauge", "1 if the followed server log exists."),
+    _SELF + "log_records_total": ("counter", "Server log records read."),
+    _SELF + "malformed_records_total": ("counter", "Server log records that could not be read (skipped)."),
+    _SELF + "foreign_lines_total": ("counter", "stderr log lines without a PostgreSQL severity (skipped)."),
+    _SELF + "log_rotations_total": ("counter", "Times the server log was replaced or truncated."),
+    _SELF + "clock_timestamps_total": ("counter", "Checkpoint records timed by the read clock (no timestamp in log_line_prefix)."),
+    _SELF + "late_ends_total": ("counter", "Checkpoint ends logged before a heartbeat already sent (written 1 ms after it)."),
+    _SELF + "unmatched_total": ("counter", "Checkpoint starts without a complete, and completes without a start."),
+}
+
 # parse_complete field -> (metric, extra labels)
 _FIELD_METRICS = {
     "write_seconds": ("pg_checkpoint_last_duration_seconds", {"phase": "write"}),
@@ -316,25 +329,21 @@ class CheckpointCollector:
 
     def collect(self) -> Iterable:
         yield from self.model.families()
-        prefix = "benchwatch_exporter_checkpoints_"
-        g = GaugeMetricFamily(prefix + "log_present", "1 if the followed server log exists.", labels=["format"])
+        g = GaugeMetricFamily(_SELF + "log_present", EXPORTER_METRICS[_SELF + "log_present"][1], labels=["format"])
         g.add_metric([self.reader.format or ""], 1.0 if self.log_present else 0.0)
         yield g
-        for name, help_text, value in (
-            ("log_records", "Server log records read.", self.reader.records),
-            ("malformed_records", "Server log records that could not be read (skipped).", self.reader.malformed),
-            ("foreign_lines", "stderr log lines without a PostgreSQL severity (skipped).", self.reader.foreign),
-            ("log_rotations", "Times the server log was replaced or truncated.", self.rotations),
-            ("clock_timestamps", "Checkpoint records timed by the read clock (no timestamp in log_line_prefix).",
-             self.clock_timestamps),
-            ("late_ends", "Checkpoint ends logged before a heartbeat already sent (written 1 ms after it).",
-             self.model.late_ends),
+        for name, value in (
+            ("log_records", self.reader.records),
+            ("malformed_records", self.reader.malformed),
+            ("foreign_lines", self.reader.foreign),
+            ("log_rotations", self.rotations),
+            ("clock_timestamps", self.clock_timestamps),
+            ("late_ends", self.model.late_ends),
         ):
-            c = CounterMetricFamily(prefix + name, help_text)
+            c = CounterMetricFamily(_SELF + name, EXPORTER_METRICS[_SELF + name + "_total"][1])
             c.add_metric([], value)
             yield c
-        c = CounterMetricFamily(prefix + "unmatched", "Checkpoint starts without a complete, and completes without a start.",
-                                labels=["event"])
+        c = CounterMetricFamily(_SELF + "unmatched", EXPORTER_METRICS[_SELF + "unmatched_total"][1], labels=["event"])
         for event, n in sorted(self.model.unmatched.items()):
             c.add_metric([event], n)
         yield c

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from benchwatch.exporter import checkpoints
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.txlog import TXLOG_METRICS
@@ -41,16 +42,33 @@ See [latency-percentiles.md](latency-percentiles.md).
 | --- | --- | --- |
 """
 
+CHECKPOINTS_HEADER = """
+## Checkpoints (benchwatch exporter, `checkpoints` collector)
+
+From the PostgreSQL server log (`log_checkpoints = on`; stderr, csvlog or jsonlog). They reach
+Prometheus by remote write at the log's own timestamps, so a checkpoint shorter than the scrape
+interval keeps its exact start and end; the exporter's /metrics shows their latest values. `kind` is
+`checkpoint` or `restartpoint`. `pg_checkpoint_in_progress`, `pg_checkpoints_completed_total` and
+`pg_checkpoint_info` also carry `reason` as PostgreSQL prints it (`time`, `wal`, `immediate force wait`,
+...; `unknown` when the starting line was not seen); `pg_checkpoint_info` carries the checkpoint's
+figures as `total_seconds`, `write_seconds`, `sync_seconds` and `buffers`;
+`pg_checkpoint_last_duration_seconds` carries `phase` (`write`, `sync`, `total`). The two
+too-frequent series have no `kind`.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
 
 SELF_HEADER = """
 ## The exporter itself (on its /metrics only)
 
 `benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`: the collectors
 switched by `--[no-]collector.NAME`), like node_exporter's `node_scrape_collector_*`; a collector that
-raises is counted and the others go on. The `checkpoints` collector's own figures
-(`benchwatch_exporter_checkpoints_*`) are listed in [checkpoints.md](checkpoints.md). The daemon's
+raises is counted and the others go on. The daemon's
 process is described by client_python's standard `process_*` (CPU, resident memory, open files) and
-`python_*` (garbage collection, `python_info`) metrics.
+`python_*` (garbage collection, `python_info`) metrics. How the `checkpoints` collector reads the
+server log: `log_present` carries the log's `format`, `unmatched_total` the `event`.
 
 | metric | type | meaning |
 | --- | --- | --- |
@@ -62,7 +80,9 @@ def _rows(catalogue: dict) -> str:
 
 
 def render() -> str:
-    return HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS) + SELF_HEADER + _rows(SELF_METRICS)
+    return (HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
+            + CHECKPOINTS_HEADER + _rows(checkpoints.METRICS)
+            + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
 
 
 if __name__ == "__main__":

@@ -103,6 +103,7 @@ class _Series:
     labels: dict[str, str]
     value: float = 0.0
     seen: bool = False
+    ts: int = 0  # newest sample written, in ms
 
 
 class RunModel:
@@ -220,8 +221,20 @@ class RunModel:
         return out
 
     def end_markers(self) -> list[Sample]:
-        """For Prometheus only, after finish(): staleness markers that end the progress curves with the run."""
-        stale_ts = self._next_ts((self.last_ts_ms or 0) + 1)
+        """For Prometheus only, after finish(): staleness markers that end the progress curves with the run.
+
+        A marker goes one progress interval after the curves' newest sample, as
+        Prometheus's scrape staleness would put it: a range query looks up each
+        step's latest sample, so a marker 1 ms after the last line hid that line
+        from every step not falling in that millisecond. Prometheus needs it only
+        after the series' own samples, so it may precede finish()'s when the run
+        ended late; the run's clock (last_ts_ms, an import's saved end) is untouched.
+        """
+        ended = [s for s in self.values.values() if s.name in _ENDED_WITH_THE_RUN]
+        if not ended:
+            return []
+        interval_ms = int(round((self.interval_s or 1.0) * 1000))
+        stale_ts = max(s.ts for s in ended) + interval_ms
         return [Sample(name, labels, STALE_NAN, stale_ts)
                 for (name, labels) in self.values if name in _ENDED_WITH_THE_RUN]
 
@@ -303,6 +316,7 @@ class RunModel:
             entry = self.values[(name, s.labels)] = _Series(name, labels)
         entry.value = value
         entry.seen = True
+        entry.ts = ts
         return s
 
     def current(self) -> list[_Series]:
