@@ -13,9 +13,10 @@ import os
 import struct
 
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
+from benchwatch.model import replay
 from benchwatch.parse import pgbench as po
 from benchwatch.query import grafana
-from benchwatch.record import importer, rundir
+from benchwatch.record import rundir
 from benchwatch.share import rebuild
 from benchwatch.sink.remote_write import RemoteWriter
 from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, start_prometheus
@@ -76,7 +77,7 @@ def test_every_progress_line_is_a_point_of_the_panels(tmp_path):
         clock_start = start if start is not None else lines[0][0] - 1.0
         # pgbench ends a little after its last progress line.
         finished_run_dir(runs_dir, f"live-{case}", err, out, clock_start, lines[-1][0] + 0.05)
-        model, imported = importer.build_samples(err + out, f"import-{case}", start)
+        model, imported = replay.replay_output(err + out, f"import-{case}", start)
         samples += imported + model.end_markers()  # what `benchwatch import` writes
         for run_id in (f"live-{case}", f"import-{case}"):
             expected[run_id] = lines
