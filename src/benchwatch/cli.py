@@ -77,7 +77,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from benchwatch.alerting.printer import AlertPrinter
-    from benchwatch.record.wrapper import LineSafeStream, run_pgbench
+    from benchwatch.record.stream import LineSafeStream
+    from benchwatch.record.wrapper import run_pgbench
 
     argv = list(args.pgbench)
     if argv and argv[0] == "--":

@@ -1,6 +1,6 @@
 import io
 
-from benchwatch.record.wrapper import LineSafeStream
+from benchwatch.record.stream import LineSafeStream
 
 
 def test_lines_said_mid_line_wait_for_the_newline():

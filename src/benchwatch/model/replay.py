@@ -11,11 +11,12 @@ run is sample for sample the run Prometheus had live.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from benchwatch.model.pgbench_run import RunModel, script_name
 from benchwatch.model.samples import Sample
+from benchwatch.parse import loadgen
 from benchwatch.parse import pgbench as po
 from benchwatch.parse.pgbench_args import parse_pgbench_args
 
@@ -45,11 +46,19 @@ def info_labels(meta: Mapping[str, Any]) -> dict[str, str]:
     return labels
 
 
-def model_for_run(run_id: str, meta: Mapping[str, Any]) -> RunModel:
-    """The model of a run recorded by ``run`` or ``attach``, as its meta.json describes it."""
+def _pgbench_model(run_id: str, meta: Mapping[str, Any]) -> RunModel:
     return RunModel(run_id, info_labels=info_labels(meta), interval_s=meta.get("progress_interval"),
                     start_epoch=meta.get("clock_start_epoch"),
                     sql_statements=meta.get("sql_statements_per_transaction"))
+
+
+# meta.json's "tool" (benchwatch.parse.loadgen) -> the model of such a run.
+RUN_MODELS: dict[str, Callable[[str, Mapping[str, Any]], RunModel]] = {"pgbench": _pgbench_model}
+
+
+def model_for_run(run_id: str, meta: Mapping[str, Any]) -> RunModel:
+    """The model of a run recorded by ``run`` or ``attach``, as its meta.json describes it."""
+    return RUN_MODELS[loadgen.by_name(meta.get("tool")).name](run_id, meta)
 
 
 def feed_lines(model: RunModel, lines: Iterable[bytes], arrival_epoch: float | None) -> list[Sample]:

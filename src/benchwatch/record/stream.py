@@ -1,0 +1,126 @@
+"""Copying a load generator's output: to the terminal unchanged, to the run directory as it arrives.
+
+Before the first progress line is saved, the moment the load generator's clock
+started (arrival of that line minus its elapsed time) is stamped into
+meta.json, so every progress sample lands at the load generator's own time.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import BinaryIO
+
+from benchwatch.record import rundir
+
+
+class ClockStamper:
+    """Writes clock_start_epoch into meta.json when the first progress line arrives.
+
+    ``elapsed`` reads a line's elapsed seconds (the load generator's, see
+    benchwatch.parse.loadgen), None for lines that are not progress lines."""
+
+    def __init__(self, run: rundir.RunDir, elapsed: Callable[[bytes], float | None],
+                 clock: Callable[[], float] = time.time):
+        self.run = run
+        self.elapsed = elapsed
+        self.clock = clock
+        self.stamped = False
+        self.lock = threading.Lock()
+
+    def see(self, line: bytes) -> None:
+        if self.stamped:
+            return
+        elapsed = self.elapsed(line)
+        if elapsed is None:
+            return
+        with self.lock:
+            if self.stamped:
+                return
+            # With --progress-timestamp the line carries epoch seconds: it is its own clock.
+            if elapsed <= 1e8:
+                self.run.update_meta(clock_start_epoch=round(self.clock() - elapsed, 6))
+            self.stamped = True
+
+
+class LineSafeStream:
+    """The load generator's stream to the terminal, with benchwatch's own lines put only between its lines.
+
+    pgbench may write a progress line in several pieces; an alert printed in
+    between would split it. Lines said mid-line wait for the next newline.
+    """
+
+    def __init__(self, stream: BinaryIO):
+        self.stream = stream
+        self.lock = threading.Lock()
+        self.at_line_start = True
+        self.pending: list[bytes] = []
+
+    def write(self, chunk: bytes) -> None:
+        with self.lock:
+            self._out(chunk)
+            self.at_line_start = chunk.endswith(b"\n")
+            if self.at_line_start and self.pending:
+                self._out(b"".join(self.pending))
+                self.pending.clear()
+
+    def flush(self) -> None:
+        pass  # every write is flushed
+
+    def say(self, line: str) -> None:
+        data = line.rstrip("\n").encode() + b"\n"
+        with self.lock:
+            if self.at_line_start:
+                self._out(data)
+            else:
+                self.pending.append(data)
+
+    def close(self) -> None:
+        with self.lock:
+            if self.pending:
+                self._out((b"" if self.at_line_start else b"\n") + b"".join(self.pending))
+                self.pending.clear()
+
+    def _out(self, data: bytes) -> None:
+        try:
+            self.stream.write(data)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass  # a closed terminal must not stop the run
+
+
+def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockStamper | None) -> None:
+    """Copy a stream to the terminal unchanged and to its file in the run directory."""
+    pending = b""  # while unstamped, hold a line starting with "progress:" until it is complete
+    while True:
+        try:
+            chunk = os.read(source_fd, 65536)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            break
+        for sink in sinks:
+            try:
+                sink.write(chunk)
+                sink.flush()
+            except (OSError, ValueError):
+                pass  # a closed terminal must not lose the saved copy
+        if stamper is None or stamper.stamped:
+            saved.write(chunk)
+            saved.flush()
+            continue
+        data = pending + chunk
+        lines = data.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            stamper.see(line)
+            saved.write(line + b"\n")
+        if stamper.stamped and pending:
+            saved.write(pending)
+            pending = b""
+        saved.flush()
+    if pending:
+        saved.write(pending)
+    saved.flush()

@@ -1,0 +1,52 @@
+"""The load generator registry: how a program and a recorded run map to what benchwatch knows of them."""
+
+from __future__ import annotations
+
+import os
+
+from benchwatch.model import replay
+from benchwatch.model.pgbench_run import RunModel
+from benchwatch.parse import loadgen
+from benchwatch.record import rundir
+from benchwatch.record.stream import ClockStamper
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "pgbench")
+
+
+def test_programs_map_to_their_load_generator():
+    assert loadgen.for_program("pgbench") is loadgen.PGBENCH
+    assert loadgen.for_program("/usr/lib/postgresql/15/bin/pgbench") is loadgen.PGBENCH
+    assert loadgen.for_program("./my-pgbench-wrapper.sh") is loadgen.DEFAULT  # what benchwatch always did
+    assert loadgen.by_name(None) is loadgen.PGBENCH  # runs recorded before "tool" existed
+    assert loadgen.by_name("pgbench") is loadgen.PGBENCH
+
+
+def test_every_load_generator_has_a_run_model():
+    assert set(loadgen.LOAD_GENERATORS) <= set(replay.RUN_MODELS)
+    assert isinstance(replay.model_for_run("r", {"tool": "pgbench"}), RunModel)
+
+
+def test_pgbench_progress_lines_give_their_elapsed_time():
+    elapsed = loadgen.PGBENCH.progress_elapsed
+    assert elapsed(b"progress: 5.0 s, 1201.9 tps, lat 3.325 ms stddev 0.741, 0 failed") == 5.0
+    assert elapsed(b"progress: 1700000000.123 s, 10.0 tps, lat 1.0 ms stddev 0.1") == 1700000000.123
+    assert elapsed(b"transaction type: <builtin: TPC-B (sort of)>") is None
+    assert elapsed(b"  progress: 1.0 s") is None
+
+
+def test_pgbench_progress_is_asked_for_once():
+    ensure = loadgen.PGBENCH.ensure_progress
+    assert ensure(["-c", "4", "-T", "60", "bench"]) == (["-c", "4", "-T", "60", "-P", "1", "bench"], ["-P", "1"])
+    assert ensure(["-P", "5", "-T", "60"]) == (["-P", "5", "-T", "60"], [])
+    assert ensure(["-i", "-s", "10"]) == (["-i", "-s", "10"], [])
+
+
+def test_the_clock_is_stamped_from_the_first_progress_line(tmp_path):
+    run = rundir.create_run_dir(str(tmp_path))
+    run.write_meta({"run_id": run.run_id})
+    stamper = ClockStamper(run, loadgen.PGBENCH.progress_elapsed, clock=lambda: 1000.0)
+    stamper.see(b"starting vacuum...end.")
+    assert not stamper.stamped and "clock_start_epoch" not in run.read_meta()
+    stamper.see(b"progress: 2.0 s, 100.0 tps, lat 1.0 ms stddev 0.1, 0 failed")
+    stamper.see(b"progress: 3.0 s, 100.0 tps, lat 1.0 ms stddev 0.1, 0 failed")
+    assert stamper.stamped and run.read_meta()["clock_start_epoch"] == 998.0
