@@ -14,7 +14,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from benchwatch.engines.postgres import server_log as pg_log
-from benchwatch.exporter.checkpoints import HEARTBEAT_MS, CheckpointCollector
+from benchwatch.engines.postgres.checkpoints import HEARTBEAT_MS
+from benchwatch.exporter.checkpoints import CheckpointCollector
 from benchwatch.model.samples import validate_series
 
 HERE = os.path.dirname(os.path.dirname(__file__))

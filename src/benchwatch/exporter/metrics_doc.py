@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 
+from benchwatch.engines.postgres import checkpoints as checkpoint_model
 from benchwatch.exporter import checkpoints
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.model.pgbench_run import METRICS
@@ -81,7 +82,7 @@ def _rows(catalogue: dict) -> str:
 
 def render() -> str:
     return (HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
-            + CHECKPOINTS_HEADER + _rows(checkpoints.METRICS)
+            + CHECKPOINTS_HEADER + _rows(checkpoint_model.METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
 
 
