@@ -27,7 +27,7 @@ def _add_stack_options(p: argparse.ArgumentParser) -> None:
 
 
 def _stack(args: argparse.Namespace) -> Stack:
-    ports = {c: getattr(args, f"port_{c}", None) for c in DEFAULT_PORTS}
+    ports = {c: port for c in DEFAULT_PORTS if (port := getattr(args, f"port_{c}", None))}
     cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "pg_dsn", None))
     return Stack(cfg, out=say)
 
@@ -136,6 +136,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     except OSError as e:
         say(f"cannot read {args.file}: {e.strerror or e}")
         return 2
+    start: float | None
     if args.start:
         try:
             start = importer.parse_time(args.start)

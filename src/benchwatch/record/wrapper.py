@@ -48,7 +48,7 @@ def place_transaction_log(args: list[str], run: rundir.RunDir, add: bool) -> tup
 
     Returns (args, log prefix, what was changed, for saying so)."""
     parsed = parse_pgbench_args(args)
-    said = []
+    said: list[str] = []
     if parsed.error:
         return args, None, said  # pgbench will refuse this argv; adding to it would only confuse
     if "log" not in parsed.flags:
@@ -111,6 +111,7 @@ def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str
         old_term = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
         # The clock is stamped from the stream the progress lines come on.
         stamps = {generator.progress_stream: stamper}
+        assert proc.stdout is not None and proc.stderr is not None  # both are pipes
         threads = [
             threading.Thread(target=pump, args=(proc.stdout.fileno(), [sys.stdout.buffer], out_file, stamps.get("stdout"))),
             threading.Thread(target=pump, args=(proc.stderr.fileno(), [stderr_sink or sys.stderr.buffer], err_file,

@@ -103,6 +103,14 @@ def binary(component: str) -> str | None:
     return shutil.which(BINARIES[component])
 
 
+def installed(component: str) -> str:
+    """The component's program; up's preflight has checked it is there, this says so if it went away."""
+    path = binary(component)
+    if path is None:
+        raise StackError(f"{component} is not installed: apt-get install {PACKAGES[component]}")
+    return path
+
+
 @dataclass
 class Stack:
     cfg: Config
@@ -309,7 +317,7 @@ class Stack:
         return "postgres" if os.geteuid() == 0 else None
 
     def _start_postgres(self) -> None:
-        bindir = pg_bindir()
+        bindir = os.path.dirname(installed("postgres"))
         data = self.path("pg", "data")
         user = self._pg_user()
         if not os.path.exists(os.path.join(data, "PG_VERSION")):
@@ -382,7 +390,8 @@ class Stack:
             if os.path.lexists(link):
                 os.unlink(link)
             os.symlink(resources.path("prometheus", name), link)
-        pg_instance = "embedded" if self.embedded_pg else dsn.parse_dsn(self.external_dsn()).get("host", "external")
+        external = self.external_dsn()
+        pg_instance = dsn.parse_dsn(external).get("host", "external") if external else "embedded"
         targets = {
             "prometheus": ("prometheus", {}),
             "alertmanager": ("alertmanager", {}),
@@ -400,7 +409,7 @@ class Stack:
         config = self._write_prometheus_config()
         retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION", "30y")
         self._spawn("prometheus", prometheus_argv(
-            binary("prometheus"), config=config, data_dir=self.path("prometheus", "data"), retention=retention,
+            installed("prometheus"), config=config, data_dir=self.path("prometheus", "data"), retention=retention,
             listen=f"{LISTEN_HOST}:{self.cfg.ports['prometheus']}", extra=["--web.enable-lifecycle"]),
             env=self._base_env())
 
@@ -417,14 +426,14 @@ class Stack:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text.replace("http://benchwatch:19188/alerts", webhook))
         self._spawn("alertmanager", [
-            binary("alertmanager"), f"--config.file={config}",
+            installed("alertmanager"), f"--config.file={config}",
             f"--storage.path={self.path('alertmanager', 'data')}",
             f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['alertmanager']}",
             "--cluster.listen-address=",  # no gossip listener on 0.0.0.0:9094
         ], env=self._base_env())
 
     def _start_node_exporter(self) -> None:
-        argv = [binary("node_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['node_exporter']}",
+        argv = [installed("node_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['node_exporter']}",
                 "--collector.disable-defaults"] + [f"--collector.{c}" for c in NODE_COLLECTORS]
         self._spawn("node_exporter", argv, env=self._base_env())
 
@@ -443,7 +452,7 @@ class Stack:
         if "PGPASSFILE" in self.pg_env():  # else lib/pq reads the user's ~/.pgpass
             env["PGPASSFILE"] = self.pg_env()["PGPASSFILE"]
         self._spawn("postgres_exporter", [
-            binary("postgres_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['postgres_exporter']}",
+            installed("postgres_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['postgres_exporter']}",
             f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
             *POSTGRES_EXPORTER_FLAGS,
         ], env=env)
@@ -464,7 +473,7 @@ class Stack:
         if not password:
             password = secrets.token_urlsafe(18)
             self._write_secret("grafana_admin_password", password)
-        exe = grafana_binary()
+        exe = installed("grafana")
         home = os.environ.get("BENCHWATCH_GRAFANA_HOME") or os.path.dirname(os.path.dirname(os.path.realpath(exe)))
         if not os.path.exists(os.path.join(home, "conf", "defaults.ini")):
             home = "/usr/share/grafana"

@@ -148,7 +148,7 @@ class CheckpointModel:
             self._abandon(out, ts_ms)
         return out
 
-    def _start(self, out: list[Sample], kind: str, reason: str, t0: int) -> None:
+    def _start(self, out: list[Sample], kind: str, reason: str, t0: int) -> _Open:
         if self.open is not None:
             self._abandon(out, t0 - 1)
         labels = {"kind": kind, "reason": reason}
@@ -160,14 +160,19 @@ class CheckpointModel:
         self._emit(out, COMPLETED, labels, self.completed.setdefault((kind, reason), 0), t0)
         self._emit(out, "pg_checkpoint_last_start_timestamp_seconds", {"kind": kind}, t0 / 1000, t0)
         self.open = _Open(kind, reason, t0)
+        return self.open
 
     def _abandon(self, out: list[Sample], at: int) -> None:
         o, self.open = self.open, None
+        if o is None:
+            return
         self._emit(out, IN_PROGRESS, {"kind": o.kind, "reason": o.reason}, 0, at)
         self.unmatched["start_without_complete"] += 1
 
     def _heartbeats(self, out: list[Sample], limit_ms: int, inclusive: bool, max_count: int | None = None) -> None:
         o = self.open
+        if o is None:
+            return
         labels = {"kind": o.kind, "reason": o.reason}
         n = 0
         while max_count is None or n < max_count:
@@ -179,11 +184,11 @@ class CheckpointModel:
             n += 1
 
     def _complete(self, out: list[Sample], kind: str, fields: dict, t1: int) -> None:
-        if self.open is None or self.open.kind != kind:
-            total = fields.get("total_seconds")
-            self._start(out, kind, "unknown", t1 - (round(total * 1000) if total else 1))
-            self.unmatched["complete_without_start"] += 1
         o = self.open
+        if o is None or o.kind != kind:
+            total = fields.get("total_seconds")
+            o = self._start(out, kind, "unknown", t1 - (round(total * 1000) if total else 1))
+            self.unmatched["complete_without_start"] += 1
         self._heartbeats(out, t1, inclusive=False)
         labels = {"kind": o.kind, "reason": o.reason}
         end = self._emit(out, IN_PROGRESS, labels, 0, t1)
@@ -226,7 +231,7 @@ class CheckpointModel:
     def families(self) -> list:
         const_names = sorted(self.const)
         const_values = [self.const[k] for k in const_names]
-        fams = []
+        fams: list[GaugeMetricFamily | CounterMetricFamily] = []
         g = GaugeMetricFamily(IN_PROGRESS, METRICS[IN_PROGRESS][1], labels=const_names + ["kind", "reason"])
         for kind, reason in sorted(self.in_progress_seen):
             running = self.open is not None and (self.open.kind, self.open.reason) == (kind, reason)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import psycopg
 from psycopg import sql
+from psycopg.conninfo import make_conninfo
 
 # Seconds. Every caller is a short job (a readiness poll, one catalog query) that
 # must not hang on a server that accepts TCP but never answers; libpq's floor is 2.
@@ -43,7 +44,7 @@ def connect(params: Mapping[str, str], *, dbname: str | None = None,
         kwargs["dbname"] = dbname
     kwargs.setdefault("connect_timeout", str(timeout))
     kwargs.setdefault("fallback_application_name", "benchwatch")
-    return psycopg.connect(autocommit=True, **kwargs)
+    return psycopg.connect(make_conninfo("", **kwargs), autocommit=True)
 
 
 def ready(params: Mapping[str, str], *, dbname: str | None = "postgres") -> bool:
