@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -32,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 
 from benchwatch.share.rebuild import PRIVATE_PROMETHEUS_CONFIG
+from tests.helpers.tools import require_tool
 
 PROMETHEUS_BIN = os.environ.get("BENCHWATCH_PROMETHEUS", "prometheus")
 PROMTOOL_BIN = os.environ.get("BENCHWATCH_PROMTOOL", "promtool")
@@ -44,14 +44,6 @@ REMOTE_WRITE_CONFIG = PRIVATE_PROMETHEUS_CONFIG
 
 # Talk to the local Prometheus directly, whatever *_proxy variables say.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def prometheus_available() -> bool:
-    return shutil.which(PROMETHEUS_BIN) is not None
-
-
-def promtool_available() -> bool:
-    return shutil.which(PROMTOOL_BIN) is not None
 
 
 def free_port() -> int:
@@ -151,7 +143,7 @@ def start_prometheus(
     (directory / "data").mkdir(exist_ok=True)
     port = port or free_port()
     args = [
-        PROMETHEUS_BIN,
+        require_tool(PROMETHEUS_BIN, "prometheus"),
         f"--config.file={config_path}",
         f"--storage.tsdb.path={directory / 'data'}",
         f"--web.listen-address=127.0.0.1:{port}",

@@ -43,6 +43,7 @@ import pytest
 from benchwatch.stack.native import pg_bindir
 from benchwatch.util import processes
 from tests.helpers.prometheus import query, query_range
+from tests.helpers.tools import require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -180,8 +181,7 @@ def busy_disk(live_stack, tmp_path):
 
 
 def test_rules_match_iostat(live_stack, busy_disk):
-    if shutil.which("iostat") is None:
-        pytest.fail("iostat not found: apt-get install sysstat")
+    require_tool("iostat")
     device = busy_disk
     prom = live_stack.prometheus
     rules = loaded_rules(prom, "rules/node.yml")

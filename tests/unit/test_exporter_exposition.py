@@ -12,6 +12,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
 from benchwatch.record import rundir
+from tests.helpers.tools import require_tool
 
 HERE = os.path.dirname(os.path.dirname(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "pgbench")
@@ -54,7 +55,7 @@ def test_exposition_matches_golden_file(collector):
 def test_golden_file_passes_promtool():
     with open(GOLDEN, "rb") as f:
         body = f.read()
-    check = subprocess.run(["promtool", "check", "metrics"], input=body, capture_output=True)
+    check = subprocess.run([require_tool("promtool"), "check", "metrics"], input=body, capture_output=True)
     # pgbench_summary_* are contract names (issue 2); promtool only dislikes "summary" in them.
     problems = [l for l in (check.stdout + check.stderr).decode().splitlines()
                 if l and not re.fullmatch(r"pgbench_summary_\w+ metric name should not include type 'summary'", l)]
