@@ -307,16 +307,20 @@ def block_device_of(path: str) -> str | None:
 
 
 def loaded_rules(prometheus: str, file_suffix: str) -> dict[str, str]:
-    """record name -> PromQL, as the running Prometheus loaded them from a rule file."""
-    with _OPENER.open(f"{prometheus}/api/v1/rules?type=record", timeout=10) as r:
-        groups = json.load(r)["data"]["groups"]
-    rules = {}
-    for group in groups:
-        if group["file"].endswith(file_suffix):
-            for rule in group["rules"]:
-                assert rule["health"] == "ok", rule
-                rules[rule["name"]] = rule["query"]
-    return rules
+    """record name -> PromQL, as the running Prometheus loaded them from a rule file, once each
+    rule has been evaluated (a fresh stack reports health "unknown" until its first evaluation)."""
+    found: list[dict] = []
+
+    def evaluated() -> bool:
+        with _OPENER.open(f"{prometheus}/api/v1/rules?type=record", timeout=10) as r:
+            groups = json.load(r)["data"]["groups"]
+        found[:] = [rule for group in groups if group["file"].endswith(file_suffix) for rule in group["rules"]]
+        return bool(found) and all(rule["health"] != "unknown" for rule in found)
+
+    assert processes.wait_until(evaluated, 30, 0.2), found
+    for rule in found:
+        assert rule["health"] == "ok", rule
+    return {rule["name"]: rule["query"] for rule in found}
 
 
 def scrape_times(prometheus: str, device: str, start: float, end: float) -> list[float]:
