@@ -1,4 +1,4 @@
-"""Prometheus for integration tests: the product's own launcher and client, and tool lookups.
+"""Prometheus for integration tests: the product's own launcher and client.
 
 Usage::
 
@@ -7,18 +7,18 @@ Usage::
 
 Each Prometheus listens on 127.0.0.1 only, keeps config, TSDB and log under
 the given directory and is stopped by PID; readiness is polled with a deadline
-(benchwatch.query.launch).
+(benchwatch.query.launch). A missing prometheus binary fails the test.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 
 from benchwatch.query import launch
 from benchwatch.query.launch import PRIVATE_CONFIG, PrometheusProcess, wait_ready
 from benchwatch.query.prometheus import PrometheusError, query, query_range, series_values
 from benchwatch.util.net import free_port
+from tests.helpers.tools import require_tool
 
 PROMETHEUS_BIN = os.environ.get("BENCHWATCH_PROMETHEUS", "prometheus")
 PROMTOOL_BIN = os.environ.get("BENCHWATCH_PROMTOOL", "promtool")
@@ -29,22 +29,14 @@ REMOTE_WRITE_CONFIG = PRIVATE_CONFIG
 PrometheusHandle = PrometheusProcess
 
 __all__ = ["PROMETHEUS_BIN", "PROMTOOL_BIN", "REMOTE_WRITE_CONFIG", "PrometheusError", "PrometheusHandle",
-           "free_port", "prometheus_available", "promtool_available", "query", "query_range", "series_values",
-           "start_prometheus", "wait_ready"]
-
-
-def prometheus_available() -> bool:
-    return shutil.which(PROMETHEUS_BIN) is not None
-
-
-def promtool_available() -> bool:
-    return shutil.which(PROMTOOL_BIN) is not None
+           "free_port", "query", "query_range", "series_values", "start_prometheus", "wait_ready"]
 
 
 def start_prometheus(directory, config_text: str, extra_args=(), *, port: int | None = None,
                      ready_timeout_s: float = 60.0) -> PrometheusProcess:
     """The product's launcher, with the remote-write receiver only when asked for in ``extra_args``
     (tests also need a Prometheus that refuses pushes)."""
+    binary = require_tool(PROMETHEUS_BIN, "prometheus")
     return launch.start_prometheus(directory, config_text, [a for a in extra_args if a != launch.RECEIVER_FLAG],
-                                   port=port, ready_timeout_s=ready_timeout_s,
+                                   port=port, ready_timeout_s=ready_timeout_s, binary=binary,
                                    remote_write_receiver=launch.RECEIVER_FLAG in extra_args)

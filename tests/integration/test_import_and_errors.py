@@ -15,6 +15,7 @@ import pytest
 from benchwatch.util import processes
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import REPO_ROOT, free_ports, make_state_dir
+from tests.helpers.tools import require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -75,7 +76,7 @@ def test_import_openmetrics_is_accepted_by_promtool(live_stack, tmp_path):
     om = tmp_path / "run.om"
     om.write_bytes(r.stdout)
     blocks = tmp_path / "blocks"
-    created = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(blocks)],
+    created = subprocess.run([require_tool("promtool"), "tsdb", "create-blocks-from", "openmetrics", str(om), str(blocks)],
                              capture_output=True, text=True)
     assert created.returncode == 0, created.stderr
     assert [d for d in os.listdir(blocks) if os.path.isdir(blocks / d)]

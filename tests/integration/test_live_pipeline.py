@@ -15,6 +15,7 @@ from benchwatch.stack.native import pg_bindir
 from benchwatch.util import net, processes
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import BENCHWATCH
+from tests.helpers.tools import require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -250,7 +251,7 @@ def assert_promtool_clean(exposition: bytes) -> None:
     pgbench_summary_tps and pgbench_summary_latency_seconds are names users'
     scripts rely on (issue 2), and promtool dislikes "summary" in a gauge's name.
     """
-    check = subprocess.run(["promtool", "check", "metrics"], input=exposition, capture_output=True)
+    check = subprocess.run([require_tool("promtool"), "check", "metrics"], input=exposition, capture_output=True)
     problems = [l for l in (check.stdout + check.stderr).decode().splitlines()
                 if l and not re.fullmatch(r"pgbench_summary_\w+ metric name should not include type 'summary'", l)]
     assert check.returncode in (0, 3) and not problems, problems

@@ -18,15 +18,12 @@ from tests.helpers.prometheus import (
     PROMTOOL_BIN,
     REMOTE_WRITE_CONFIG,
     free_port,
-    prometheus_available,
-    promtool_available,
     query,
     query_range,
     series_values,
     start_prometheus,
 )
-
-pytestmark = pytest.mark.skipif(not prometheus_available(), reason="prometheus binary not installed")
+from tests.helpers.tools import require_tool
 
 RECEIVER = ["--web.enable-remote-write-receiver"]
 T2016 = int(datetime(2016, 1, 6, 10, 0, 0, tzinfo=UTC).timestamp() * 1000)
@@ -147,8 +144,8 @@ def test_buffered_writer_delivers_once_prometheus_is_up(workdir):
         prom.stop()
 
 
-@pytest.mark.skipif(not promtool_available(), reason="promtool not installed")
 def test_openmetrics_backfill_with_promtool(workdir):
+    require_tool(PROMTOOL_BIN, "prometheus")
     samples = make_samples(int(time.time() * 1000))
     # 131570.800 s reads back as 131570799 ms if written naively (Prometheus
     # truncates seconds * 1000); the writer must compensate.

@@ -23,6 +23,7 @@ from benchwatch.share.archive import save_run_series
 from benchwatch.share.png import png_size
 from benchwatch.util import net, processes
 from tests.helpers.prometheus import query
+from tests.helpers.tools import require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -97,9 +98,7 @@ def read(path: str) -> str:
 
 def render(html_path: str, tmp: str, screenshot: str | None = None, size=(1400, 2600)) -> tuple[dict, list[str]]:
     """Open a page in headless Chromium with networking off; (status the page wrote, console lines)."""
-    if CHROMIUM is None:
-        pytest.skip("chromium is not installed (scripts/install-deps --test installs it)")
-    args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    args = [CHROMIUM or require_tool("chromium"), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--disable-dev-shm-usage", f"--user-data-dir={tmp}/profile", "--enable-logging=stderr", "--v=0",
             # No network: every name resolves nowhere and every request goes to a closed proxy.

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 
-import pytest
+from tests.helpers.tools import require_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "alertmanager", "alertmanager.yml")
@@ -16,11 +15,10 @@ DOC = os.path.join(ROOT, "docs", "alerting.md")
 # The URL the native stack replaces with its own exporter's (stack.py _start_alertmanager).
 COMPOSE_WEBHOOK = "http://benchwatch:19188/alerts"
 
-amtool = pytest.mark.skipif(shutil.which("amtool") is None, reason="amtool (prometheus-alertmanager) not installed")
 
 
 def check_config(path: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["amtool", "check-config", path], capture_output=True, text=True, timeout=30)
+    return subprocess.run([require_tool("amtool"), "check-config", path], capture_output=True, text=True, timeout=30)
 
 
 def doc_examples() -> list[str]:
@@ -30,13 +28,12 @@ def doc_examples() -> list[str]:
 
 
 def route_for(path: str, *labels: str) -> str:
-    r = subprocess.run(["amtool", "config", "routes", "test", f"--config.file={path}", *labels],
+    r = subprocess.run([require_tool("amtool"), "config", "routes", "test", f"--config.file={path}", *labels],
                        capture_output=True, text=True, timeout=30)
     assert r.returncode == 0, r.stderr
     return r.stdout.strip()
 
 
-@amtool
 def test_repository_config_is_valid():
     r = check_config(CONFIG)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -58,14 +55,12 @@ def test_webhook_url_is_the_exporter_docker_compose_scrapes():
     assert COMPOSE_WEBHOOK == f"http://{target}/alerts"
 
 
-@amtool
 def test_every_alert_reaches_the_webhook():
     for alertname in ("PgbenchTPSDrop", "PgbenchStalled", "PgbenchLatencyHigh", "PgbenchClientsAborted",
                       "PostgresCheckpointsTooFrequent", "DiskSaturated", "BenchwatchTargetDown"):
         assert route_for(CONFIG, f"alertname={alertname}", "run_id=r1", "severity=warning") == "benchwatch"
 
 
-@amtool
 def test_doc_examples_are_valid_configs(tmp_path):
     examples = doc_examples()
     assert len(examples) == 2  # e-mail and Slack

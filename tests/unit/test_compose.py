@@ -9,12 +9,14 @@ import subprocess
 import pytest
 import yaml
 
+from tests.helpers.tools import require_tool
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, POSTGRES_PASSWORD="test-only-pg", GRAFANA_ADMIN_PASSWORD="test-only-grafana")
 
 
 def compose(*args, env=ENV):
-    return subprocess.run(["docker-compose", "-f", os.path.join(ROOT, "docker-compose.yml"), *args],
+    return subprocess.run([require_tool("docker-compose"), "-f", os.path.join(ROOT, "docker-compose.yml"), *args],
                           capture_output=True, text=True, env=env, cwd=ROOT)
 
 

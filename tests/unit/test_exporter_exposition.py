@@ -20,6 +20,7 @@ from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.exporter.server import Exporter
 from benchwatch.record import rundir
 from benchwatch.util import processes
+from tests.helpers.tools import require_tool
 
 HERE = os.path.dirname(os.path.dirname(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "pgbench")
@@ -97,7 +98,7 @@ def test_exposition_matches_golden_file(exporter):
 
 
 def promtool_problems(body: bytes) -> list[str]:
-    check = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=body, capture_output=True)
+    check = subprocess.run([require_tool("promtool"), "check", "metrics"], input=body, capture_output=True)
     # pgbench_summary_* are contract names (issue 2); promtool only dislikes "summary" in them.
     problems = [l for l in (check.stdout + check.stderr).decode().splitlines()
                 if l and not re.fullmatch(r"pgbench_summary_\w+ metric name should not include type 'summary'", l)]

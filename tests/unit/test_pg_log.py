@@ -17,6 +17,7 @@ from benchwatch.engines.postgres import server_log as pg_log
 from benchwatch.engines.postgres.checkpoints import HEARTBEAT_MS
 from benchwatch.exporter.checkpoints import CheckpointCollector
 from benchwatch.model.samples import validate_series
+from tests.helpers.tools import require_tool
 
 HERE = os.path.dirname(os.path.dirname(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "pglog")
@@ -481,8 +482,7 @@ def test_no_timestamp_in_prefix_uses_the_read_clock(tmp_path):
 
 
 def test_metrics_page_passes_promtool(tmp_path):
-    if shutil.which("promtool") is None:
-        pytest.skip("promtool not installed")
+    require_tool("promtool")
     path = str(tmp_path / "postgresql.log")
     shutil.copy(fixture("pg15_b.log"), path)
     c, registry, _, _ = make_collector(path, epoch("2026-11-22 19:00:00.0"))

@@ -13,6 +13,7 @@ import pytest
 from benchwatch.parse.pgbench import (
     ClientAborted,
     ErrorLine,
+    Event,
     Ignored,
     PgbenchOutputParser,
     Progress,
@@ -679,7 +680,7 @@ def test_fuzz_truncations_of_real_lines_never_raise():
         body = line.rstrip(b"\n")
         for cut in range(len(body) + 1):
             events = parser.feed(body[:cut])
-            assert isinstance(events, list)
+            assert all(isinstance(e, Event) for e in events), (body[:cut], events)
     # a progress line cut inside a number or a field is never a Progress
     full = b"progress: 2.0 s, 1886.0 tps, lat 1.094 ms stddev 0.453, 0 failed, lag 0.163 ms, 66 skipped"
     boundaries = {full.index(b", lat"), full.index(b", 0 failed"), full.index(b", lag"), full.index(b", 66")}

@@ -12,11 +12,12 @@ from __future__ import annotations
 import glob
 import os
 import re
-import shutil
 import subprocess
 
 import pytest
 import yaml
+
+from tests.helpers.tools import require_tool
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROMTOOL = os.environ.get("BENCHWATCH_PROMTOOL", "promtool")
@@ -39,8 +40,7 @@ def _rel(path: str) -> str:
 
 
 def _promtool(*args: str, cwd: str) -> subprocess.CompletedProcess:
-    if shutil.which(PROMTOOL) is None:
-        pytest.fail(f"{PROMTOOL} not found: apt-get install prometheus (it ships promtool)")
+    require_tool(PROMTOOL, "prometheus")
     return subprocess.run([PROMTOOL, *args], cwd=cwd, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
 
