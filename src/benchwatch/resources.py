@@ -9,6 +9,7 @@ there; an installed package carries a copy under ``<prefix>/share/benchwatch``
 
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import sys
 import sysconfig
@@ -22,9 +23,24 @@ def _checkout_root() -> str | None:
     return root if os.path.exists(os.path.join(root, _MARKER)) else None
 
 
+def _recorded_root() -> str | None:
+    """Where pip put the data files of this installation, whatever the scheme (venv, --user, --prefix)."""
+    try:
+        dist = importlib.metadata.distribution("benchwatch")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    marker = "share/benchwatch/" + _MARKER.replace(os.sep, "/")
+    for f in dist.files or ():
+        if str(f).replace(os.sep, "/").endswith(marker):
+            return os.path.dirname(os.path.dirname(os.path.abspath(str(dist.locate_file(f)))))
+    return None
+
+
 def _installed_roots() -> list[str]:
-    prefixes = [sysconfig.get_path("data"), sys.prefix, sys.base_prefix, "/usr/local", "/usr"]
-    return [os.path.join(p, "share", "benchwatch") for p in dict.fromkeys(prefixes)]
+    prefixes = [sysconfig.get_path("data"), sysconfig.get_path("data", f"{os.name}_user"), sys.prefix,
+                sys.base_prefix, "/usr/local", "/usr"]
+    recorded = _recorded_root()
+    return ([recorded] if recorded else []) + [os.path.join(p, "share", "benchwatch") for p in dict.fromkeys(prefixes)]
 
 
 def root() -> str:

@@ -76,3 +76,20 @@ def test_demo_from_another_directory(installed):
         subprocess.run([benchwatch, "down", *flags], cwd=cwd, env=_env(installed), capture_output=True, timeout=180)
         shutil.rmtree(state, ignore_errors=True)
         shutil.rmtree(cwd, ignore_errors=True)
+
+
+def test_a_user_install_finds_its_files(tmp_path):
+    """pip install --user puts the data files under the user base, not under sys.prefix."""
+    base_python = getattr(sys, "_base_executable", None) or sys.executable  # a venv has no user site
+    source = tmp_path / "source"
+    shutil.copytree(REPO_ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "__pycache__", "build", "*.egg-info"))
+    userbase = tmp_path / "userbase"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "BENCHWATCH_", "VIRTUAL_ENV", "PIP_"))}
+    env.update(PYTHONUSERBASE=str(userbase), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    pip = subprocess.run([base_python, "-m", "pip", "install", "--quiet", "--user", "--no-deps", str(source)],
+                         cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=600)
+    assert pip.returncode == 0, pip.stderr[-2000:]
+    r = subprocess.run([base_python, "-c", "from benchwatch import resources; print(resources.root())"],
+                       cwd="/tmp", env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(userbase / "share" / "benchwatch")

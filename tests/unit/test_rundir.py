@@ -49,6 +49,10 @@ def test_explicit_start_is_kept_and_old_ids_are_still_read(tmp_path):
     for name in (next_second, new, old, "baseline"):  # "baseline": import --run-id baseline
         run = rundir.create_run_dir(str(tmp_path), name)
         run.write_meta({"run_id": name})
-    assert [r.run_id for r in rundir.list_runs(str(tmp_path))] == [old, new, next_second, "baseline"]
+    assert [r.run_id for r in rundir.list_runs(str(tmp_path))] == [old, new, next_second, "baseline"]  # no start known
+    # A named import is placed by the start its meta.json records, not after every id.
+    rundir.RunDir(os.path.join(str(tmp_path), "baseline")).write_meta({"run_id": "baseline", "started_at": 1704110400.5})
+    assert [r.run_id for r in rundir.list_runs(str(tmp_path))] == [old, new, "baseline", next_second]
+    assert rundir.find_run(str(tmp_path), None).run_id == next_second
     assert rundir.find_run(str(tmp_path), old).path == os.path.join(str(tmp_path), old)
     assert rundir.sort_key("99999999T999999Z-x") == "99999999T999999Z-x"  # digits, but no date

@@ -131,13 +131,27 @@ def create_run_dir(runs_dir: str, run_id: str | None = None) -> RunDir:
     return RunDir(path)
 
 
+def _start_key(run: RunDir) -> str:
+    """sort_key of a run; a run named otherwise (``import --run-id NAME``) is placed by the start
+    its meta.json records, so that it is "the latest run" only if it started last."""
+    name = run.run_id
+    if _stamp_ms(name) is not None:
+        return sort_key(name)
+    started = run.read_meta().get("started_at")
+    if not isinstance(started, (int, float)):
+        return name
+    ms = int(round(started * 1000))
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(ms // 1000))}.{ms % 1000:03d}Z-{name}"
+
+
 def list_runs(runs_dir: str) -> list[RunDir]:
     """Run directories, oldest first (run ids sort by start time)."""
     try:
-        names = sorted(os.listdir(runs_dir), key=sort_key)
+        names = os.listdir(runs_dir)
     except FileNotFoundError:
         return []
-    return [RunDir(os.path.join(runs_dir, n)) for n in names if os.path.isfile(os.path.join(runs_dir, n, META))]
+    runs = [RunDir(os.path.join(runs_dir, n)) for n in names if os.path.isfile(os.path.join(runs_dir, n, META))]
+    return sorted(runs, key=_start_key)
 
 
 def find_run(runs_dir: str, run_id: str | None) -> RunDir | None:
