@@ -89,7 +89,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     stack = _stack(args)
     if not stack.healthy("benchwatch_exporter"):
         say("the exporter is not running: the run is saved but not sent to Prometheus "
-            "(start the stack with ./benchwatch up, or import the run later with ./benchwatch import)")
+            "(start the stack with benchwatch up, or import the run later with benchwatch import)")
     pg_env = stack.pg_env() if os.path.exists(stack.cfg.stack_file) else {}
     terminal = LineSafeStream(sys.stderr.buffer)
     watches = []
@@ -161,7 +161,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     try:
         RemoteWriter(stack.cfg.remote_write_url).send(samples + model.end_markers())
     except (RemoteWriteError, OSError) as e:
-        say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? ./benchwatch up)")
+        say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? benchwatch up)")
         return 1
     run = importer.save_import(stack.cfg.runs_dir, run_id, args.file, data, start, model)
     say(f"imported run {run_id}: {counts}; saved in {run.path}")
@@ -178,7 +178,7 @@ PG_TARGET_VARS = ("PGHOST", "PGHOSTADDR", "PGPORT", "PGUSER", "PGDATABASE", "PGP
 def _stack_pg_env(stack: Stack) -> dict[str, str] | None:
     """The stack's PG* variables (password in the pgpass file), or None with the reason said."""
     if not os.path.exists(stack.cfg.stack_file):
-        say(f"no stack in {stack.cfg.state_dir}: start it with ./benchwatch up")
+        say(f"no stack in {stack.cfg.state_dir}: start it with benchwatch up")
         return None
     return stack.pg_env()
 

@@ -81,5 +81,5 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
     expr = urllib.parse.quote(f"pgbench_progress_tps{selector}")
     print(f"  Prometheus: {base}/graph?g0.expr={expr}&g0.range_input=5m")
     print(f"  Alertmanager: {stack.cfg.url('alertmanager')}")
-    print("  stop the stack with: ./benchwatch down")
+    print("  stop the stack with: benchwatch down")
     return 0 if ended and values else 1

@@ -12,7 +12,7 @@ from tests.helpers.tools import require_tool
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIG = os.path.join(ROOT, "alertmanager", "alertmanager.yml")
 DOC = os.path.join(ROOT, "docs", "alerting.md")
-# The URL the native stack replaces with its own exporter's (stack.py _start_alertmanager).
+# The URL the native stack replaces with its own exporter's (stack/native.py _start_alertmanager).
 COMPOSE_WEBHOOK = "http://benchwatch:19188/alerts"
 
 

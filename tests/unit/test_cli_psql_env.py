@@ -41,6 +41,6 @@ def test_without_a_stack_both_say_so():
         env = dict(os.environ, BENCHWATCH_STATE_DIR=state)
         for command in (["env"], ["psql", "-c", "select 1"]):
             r = subprocess.run([BENCHWATCH, *command], env=env, capture_output=True, timeout=60)
-            assert r.returncode == 1 and r.stdout == b"" and b"./benchwatch up" in r.stderr, (command, r)
+            assert r.returncode == 1 and r.stdout == b"" and b"benchwatch up" in r.stderr, (command, r)
     finally:
         os.rmdir(state)

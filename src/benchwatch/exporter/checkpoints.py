@@ -42,8 +42,6 @@ EXPORTER_METRICS = {
     _SELF + "unmatched_total": ("counter", "Checkpoint starts without a complete, and completes without a start."),
 }
 
-# parse_complete field -> (metric, extra labels)
-
 class CheckpointCollector:
     """Follows ``server_log`` (stderr, csvlog or jsonlog; "auto" detects) and feeds a :class:`CheckpointModel`."""
 

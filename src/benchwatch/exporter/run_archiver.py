@@ -29,7 +29,7 @@ class RunArchiver:
         self.queue.put(run)
 
     def _work(self) -> None:
-        from benchwatch.share.archive import save_run_series
+        from benchwatch.share.collect import save_run_series  # matplotlib and friends: only once a run ends
 
         while True:
             run = self.queue.get()

@@ -12,7 +12,8 @@ import socket
 from typing import Any
 
 # Block devices that are not disks: RAM disks, loop devices, swap on zram, floppies, optical drives.
-NOT_DISKS = re.compile(r"(ram|loop|fd|sr|zram|nbd)")
+NOT_DISK_PATTERN = "(ram|loop|fd|sr|zram|nbd)"
+NOT_DISKS = re.compile(NOT_DISK_PATTERN)
 
 
 def _read(path: str) -> str | None:

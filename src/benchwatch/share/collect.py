@@ -24,22 +24,23 @@ from dataclasses import dataclass, field
 from benchwatch import resources
 from benchwatch.engines.postgres import dsn
 from benchwatch.grafana import panels
+from benchwatch.grafana.panels import DATASOURCE_UID
+from benchwatch.model import replay
 from benchwatch.query import frames as fr
 from benchwatch.query import grafana as gq
 from benchwatch.query import prometheus, promql
 from benchwatch.query.series import Series, fetch, merge, read_csv_dir, write_csv_dir
 from benchwatch.record import rundir
-from benchwatch.record.host import host_facts
+from benchwatch.record.host import NOT_DISK_PATTERN, host_facts
 from benchwatch.share import rebuild, summary
 from benchwatch.util import processes
 
 MARGIN_S = 5.0
 LOOKBACK_S = 300.0
 DASHBOARD_FILE = "pgbench-run.json"
-DATASOURCE_UID = "benchwatch-prometheus"
 
 # Devices that are not disks a database lives on.
-DISK_FILTER = 'device!~"(ram|loop|fd|sr|zram|nbd).*"'
+DISK_FILTER = f'device!~"{NOT_DISK_PATTERN}.*"'
 
 # Panels a snapshot adds after the dashboard's own: iostat's await and %util,
 # from node_exporter's raw counters (irate over two 1 s scrapes, as
@@ -279,7 +280,7 @@ def series_from_run_dir(run: rundir.RunDir) -> tuple[list[Series], list[str]]:
 def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", dashboard: dict | None = None,
             say=lambda m: None) -> Collected:
     meta = scrub(run.read_meta())
-    run_id = rebuild.run_id_of(run, meta)
+    run_id = replay.run_id_of(meta, run.run_id)
     start, end = window(meta)
     dash = snapshot_dashboard(dashboard or load_dashboard())
     variables = {**gq.default_variables(dash), "run_id": run_id, "datasource": DATASOURCE_UID}
@@ -327,7 +328,7 @@ def save_run_series(run_dir: str, prometheus_url: str, dashboard: dict | None = 
     meta = run.read_meta()
     start, end = window(meta)
     dash = snapshot_dashboard(dashboard or load_dashboard())
-    run_id = rebuild.run_id_of(run, meta)
+    run_id = replay.run_id_of(meta, run.run_id)
     sels = selectors_for(dash, {"run_id": run_id, "datasource": DATASOURCE_UID}, start, end, run_id)
     if wait:
         # One scrape interval and a little more past the range, for the last scrape to land.

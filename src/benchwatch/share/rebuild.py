@@ -27,11 +27,6 @@ from benchwatch.sink.remote_write import RemoteWriter
 PGBENCH_METRICS = frozenset(METRICS)
 SERIES_DIR = "series"
 
-def run_id_of(run: rundir.RunDir, meta: dict | None = None) -> str:
-    """The id the run was recorded under (a copied run directory, e.g. a snapshot's raw/, keeps it in meta.json)."""
-    return replay.run_id_of(run.read_meta() if meta is None else meta, run.run_id)
-
-
 def pgbench_samples(run: rundir.RunDir) -> list[Sample]:
     """The run's pgbench_* samples from its raw output, as the exporter produced them."""
     return replay.replay_run_dir(run.path, run.read_meta())

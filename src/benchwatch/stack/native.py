@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from benchwatch import resources
 from benchwatch.engines.postgres import dsn
-from benchwatch.query.launch import prometheus_argv
+from benchwatch.query.launch import prometheus_argv, prometheus_binary
 from benchwatch.stack.config import LISTEN_HOST, Config
 from benchwatch.util import net, processes
 
@@ -100,6 +100,8 @@ def binary(component: str) -> str | None:
         return os.path.join(bindir, "postgres") if bindir else None
     if component == "benchwatch_exporter":
         return sys.executable
+    if component == "prometheus":
+        return prometheus_binary()  # BENCHWATCH_PROMETHEUS may name another build
     return shutil.which(BINARIES[component])
 
 
