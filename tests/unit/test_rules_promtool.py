@@ -61,6 +61,13 @@ def test_promtool_unit_tests_in_one_call():
     assert r.stdout.count("SUCCESS") == len(TEST_FILES), r.stdout + r.stderr
 
 
+@pytest.mark.parametrize("path", TEST_FILES, ids=_rel)
+def test_promtool_unit_tests_each_file_alone(path):
+    r = _promtool("test", "rules", os.path.basename(path), cwd=os.path.dirname(path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCESS" in r.stdout
+
+
 def _loaded_groups(test_path: str) -> list[dict]:
     with open(test_path, encoding="utf-8") as f:
         spec = yaml.safe_load(f)
