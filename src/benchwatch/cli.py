@@ -78,7 +78,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from benchwatch.alerting.printer import AlertPrinter
     from benchwatch.record.stream import LineSafeStream
-    from benchwatch.record.wrapper import run_pgbench
+    from benchwatch.record.wrapper import run_benchmark
 
     argv = list(args.pgbench)
     if argv and argv[0] == "--":
@@ -102,7 +102,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                       alertmanager_url=stack.cfg.url("alertmanager")).start())
 
     try:
-        code, run = run_pgbench(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
+        code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
                                 latency_log=args.latency_log, stderr_sink=terminal)
     finally:
         for watch in watches:

@@ -38,7 +38,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
         say(f"pgbench -i failed: {init.stderr.strip()}")
         return init.returncode
 
-    from benchwatch.record.wrapper import run_pgbench
+    from benchwatch.record.wrapper import run_benchmark
 
     # A manual CHECKPOINT half way, beside the timed/wal ones the settings cause.
     def checkpoint_later() -> None:
@@ -53,7 +53,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
 
     threading.Thread(target=checkpoint_later, daemon=True).start()
     argv = [pgbench, "-M", "prepared", "-n", "-r", "-P", "1", "-c", "4", "-j", "2", "-T", str(duration)]
-    code, run = run_pgbench(argv, runs_dir=stack.cfg.runs_dir, pg_env=stack.pg_env(), notice=say,
+    code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=stack.pg_env(), notice=say,
                             on_start=lambda r: say(f"run {r.run_id}: watching pgbench"))
     if code != 0:
         say(f"pgbench exited with {code}")

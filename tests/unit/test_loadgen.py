@@ -50,3 +50,28 @@ def test_the_clock_is_stamped_from_the_first_progress_line(tmp_path):
     stamper.see(b"progress: 2.0 s, 100.0 tps, lat 1.0 ms stddev 0.1, 0 failed")
     stamper.see(b"progress: 3.0 s, 100.0 tps, lat 1.0 ms stddev 0.1, 0 failed")
     assert stamper.stamped and run.read_meta()["clock_start_epoch"] == 998.0
+
+
+def test_pgbench_argv_facts():
+    facts = loadgen.PGBENCH.read_argv(["-M", "prepared", "-c", "16", "-j", "4", "-P", "2", "-T", "3600", "-S", "db"])
+    assert facts.error is None and facts.progress_interval == 2.0 and facts.statements_per_transaction == 1
+    assert facts.info_labels["clients"] == "16" and facts.info_labels["script"] == "select-only"
+    refused = loadgen.PGBENCH.read_argv(["--prog=5"])  # ambiguous to pgbench 15 itself
+    assert refused.error and refused.info_labels == {} and refused.progress_interval is None
+
+
+def test_pgbench_latency_log_goes_into_the_run_directory():
+    place = loadgen.PGBENCH.latency_log
+    assert place is not None
+    assert place(["-T", "10", "db"], "/runs/r1/pgbench_log", False) == (["-T", "10", "db"], None, [])
+    args, prefix, said = place(["-T", "10", "db"], "/runs/r1/pgbench_log", True)
+    assert args == ["-T", "10", "-l", "--log-prefix=/runs/r1/pgbench_log", "db"] and prefix == "/runs/r1/pgbench_log"
+    assert said == ["-l", "--log-prefix=/runs/r1/pgbench_log"]
+    args, prefix, said = place(["-l", "--log-prefix=/data/mine", "-T", "10"], "/runs/r1/pgbench_log", False)
+    assert args == ["-l", "--log-prefix=/data/mine", "-T", "10"] and prefix == "/data/mine" and said == []
+
+
+def test_versions_are_read_from_what_the_tool_prints():
+    assert loadgen.PGBENCH.parse_version("pgbench (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)") == "15.18"
+    assert loadgen.PGBENCH.parse_version("no version here") is None
+    assert loadgen.PGBENCH.version_key == "pgbench_version"  # meta.json's key since the first release

@@ -18,14 +18,13 @@ from benchwatch.model.pgbench_run import RunModel, script_name
 from benchwatch.model.samples import Sample
 from benchwatch.parse import loadgen
 from benchwatch.parse import pgbench as po
-from benchwatch.parse.pgbench_args import parse_pgbench_args
 
 # stderr first: progress lines come from there, the summary from stdout at the end.
 # output.log holds both streams of an attached or imported run.
 FILE_ORDER = ("stderr.log", "output.log", "stdout.log")
 
-# Labels of pgbench_run_info that meta.json carries beside the argv.
-_META_LABELS = ("pgbench_version", "server_version", "scale", "mode", "hostname")
+# Labels of the run_info series that meta.json carries beside the argv (and the tool's version).
+_META_LABELS = ("server_version", "scale", "mode", "hostname")
 
 
 def run_id_of(meta: Mapping[str, Any], fallback: str) -> str:
@@ -34,13 +33,14 @@ def run_id_of(meta: Mapping[str, Any], fallback: str) -> str:
 
 
 def info_labels(meta: Mapping[str, Any]) -> dict[str, str]:
-    """pgbench_run_info's labels for a recorded run: from its argv and what the wrapper learnt."""
+    """The run_info labels of a recorded run: from its argv (read by its load generator) and what the wrapper learnt."""
+    generator = loadgen.by_name(meta.get("tool"))
     argv = meta.get("argv") or []
-    labels = parse_pgbench_args(argv[1:]).info_labels() if argv else {}
+    labels = dict(generator.read_argv(argv[1:]).info_labels) if argv else {}
     if argv:
         labels["args"] = " ".join(argv[1:])  # already without passwords (see record.wrapper)
     labels.update({k: str(v) for k, v in (meta.get("info") or {}).items()})
-    for key in _META_LABELS:
+    for key in (generator.version_key, *_META_LABELS):
         if meta.get(key) is not None:
             labels[key] = str(meta[key])
     return labels

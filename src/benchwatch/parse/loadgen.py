@@ -4,6 +4,7 @@ A load generator is one module here (its output parser and its argv reader)
 plus one entry in :data:`LOAD_GENERATORS`; the run wrapper, the exporter and
 the replay look a run's load generator up by program name or by the ``tool``
 recorded in meta.json, so adding one (sysbench) adds entries, not branches.
+Everything here is pure: the wrapper runs the programs and reads the files.
 """
 
 from __future__ import annotations
@@ -11,9 +12,24 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from benchwatch.parse import pgbench_args
+
+
+@dataclass(frozen=True)
+class ArgvFacts:
+    """What a load generator's command line says about the run."""
+
+    error: str | None = None                 # why it cannot be read (the program will refuse it too)
+    progress_interval: float | None = None
+    info_labels: dict[str, str] = field(default_factory=dict)   # for <tool>_run_info
+    statements_per_transaction: float | None = None
+
+
+# (argv, the run directory's default log prefix, add the log even if not asked) ->
+# (argv, the log prefix the program will write to or None, the options added).
+LatencyLog = Callable[[list[str], str, bool], tuple[list[str], str | None, list[str]]]
 
 
 @dataclass(frozen=True)
@@ -25,7 +41,14 @@ class LoadGenerator:
     progress_elapsed: Callable[[bytes], float | None]
     # The argv with a progress report asked for if it has none, and the options added (empty: none).
     ensure_progress: Callable[[list[str]], tuple[list[str], list[str]]]
+    read_argv: Callable[[list[str]], ArgvFacts]
+    version_argv: tuple[str, ...]   # what prints the version, after the program
+    version_key: str                # meta.json key of the version (an existing contract for pgbench)
+    parse_version: Callable[[str], str | None]
+    latency_log: LatencyLog | None = None   # per-transaction latency log, where the tool has one
 
+
+# -- pgbench --------------------------------------------------------------------------
 
 _PGBENCH_PROGRESS = re.compile(rb"^progress: ([0-9]+(?:\.[0-9]+)?) s")
 
@@ -40,8 +63,42 @@ def _pgbench_ensure_progress(argv: list[str]) -> tuple[list[str], list[str]]:
     return args, (["-P", "1"] if added else [])
 
 
+def _pgbench_argv(argv: list[str]) -> ArgvFacts:
+    parsed = pgbench_args.parse_pgbench_args(argv)
+    return ArgvFacts(parsed.error, parsed.progress_interval, parsed.info_labels(),
+                     pgbench_args.sql_statements_per_transaction(parsed))
+
+
+def _version_number(text: str) -> str | None:
+    m = re.search(r"(\d+(?:\.\d+)+)", text)
+    return m.group(1) if m else None
+
+
+def _pgbench_latency_log(argv: list[str], default_prefix: str, add: bool) -> tuple[list[str], str | None, list[str]]:
+    """With -l (or when asked to add it), pgbench's per-transaction logs go where the exporter reads them."""
+    parsed = pgbench_args.parse_pgbench_args(argv)
+    said: list[str] = []
+    if parsed.error:
+        return argv, None, said  # pgbench will refuse this argv; adding to it would only confuse
+    if "log" not in parsed.flags:
+        if not add:
+            return argv, None, said
+        argv = pgbench_args.insert_options(argv, ["-l"])
+        said.append("-l")
+    prefix = parsed.last("log-prefix")
+    if prefix is None:
+        prefix = default_prefix
+        argv = pgbench_args.insert_options(argv, [f"--log-prefix={prefix}"])
+        said.append(f"--log-prefix={prefix}")
+    return argv, os.path.abspath(prefix), said
+
+
 PGBENCH = LoadGenerator(name="pgbench", programs=frozenset({"pgbench"}), progress_stream="stderr",
-                        progress_elapsed=_pgbench_elapsed, ensure_progress=_pgbench_ensure_progress)
+                        progress_elapsed=_pgbench_elapsed, ensure_progress=_pgbench_ensure_progress,
+                        read_argv=_pgbench_argv, version_argv=("--version",), version_key="pgbench_version",
+                        parse_version=_version_number, latency_log=_pgbench_latency_log)
+
+# -- the registry -----------------------------------------------------------------------
 
 LOAD_GENERATORS: dict[str, LoadGenerator] = {g.name: g for g in (PGBENCH,)}
 # A program under another name (a wrapper script, a renamed build) is taken for this one.

@@ -9,7 +9,6 @@ load generator (``tool``), versions, the server's settings and the host.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -23,7 +22,6 @@ from typing import BinaryIO
 from benchwatch.engines.postgres import dsn
 from benchwatch.engines.postgres.settings import describe_server
 from benchwatch.parse import loadgen
-from benchwatch.parse.pgbench_args import insert_options, parse_pgbench_args, sql_statements_per_transaction
 from benchwatch.record import rundir
 from benchwatch.record.host import host_facts
 from benchwatch.record.stream import ClockStamper, LineSafeStream, pump
@@ -37,60 +35,41 @@ def _tool_version(argv: list[str], env: dict[str, str]) -> str | None:
     return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
 
 
-def pgbench_version(pgbench: str, env: dict[str, str]) -> str | None:
-    text = _tool_version([pgbench, "--version"], env)
-    m = re.search(r"(\d+(?:\.\d+)+)", text or "")
-    return m.group(1) if m else None
+def tool_version(generator: loadgen.LoadGenerator, program: str, env: dict[str, str]) -> str | None:
+    text = _tool_version([program, *generator.version_argv], env)
+    return generator.parse_version(text) if text else None
 
 
-def place_transaction_log(args: list[str], run: rundir.RunDir, add: bool) -> tuple[list[str], str | None, list[str]]:
-    """With -l (or when asked to add it), make pgbench write its per-transaction logs where the exporter reads them.
-
-    Returns (args, log prefix, what was changed, for saying so)."""
-    parsed = parse_pgbench_args(args)
-    said: list[str] = []
-    if parsed.error:
-        return args, None, said  # pgbench will refuse this argv; adding to it would only confuse
-    if "log" not in parsed.flags:
-        if not add:
-            return args, None, said
-        args = insert_options(args, ["-l"])
-        said.append("-l")
-    prefix = parsed.last("log-prefix")
-    if prefix is None:
-        prefix = run.file("pgbench_log")
-        args = insert_options(args, [f"--log-prefix={prefix}"])
-        said.append(f"--log-prefix={prefix}")
-    return args, os.path.abspath(prefix), said
-
-
-def run_pgbench(pgbench_argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
-                notice: Callable[[str], None], on_start: Callable[[rundir.RunDir], None] | None = None,
-                latency_log: bool = False, stderr_sink: LineSafeStream | None = None) -> tuple[int, rundir.RunDir]:
-    """Run pgbench with its output passed through and saved; returns (exit code, run directory)."""
-    program, args = pgbench_argv[0], pgbench_argv[1:]
+def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
+                  notice: Callable[[str], None], on_start: Callable[[rundir.RunDir], None] | None = None,
+                  latency_log: bool = False, stderr_sink: LineSafeStream | None = None) -> tuple[int, rundir.RunDir]:
+    """Run a load generator with its output passed through and saved; returns (exit code, run directory)."""
+    program, args = argv[0], argv[1:]
     generator = loadgen.for_program(program)
-    unreadable = parse_pgbench_args(args).error
+    tool = generator.name
+    unreadable = generator.read_argv(args).error
     if unreadable:
-        notice(f"cannot read the pgbench arguments ({unreadable}); passing them unchanged")
+        notice(f"cannot read the {tool} arguments ({unreadable}); passing them unchanged")
     args, added = generator.ensure_progress(args)
     if added:
-        notice(f"added {' '.join(added)} to the {generator.name} arguments (no progress report was asked for)")
+        notice(f"added {' '.join(added)} to the {tool} arguments (no progress report was asked for)")
     env = dict(os.environ)
     for key, value in pg_env.items():
         env.setdefault(key, value)  # the user's own PG* settings win
     resolved = shutil.which(program, path=env.get("PATH")) or program
     run = rundir.create_run_dir(runs_dir)
-    args, txlog_prefix, said = place_transaction_log(args, run, latency_log)
-    if said:
-        notice("added " + " ".join(said) + " to the pgbench arguments (per-transaction latency log, for percentiles)")
-    parsed = parse_pgbench_args(args)
+    txlog_prefix = None
+    if generator.latency_log is not None:
+        args, txlog_prefix, said = generator.latency_log(args, run.file(f"{tool}_log"), latency_log)
+        if said:
+            notice("added " + " ".join(said) + f" to the {tool} arguments (per-transaction latency log, for percentiles)")
+    facts = generator.read_argv(args)
     meta = {
-        "run_id": run.run_id, "mode": "run", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),
+        "run_id": run.run_id, "mode": "run", "tool": tool, "state": rundir.RUNNING, "pid": os.getpid(),
         "argv": dsn.redact_argv([os.path.basename(program)] + args),
-        "progress_interval": parsed.progress_interval, "hostname": socket.gethostname(),
-        "pgbench_version": pgbench_version(resolved, env), "started_at": time.time(),
-        "sql_statements_per_transaction": sql_statements_per_transaction(parsed),
+        "progress_interval": facts.progress_interval, "hostname": socket.gethostname(),
+        generator.version_key: tool_version(generator, resolved, env), "started_at": time.time(),
+        "sql_statements_per_transaction": facts.statements_per_transaction,
         "stdout": "stdout.log", "stderr": "stderr.log", "txlog_prefix": txlog_prefix,
     }
     meta.update(describe_server(env))
@@ -133,14 +112,14 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgben
                   interval: float | None) -> rundir.RunDir:
     """Follow a pgbench output stream from another process (e.g. stdin of a pipe)."""
     run = rundir.create_run_dir(runs_dir)
-    generator = loadgen.PGBENCH
-    parsed = parse_pgbench_args(pgbench_args or [])
+    generator = loadgen.PGBENCH  # attach reads pgbench output (issue 11 brings a --tool)
+    facts = generator.read_argv(pgbench_args or [])
     meta = {
         "run_id": run.run_id, "mode": "attach", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),
-        "argv": dsn.redact_argv(["pgbench"] + list(pgbench_args)) if pgbench_args else None,
-        "progress_interval": interval or parsed.progress_interval, "hostname": socket.gethostname(),
+        "argv": dsn.redact_argv([generator.name] + list(pgbench_args)) if pgbench_args else None,
+        "progress_interval": interval or facts.progress_interval, "hostname": socket.gethostname(),
         "started_at": time.time(), "output": "output.log",
-        "sql_statements_per_transaction": sql_statements_per_transaction(parsed) if pgbench_args else None,
+        "sql_statements_per_transaction": facts.statements_per_transaction if pgbench_args else None,
         "host": host_facts(),
     }
     run.write_meta({k: v for k, v in meta.items() if v is not None})
