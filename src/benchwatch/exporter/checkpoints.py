@@ -18,12 +18,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
 from benchwatch.engines.postgres import server_log as pg_log
 from benchwatch.engines.postgres.checkpoints import CheckpointModel
 from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.follow import LineFollower
+from benchwatch.model import catalogue
 from benchwatch.model.samples import Sample
 
 # Catching up on a big log is done in slices: a poll holds the exporter's lock
@@ -93,7 +92,7 @@ class CheckpointCollector:
 
     def collect(self) -> Iterable:
         yield from self.model.families()
-        g = GaugeMetricFamily(_SELF + "log_present", EXPORTER_METRICS[_SELF + "log_present"][1], labels=["format"])
+        g = catalogue.family(EXPORTER_METRICS, _SELF + "log_present", ["format"])
         g.add_metric([self.reader.format or ""], 1.0 if self.log_present else 0.0)
         yield g
         for name, value in (
@@ -104,10 +103,10 @@ class CheckpointCollector:
             ("clock_timestamps", self.clock_timestamps),
             ("late_ends", self.model.late_ends),
         ):
-            c = CounterMetricFamily(_SELF + name, EXPORTER_METRICS[_SELF + name + "_total"][1])
+            c = catalogue.family(EXPORTER_METRICS, _SELF + name + "_total")
             c.add_metric([], value)
             yield c
-        c = CounterMetricFamily(_SELF + "unmatched", EXPORTER_METRICS[_SELF + "unmatched_total"][1], labels=["event"])
+        c = catalogue.family(EXPORTER_METRICS, _SELF + "unmatched_total", ["event"])
         for event, n in sorted(self.model.unmatched.items()):
             c.add_metric([event], n)
         yield c

@@ -13,12 +13,10 @@ import re
 import time
 from collections.abc import Callable, Iterable
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
 from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.exporter.run_archiver import RunArchiver
-from benchwatch.model import replay
+from benchwatch.model import catalogue, replay
 from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.samples import Sample
 from benchwatch.model.txlog import TxlogAggregator
@@ -157,14 +155,9 @@ class PgbenchRunsCollector:
                 by_name.setdefault(series.name, []).append(series)
         families = []
         for name, members in by_name.items():
-            kind, help_text = METRICS[name]
             # Runs may differ in label names (e.g. scale known or not): expose the union, "" where absent.
             labels = sorted({k for s in members for k in s.labels})
-            family: CounterMetricFamily | GaugeMetricFamily
-            if kind == "counter":
-                family = CounterMetricFamily(name[:-len("_total")], help_text, labels=labels)
-            else:
-                family = GaugeMetricFamily(name, help_text, labels=labels)
+            family = catalogue.family(METRICS, name, labels)
             for s in members:
                 family.add_metric([s.labels.get(k, "") for k in labels], s.value)
             families.append(family)

@@ -6,6 +6,8 @@ from collections.abc import Sequence
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from benchwatch.model import catalogue
+
 COLLECTOR_SUCCESS = "benchwatch_exporter_collector_success"
 COLLECTOR_DURATION = "benchwatch_exporter_collector_duration_seconds"
 COLLECTOR_ERRORS = "benchwatch_exporter_collector_errors_total"
@@ -36,8 +38,4 @@ SELF_METRICS = {
 
 
 def family(name: str, labels: Sequence[str] = ()) -> CounterMetricFamily | GaugeMetricFamily:
-    """An empty family of a catalogued metric (a counter is named without _total, as client_python wants)."""
-    kind, help_text = SELF_METRICS[name]
-    if kind == "counter":
-        return CounterMetricFamily(name.removesuffix("_total"), help_text, labels=labels)
-    return GaugeMetricFamily(name, help_text, labels=labels)
+    return catalogue.family(SELF_METRICS, name, labels)

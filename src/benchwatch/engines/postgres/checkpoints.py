@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from benchwatch.engines.postgres import server_log as pg_log
+from benchwatch.model import catalogue
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 
 HEARTBEAT_MS = 1000
@@ -232,16 +233,16 @@ class CheckpointModel:
         const_names = sorted(self.const)
         const_values = [self.const[k] for k in const_names]
         fams: list[GaugeMetricFamily | CounterMetricFamily] = []
-        g = GaugeMetricFamily(IN_PROGRESS, METRICS[IN_PROGRESS][1], labels=const_names + ["kind", "reason"])
+        g = catalogue.family(METRICS, IN_PROGRESS, const_names + ["kind", "reason"])
         for kind, reason in sorted(self.in_progress_seen):
             running = self.open is not None and (self.open.kind, self.open.reason) == (kind, reason)
             g.add_metric(const_values + [kind, reason], 1.0 if running else 0.0)
         fams.append(g)
-        c = CounterMetricFamily(COMPLETED[:-len("_total")], METRICS[COMPLETED][1], labels=const_names + ["kind", "reason"])
+        c = catalogue.family(METRICS, COMPLETED, const_names + ["kind", "reason"])
         for (kind, reason), n in sorted(self.completed.items()):
             c.add_metric(const_values + [kind, reason], n)
         fams.append(c)
-        c = CounterMetricFamily(TOO_FREQUENT[:-len("_total")], METRICS[TOO_FREQUENT][1], labels=const_names)
+        c = catalogue.family(METRICS, TOO_FREQUENT, const_names)
         c.add_metric(const_values, self.too_frequent)
         fams.append(c)
         by_name: dict[str, list] = {}
@@ -249,7 +250,7 @@ class CheckpointModel:
             by_name.setdefault(name, []).append((dict(labels), value))
         for name, members in by_name.items():
             label_names = sorted({k for labels, _ in members for k in labels})
-            g = GaugeMetricFamily(name, METRICS[name][1], labels=const_names + label_names)
+            g = catalogue.family(METRICS, name, const_names + label_names)
             for labels, value in members:
                 g.add_metric(const_values + [labels.get(k, "") for k in label_names], value)
             fams.append(g)
