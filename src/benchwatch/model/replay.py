@@ -158,10 +158,7 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
     """Every pgbench sample of a finished run directory, end markers included, as Prometheus got them."""
     run_id = run_id_of(meta, os.path.basename(os.path.normpath(path)))
     if meta.get("mode") == "import":
-        data = b""
-        for name in ("stdout.log", "stderr.log", "output.log"):
-            data += _read(os.path.join(path, name)) or b""
-        model, samples = replay_output(data, run_id, meta.get("clock_start_epoch"))
+        model, samples = replay_output(saved_output(path), run_id, meta.get("clock_start_epoch"))
         return samples + model.end_markers()  # as import wrote them
     model = model_for_run(run_id, meta)
     end = meta.get("ended_at")
@@ -171,6 +168,17 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
         if chunk is not None:
             out.extend(feed_lines(model, split_lines(chunk), end))
     return out + close(model, end, meta.get("exit_code"))
+
+
+def saved_output(path: str) -> bytes:
+    """A run directory's raw output as one stream: output.log (attach, import), else stderr then stdout,
+    each ended with a newline; empty when there is none."""
+    names = ("output.log",) if os.path.exists(os.path.join(path, "output.log")) else ("stderr.log", "stdout.log")
+    data = b""
+    for name in names:
+        chunk = _read(os.path.join(path, name)) or b""
+        data += chunk if chunk.endswith(b"\n") or not chunk else chunk + b"\n"
+    return data
 
 
 def _read(path: str) -> bytes | None:

@@ -29,17 +29,10 @@ def read_source(path: str) -> tuple[bytes, float | None]:
     if not os.path.isdir(path):
         with open(path, "rb") as f:
             return f.read(), None
-    run = rundir.RunDir(path)
-    names = ("output.log",) if os.path.exists(run.file("output.log")) else ("stderr.log", "stdout.log")
-    data = b""
-    for name in names:
-        if os.path.exists(run.file(name)):
-            with open(run.file(name), "rb") as f:
-                chunk = f.read()
-            data += chunk if chunk.endswith(b"\n") or not chunk else chunk + b"\n"
+    data = replay.saved_output(path)
     if not data:
         raise FileNotFoundError(f"no pgbench output in {path}")
-    return data, run.read_meta().get("clock_start_epoch")
+    return data, rundir.RunDir(path).read_meta().get("clock_start_epoch")
 
 
 def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:

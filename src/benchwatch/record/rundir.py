@@ -54,6 +54,11 @@ def _stamp_ms(run_id: str) -> int | None:
     return second * 1000 + int(m.group(2) or 0)
 
 
+def _stamp(ms: int) -> str:
+    """The start-time part of a run id: "20240101T120000.123Z"."""
+    return time.strftime("%Y%m%dT%H%M%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+
+
 def sort_key(name: str) -> str:
     """Key under which run ids sort by start time, old and new formats alike.
 
@@ -79,8 +84,7 @@ def new_run_id(now: float | None = None, after: str | None = None) -> str:
             if ms <= floor < ms + _MAX_AHEAD_MS:
                 ms = floor + 1
             _last_ms = max(_last_ms, ms)
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
-    return f"{stamp}-{secrets.token_hex(2)}"
+    return f"{_stamp(ms)}-{secrets.token_hex(2)}"
 
 
 @dataclass
@@ -140,8 +144,7 @@ def _start_key(run: RunDir) -> str:
     started = run.read_meta().get("started_at")
     if not isinstance(started, (int, float)):
         return name
-    ms = int(round(started * 1000))
-    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime(ms // 1000))}.{ms % 1000:03d}Z-{name}"
+    return f"{_stamp(int(round(started * 1000)))}-{name}"
 
 
 def list_runs(runs_dir: str) -> list[RunDir]:
