@@ -12,13 +12,12 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import IO
 
-from benchwatch.util import net
+from benchwatch.util import net, processes
 
 # A Prometheus that only holds what is written to it: nothing to scrape, and
 # out-of-order samples accepted back to the oldest run one may load.
@@ -150,13 +149,12 @@ def start_prometheus(directory: str | os.PathLike, config_text: str = PRIVATE_CO
 
 def wait_ready(prom: PrometheusProcess, timeout_s: float = 60.0) -> None:
     """Poll ``/-/ready`` until 200, the process exits, or the deadline."""
-    deadline = time.monotonic() + timeout_s
-    while not net.http_ok(prom.url + "/-/ready", timeout=2.0):
-        if not prom.running():
-            raise PrometheusStartError(f"prometheus exited with {prom.process.returncode} before ready:\n{prom.log_tail()}")
-        if time.monotonic() >= deadline:
-            raise PrometheusStartError(f"prometheus not ready after {timeout_s} s:\n{prom.log_tail()}")
-        time.sleep(0.05)
+    if processes.wait_until(lambda: net.http_ok(prom.url + "/-/ready", timeout=2.0), timeout_s, 0.05,
+                            abort=lambda: not prom.running()):
+        return
+    if not prom.running():
+        raise PrometheusStartError(f"prometheus exited with {prom.process.returncode} before ready:\n{prom.log_tail()}")
+    raise PrometheusStartError(f"prometheus not ready after {timeout_s} s:\n{prom.log_tail()}")
 
 
 @contextmanager

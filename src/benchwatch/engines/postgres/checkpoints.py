@@ -70,7 +70,7 @@ METRICS = {
     "pg_checkpoint_last_redo_lsn_bytes": ("gauge", "Redo WAL position of the last checkpoint (PostgreSQL 17+)."),
 }
 
-# The collector's own figures, on /metrics only: name as exposed -> (type, help).
+# parse_complete field -> (metric, extra labels)
 _FIELD_METRICS = {
     "write_seconds": ("pg_checkpoint_last_duration_seconds", {"phase": "write"}),
     "sync_seconds": ("pg_checkpoint_last_duration_seconds", {"phase": "sync"}),
