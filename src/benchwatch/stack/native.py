@@ -66,7 +66,6 @@ PACKAGES = {
     "grafana": "grafana (not in Debian: see docker-compose.yml)",
 }
 BINARIES = {
-    "prometheus": "prometheus",
     "alertmanager": "prometheus-alertmanager",
     "node_exporter": "prometheus-node-exporter",
     "postgres_exporter": "prometheus-postgres-exporter",
