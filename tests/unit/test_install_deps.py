@@ -19,7 +19,8 @@ from benchwatch import resources
 
 SCRIPT = resources.path("scripts", "install-deps")
 PACKAGES = ["postgresql", "prometheus", "prometheus-node-exporter", "prometheus-postgres-exporter",
-            "prometheus-alertmanager"]
+            "prometheus-alertmanager", "postgresql-15-plproxy", "sysbench", "mariadb-server",
+            "prometheus-mysqld-exporter"]
 
 
 def test_prints_nothing_when_everything_is_installed():
