@@ -19,6 +19,20 @@ from benchwatch.engines.postgres import dsn
 from benchwatch.util import processes
 
 _BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+# As the stack's embedded server (stack/native.py PG_SETTINGS), smaller: several share a machine.
+SETTINGS = {
+    "listen_addresses": "'127.0.0.1'",
+    "log_checkpoints": "on",
+    "log_line_prefix": "'%m [%p] '",
+    "logging_collector": "off",
+    "checkpoint_timeout": "'30s'",
+    "max_wal_size": "'64MB'",
+    "min_wal_size": "'32MB'",
+    "shared_buffers": "'32MB'",
+    "track_io_timing": "on",
+    "track_wal_io_timing": "on",
+    "password_encryption": "'scram-sha-256'",
+}
 
 
 @dataclass
@@ -67,8 +81,6 @@ class LocalInstance:
                               env={k: v for k, v in os.environ.items() if k in _BASE_ENV})
 
     def init(self) -> None:
-        from benchwatch.stack.native import PG_SETTINGS
-
         user = self._user()
         os.makedirs(self.directory, exist_ok=True)
         if user:
@@ -84,8 +96,8 @@ class LocalInstance:
                        f"--pwfile={self.password_file}", "--encoding=UTF8", "--locale=C", "--no-sync"])
         if r.returncode != 0:
             raise RuntimeError(f"initdb of {self.name} failed: {r.stderr.strip()}")
-        settings = dict(PG_SETTINGS, port=str(self.port), unix_socket_directories=f"'{self.directory}'",
-                        shared_buffers="'32MB'", **(self.settings or {}))
+        settings = dict(SETTINGS, port=str(self.port), unix_socket_directories=f"'{self.directory}'",
+                        **(self.settings or {}))
         with open(os.path.join(self.data, "postgresql.conf"), "a", encoding="utf-8") as f:
             f.write("\n# benchwatch local instance\n" + "".join(f"{k} = {v}\n" for k, v in settings.items()))
 
