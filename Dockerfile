@@ -20,4 +20,4 @@ RUN python3 -m venv /opt/benchwatch \
 RUN useradd --system --uid 10001 benchwatch && mkdir -p /runs && chown benchwatch /runs
 USER benchwatch
 ENTRYPOINT ["/opt/benchwatch/bin/benchwatch"]
-CMD ["exporter", "--listen=0.0.0.0:19188", "--runs-dir=/runs", "--remote-write-url=http://prometheus:9090/api/v1/write", "--server-log=/var/log/postgresql/postgresql.log"]
+CMD ["exporter", "--listen=0.0.0.0:19188", "--runs-dir=/runs", "--remote-write-url=http://prometheus:9090/api/v1/write", "--server-log=/var/log/postgresql/postgresql.log", "--label=target=local", "--label=host=postgres"]

@@ -96,6 +96,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def started(run) -> None:
         say(f"run {run.run_id}: output saved in {run.path}")
+        _record_targets(stack, run)
         if stack.healthy("alertmanager"):
             # Firing and resolved alerts of this run, one line each, between pgbench's lines.
             watches.append(AlertPrinter(run.run_id, lambda line: terminal.say(f"benchwatch: {line}"),
@@ -108,8 +109,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         for watch in watches:
             watch.stop()
         terminal.close()
+    _record_targets(stack, run, since=run.read_meta().get("started_at"))
     say(f"run {run.run_id} ended with exit code {code}")
     return code
+
+
+def _record_targets(stack: Stack, run, since: float | None = None) -> None:
+    """meta.json["targets"]: the databases watched while the run ran (at its start, and any seen up to its end)."""
+    from benchwatch.query import targets
+    from benchwatch.query.prometheus import PrometheusError
+
+    if not stack.healthy("prometheus"):
+        return
+    try:
+        seen = targets.watched(stack.cfg.url("prometheus"), since=since)
+    except PrometheusError as e:
+        say(f"could not list the watched targets: {e}")
+        return
+    meta = run.read_meta()
+    run.update_meta(targets=targets.merge_watched(meta.get("targets") or [], seen))
 
 
 def cmd_attach(args: argparse.Namespace) -> int:
@@ -245,6 +263,114 @@ def _passthrough(argv: list[str], command: str) -> list[str]:
     return argv[:i] + ["--"] + argv[i:]
 
 
+def cmd_targets(args: argparse.Namespace) -> int:
+    from benchwatch.query import targets
+    from benchwatch.query.prometheus import PrometheusError
+
+    stack = _stack(args)
+    base = stack.cfg.url("prometheus")
+    try:
+        listed = targets.list_targets(base)
+        series = targets.series_counts(base, args.window) if args.series else None
+    except PrometheusError as e:
+        say(f"cannot ask Prometheus at {base}: {e} (is the stack up? benchwatch up)")
+        return 1
+    if args.json:
+        out: dict = {"targets": listed}
+        if series is not None:
+            out["series"] = series
+        print(json.dumps(out, indent=2))
+    else:
+        print(f"{'TARGET':<16} {'HOST':<20} {'INSTANCE':<24} {'ENGINE':<11} {'LAST SAMPLE':>11}  HEALTHY")
+        for t in listed:
+            age = "-" if t["last_sample_age_s"] is None else f"{t['last_sample_age_s']:.1f}s ago"
+            print(f"{t['target']:<16} {t['host'] or '-':<20} {t['instance'] or '-':<24} {t['engine'] or '-':<11} "
+                  f"{age:>11}  {'yes' if t['healthy'] else 'NO'}")
+        if series is not None:
+            b = series["budget"]
+            print(f"\nseries within {series['window']} (budget: a target <= {b['target']}, a run <= {b['run']})")
+            for kind in ("targets", "runs"):
+                for name, c in series[kind].items():
+                    print(f"{kind[:-1]:<7} {name:<32} {c['series']:>6}{'' if c['within_budget'] else '  OVER BUDGET'}")
+    return 0 if listed and all(t["healthy"] for t in listed) else 1
+
+
+def _agent(args: argparse.Namespace):
+    from benchwatch.stack.agent import Agent, default_agent_state_dir, load_agent_config
+
+    state_dir = os.path.abspath(args.state_dir or default_agent_state_dir())
+    cfg = load_agent_config(state_dir)
+    if cfg is None:
+        say(f"no agent in {state_dir}: start one with benchwatch agent up --central URL --name NAME")
+        return None
+    return Agent(cfg, out=say)
+
+
+def _print_agent_status(status: dict) -> None:
+    print(f"agent       {status['name']} on {status['host']} -> {status['central']}")
+    print(f"state dir   {status['state_dir']}")
+    for t in status["targets"]:
+        print(f"target      {t['target']:<16} {t['server']:<24} log {t['server_log'] or '-'}")
+    for name, c in status["components"].items():
+        state = "healthy" if c["healthy"] else ("running, not healthy" if c["pid"] else "not running")
+        print(f"{name:<28} 127.0.0.1:{c['port'] or '-':<6} pid {c['pid'] or '-':<8} {state}")
+    rw = status.get("remote_write")
+    if rw and rw.get("lag_s") is not None:
+        print(f"remote write  {rw['lag_s']:.1f} s behind, {rw['samples_pending'] or 0:.0f} samples pending")
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    from benchwatch.stack import agent
+
+    if args.agent_command == "up":
+        auth = agent.CentralAuth(args.basic_auth_user, args.password_file, args.bearer_token_file)
+        try:
+            a = agent.start_agent(args.state_dir or agent.default_agent_state_dir(), name=args.name,
+                                  central_url=args.central, postgres=args.postgres, server_logs=args.server_log,
+                                  targets=args.target, host=args.host, auth=auth, out=say)
+        except StackError as e:
+            say(str(e))
+            return 1
+        status = a.status()
+        print(json.dumps(status, indent=2)) if args.json else _print_agent_status(status)
+        return 0
+    a = _agent(args)
+    if a is None:
+        return 1
+    if args.agent_command == "down":
+        stopped = a.down()
+        say("stopped " + (", ".join(stopped) if stopped else "nothing (no component was running)"))
+        return 0
+    status = a.status()
+    print(json.dumps(status, indent=2)) if args.json else _print_agent_status(status)
+    return 0 if all(c["healthy"] for c in status["components"].values()) else 1
+
+
+def _add_agent_parser(sub) -> None:
+    p = sub.add_parser("agent", help="on a database host: watch its PostgreSQL instances and push to the central stack")
+    asub = p.add_subparsers(dest="agent_command", required=True)
+    up = asub.add_parser("up", help="start the agent (idempotent)")
+    up.add_argument("--central", required=True, help="the central Prometheus, e.g. http://BENCH_HOST:19090")
+    up.add_argument("--name", required=True, help="this agent's name: the target label (with one instance)")
+    up.add_argument("--host", help="the host label (default: this machine's host name)")
+    up.add_argument("--postgres", action="append", default=[], metavar="DSN",
+                    help="a PostgreSQL instance to watch (libpq DSN; a password is kept in a 0600 file); repeatable")
+    up.add_argument("--server-log", action="append", default=[], metavar="PATH",
+                    help="its server log, for checkpoints (log_checkpoints=on): one per --postgres, in order, '-' for none")
+    up.add_argument("--target", action="append", default=[], metavar="NAME",
+                    help="the target name of each --postgres, in order (default: --name, or NAME-PORT for several)")
+    up.add_argument("--basic-auth-user", help="basic auth user for the central endpoint")
+    up.add_argument("--password-file", help="file (0600) holding the basic auth password")
+    up.add_argument("--bearer-token-file", help="file (0600) holding a bearer token for the central endpoint")
+    for q in (up, asub.add_parser("down", help="stop the agent (its WAL is kept)"),
+              asub.add_parser("status", help="the agent's components and how far behind the central side is")):
+        q.add_argument("--state-dir", help="the agent's state dir (env BENCHWATCH_AGENT_STATE_DIR; "
+                                           "default /var/lib/benchwatch-agent as root)")
+        if q is not asub.choices.get("down"):
+            q.add_argument("--json", action="store_true", help="one JSON object for scripts")
+    p.set_defaults(func=cmd_agent)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from benchwatch.demo import demo
 
@@ -302,6 +428,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stack_options(p)
     p.add_argument("args", nargs=argparse.REMAINDER, help="passed to psql unchanged")
     p.set_defaults(func=cmd_psql)
+
+    p = sub.add_parser("targets", help="the watched databases: host, instance, engine, last sample age, healthy")
+    _add_stack_options(p)
+    p.add_argument("--json", action="store_true", help="one JSON object for scripts")
+    p.add_argument("--series", action="store_true", help="also count the series of each target and each run (the series budget)")
+    p.add_argument("--window", default="1h", help="the window --series counts series in (default 1h)")
+    p.set_defaults(func=cmd_targets)
+    _add_agent_parser(sub)
 
     p = sub.add_parser("env", help='PG* variables of the stack\'s server, for eval "$(benchwatch env)"')
     _add_stack_options(p)

@@ -41,6 +41,8 @@ class ExporterOptions:
     clock: Callable[[], float] = time.time
     # Prometheus' base URL when finished runs' series are to be saved in their run directory.
     archive_url: str | None = None
+    # target/host (the shared labelling contract) for series about the database, e.g. checkpoints.
+    database_labels: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -116,4 +116,4 @@ class CheckpointCollector:
 def _build(options: ExporterOptions) -> CheckpointCollector | None:
     if not options.server_log:
         return None  # nothing to follow (an existing PostgreSQL whose log is elsewhere)
-    return CheckpointCollector(options.server_log, options.sink, clock=options.clock)
+    return CheckpointCollector(options.server_log, options.sink, clock=options.clock, labels=options.database_labels)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import signal
 import threading
 import time
@@ -131,7 +132,7 @@ class Exporter:
     def __init__(self, *, runs_dir: str, remote_write_url: str, server_log: str | None = None,
                  collectors: dict[str, bool] | None = None, clock: Callable[[], float] = time.time,
                  registry: CollectorRegistry | None = None, archive_runs: bool = True,
-                 timer: Callable[[], float] = time.perf_counter):
+                 timer: Callable[[], float] = time.perf_counter, database_labels: dict[str, str] | None = None):
         registered = load_collectors()
         unknown = sorted(set(collectors or {}) - set(registered))
         if unknown:
@@ -146,7 +147,8 @@ class Exporter:
         if archive_runs and remote_write_url.endswith(WRITE_PATH):
             archive_url = remote_write_url[:-len(WRITE_PATH)]
         options = ExporterOptions(runs_dir=runs_dir, sink=self.writer.enqueue, registry=self.registry,
-                                  server_log=server_log, clock=clock, archive_url=archive_url)
+                                  server_log=server_log, clock=clock, archive_url=archive_url,
+                                  database_labels=dict(database_labels or {}))
         self.collectors: dict[str, Collector] = {}
         for name, spec in registered.items():
             collector = spec.factory(options) if enabled[name] else None
@@ -236,8 +238,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs-dir", required=True)
     parser.add_argument("--remote-write-url", required=True)
     parser.add_argument("--server-log", help="PostgreSQL server log to follow for checkpoints")
+    parser.add_argument("--label", action="append", default=[], metavar="NAME=VALUE", type=_label,
+                        help="a label on every series about the database (checkpoints), e.g. target=db1 host=h1; repeatable")
     add_collector_flags(parser)
     return parser
+
+
+def _label(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not re.fullmatch(r"[a-zA-Z_][a-zA-Z0-9_]*", name) or name.startswith("__"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE with a Prometheus label name")
+    return name, value
 
 
 def main(argv: list[str]) -> int:
@@ -245,7 +256,8 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     host, _, port = args.listen.rpartition(":")
     exporter = Exporter(runs_dir=args.runs_dir, remote_write_url=args.remote_write_url,
-                        server_log=args.server_log, collectors=enabled_collectors(args))
+                        server_log=args.server_log, collectors=enabled_collectors(args),
+                        database_labels=dict(args.label))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from dataclasses import asdict, dataclass, field
 
 LISTEN_HOST = "127.0.0.1"
@@ -40,6 +41,13 @@ class Config:
     ports: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_PORTS))
     pg_dsn: str | None = None  # an existing server instead of the embedded one; never printed with its password
     pg_database: str = "bench"
+    # The `target` label of the stack's own database-side series (env BENCHWATCH_TARGET_NAME);
+    # agents on other hosts name theirs (benchwatch agent up --name).
+    target_name: str = "local"
+
+    def database_labels(self) -> dict[str, str]:
+        """The labels every database-side series of this stack carries (the shared target/host contract)."""
+        return {"target": self.target_name, "host": socket.gethostname()}
 
     @property
     def runs_dir(self) -> str:
@@ -75,6 +83,7 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
             saved = json.load(f)
         cfg.ports.update({k: int(v) for k, v in saved.get("ports", {}).items()})
         cfg.pg_database = saved.get("pg_database", cfg.pg_database)
+        cfg.target_name = saved.get("target_name", cfg.target_name)
     except (FileNotFoundError, ValueError):
         pass
     for component in DEFAULT_PORTS:
@@ -82,5 +91,6 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         if env:
             cfg.ports[component] = int(env)
     cfg.ports.update({k: v for k, v in (port_overrides or {}).items() if v})
+    cfg.target_name = os.environ.get("BENCHWATCH_TARGET_NAME") or cfg.target_name
     cfg.pg_dsn = pg_dsn or os.environ.get("BENCHWATCH_PG_DSN") or None
     return cfg

@@ -396,8 +396,8 @@ class Stack:
         targets = {
             "prometheus": ("prometheus", {}),
             "alertmanager": ("alertmanager", {}),
-            "node": ("node_exporter", {}),
-            "postgres": ("postgres_exporter", {"postgres_server": pg_instance}),
+            "node": ("node_exporter", self.cfg.database_labels()),
+            "postgres": ("postgres_exporter", {"postgres_server": pg_instance, **self.cfg.database_labels()}),
             "benchwatch": ("benchwatch_exporter", {}),
         }
         for name, (component, labels) in targets.items():
@@ -465,6 +465,7 @@ class Stack:
                 f"--runs-dir={self.cfg.runs_dir}", f"--remote-write-url={self.cfg.remote_write_url}"]
         if self.embedded_pg:
             argv.append(f"--server-log={self.log_file('postgres')}")
+            argv += [f"--label={k}={v}" for k, v in self.cfg.database_labels().items()]
         self._spawn("benchwatch_exporter", argv, env=env)
 
     def _start_grafana(self) -> None:

@@ -1,0 +1,441 @@
+"""The agent: watch the databases where they run, and push everything to the central stack.
+
+On a database host, ``benchwatch agent up`` starts, listening on 127.0.0.1 only:
+
+* node_exporter (the host's disks and CPUs),
+* one postgres_exporter per PostgreSQL instance (0.11 has no multi-target
+  /probe, and two DSNs in one make /metrics answer 500),
+* one benchwatch exporter per instance with a server log, following it for
+  checkpoints (remote-written at the log's own timestamps, to the agent),
+* Prometheus in agent mode, which scrapes them every second, adds the
+  ``target``/``host`` labels, keeps everything in its WAL and remote-writes it
+  to the central Prometheus: the database host opens no port, and an outage of
+  the central side loses nothing the agent has in its WAL.
+
+Every database-side series carries ``target`` (the instance's name) and
+``host``. node_exporter is scraped once per target so each target has its own
+host series (several instances on one host repeat them: sum across hosts with
+``max by (host, ...)``).
+
+State layout under ``state_dir`` (default /var/lib/benchwatch-agent as root):
+  agent.json               name, host, central URL, instances (no DSNs), ports
+  secrets/                 0700: each instance's DSN and pgpass (0600)
+  prometheus/agent.yml     generated; prometheus/wal the agent's WAL
+  logs/<component>.log, pids/<component>.pid
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import urllib.parse
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from benchwatch import resources
+from benchwatch.engines.postgres import dsn
+from benchwatch.query.launch import prometheus_binary
+from benchwatch.stack.config import LISTEN_HOST, default_state_dir
+from benchwatch.stack.native import NODE_COLLECTORS, POSTGRES_EXPORTER_FLAGS, StackError, binary
+from benchwatch.util import net, processes
+
+AGENT_FILE = "agent.json"
+# The agent's WAL keeps what the central side has not acknowledged; beyond this
+# age it is dropped even if unsent (a day of outage is survived).
+WAL_MAX_TIME = "24h"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+
+
+def default_agent_state_dir() -> str:
+    return os.environ.get("BENCHWATCH_AGENT_STATE_DIR") or default_state_dir().rstrip("/") + "-agent"
+
+
+@dataclass
+class Instance:
+    """One PostgreSQL instance the agent watches; ``name`` is its ``target`` label."""
+
+    name: str
+    server_log: str | None = None
+    server: str = ""  # host:port from the DSN, for `benchwatch targets` (no secrets)
+
+
+@dataclass
+class CentralAuth:
+    """Credentials for the central remote-write endpoint: file paths only, never the secret itself."""
+
+    basic_auth_user: str | None = None
+    password_file: str | None = None
+    bearer_token_file: str | None = None
+
+    def check(self) -> None:
+        if self.bearer_token_file and (self.basic_auth_user or self.password_file):
+            raise StackError("give either --bearer-token-file or --basic-auth-user/--password-file, not both")
+        if bool(self.basic_auth_user) != bool(self.password_file):
+            raise StackError("basic auth needs both --basic-auth-user and --password-file")
+        for path in (self.password_file, self.bearer_token_file):
+            if path and not os.path.isfile(path):
+                raise StackError(f"credentials file {path} does not exist")
+            if path and os.stat(path).st_mode & 0o077:
+                raise StackError(f"credentials file {path} is readable by others: chmod 600 {path}")
+
+
+@dataclass
+class AgentConfig:
+    state_dir: str
+    name: str
+    central_url: str  # the central Prometheus' base URL, or its /api/v1/write endpoint
+    host: str = field(default_factory=socket.gethostname)
+    instances: list[Instance] = field(default_factory=list)
+    auth: CentralAuth = field(default_factory=CentralAuth)
+    ports: dict[str, int] = field(default_factory=dict)  # component -> port on 127.0.0.1, chosen at first up
+    scrape_interval: str = "1s"
+
+    @property
+    def write_url(self) -> str:
+        url = self.central_url.rstrip("/")
+        return url if url.endswith("/api/v1/write") else url + "/api/v1/write"
+
+    def save(self) -> None:
+        os.makedirs(self.state_dir, exist_ok=True)
+        tmp = os.path.join(self.state_dir, AGENT_FILE + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(asdict(self), f, indent=2, sort_keys=True)
+        os.replace(tmp, os.path.join(self.state_dir, AGENT_FILE))
+
+
+def load_agent_config(state_dir: str) -> AgentConfig | None:
+    try:
+        with open(os.path.join(state_dir, AGENT_FILE), encoding="utf-8") as f:
+            data = json.load(f)
+    except (FileNotFoundError, ValueError):
+        return None
+    data["instances"] = [Instance(**i) for i in data.get("instances", [])]
+    data["auth"] = CentralAuth(**data.get("auth", {}))
+    return AgentConfig(**data)
+
+
+def instance_names(name: str, dsns: Sequence[str], names: Sequence[str] = ()) -> list[str]:
+    """The target name of each instance: as given, else the agent's name (one instance) or name-PORT."""
+    if names and len(names) != len(dsns):
+        raise StackError(f"{len(names)} --target names for {len(dsns)} --postgres instances: give one per instance, in order")
+    if names:
+        out = list(names)
+    elif len(dsns) <= 1:
+        out = [name]
+    else:
+        out = []
+        for i, d in enumerate(dsns):
+            port = dsn.parse_dsn(d).get("port")
+            out.append(f"{name}-{port}" if port else f"{name}-{i + 1}")
+    for n in out:
+        if not _NAME.fullmatch(n):
+            raise StackError(f"target name {n!r}: use letters, digits, '.', '_' or '-'")
+    if len(set(out)) != len(out):
+        raise StackError(f"target names must differ: {out} (give --target once per --postgres)")
+    return out
+
+
+def _server_label(params: dict[str, str]) -> str:
+    return f"{params.get('host', 'localhost')}:{params.get('port', '5432')}"
+
+
+@dataclass
+class Agent:
+    cfg: AgentConfig
+    out: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)
+
+    # -- paths and components ----------------------------------------------------
+
+    def path(self, *parts: str) -> str:
+        return os.path.join(self.cfg.state_dir, *parts)
+
+    def components(self) -> list[str]:
+        """Start order: exporters, then Prometheus (scrapes them, receives checkpoints), then the log followers."""
+        out = ["node_exporter"] + [f"postgres_exporter-{i.name}" for i in self.cfg.instances]
+        out.append("prometheus")
+        out += [f"checkpoints-{i.name}" for i in self.cfg.instances if i.server_log]
+        return out
+
+    def pid(self, component: str) -> int | None:
+        pid = processes.read_pid(self.path("pids", f"{component}.pid"))
+        return pid if processes.process_alive(pid) else None
+
+    def url(self, component: str) -> str:
+        return f"http://{LISTEN_HOST}:{self.cfg.ports[component]}"
+
+    def healthy(self, component: str) -> bool:
+        if self.pid(component) is None or component not in self.cfg.ports:
+            return False
+        path = "/-/ready" if component == "prometheus" else "/healthz" if component.startswith("checkpoints-") else "/metrics"
+        return net.http_ok(self.url(component) + path)
+
+    def log_file(self, component: str) -> str:
+        return self.path("logs", f"{component}.log")
+
+    # -- secrets -------------------------------------------------------------------
+
+    def _secret(self, name: str) -> str:
+        return self.path("secrets", name)
+
+    def _write_secret(self, name: str, value: str) -> None:
+        os.makedirs(self.path("secrets"), mode=0o700, exist_ok=True)
+        fd = os.open(self._secret(name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(value + "\n")
+
+    def _dsn(self, inst: Instance) -> dict[str, str]:
+        with open(self._secret(f"dsn-{inst.name}"), encoding="utf-8") as f:
+            return dsn.parse_dsn(f.read())
+
+    # -- up --------------------------------------------------------------------------
+
+    def up(self, dsns: Sequence[str] | None = None) -> dict:
+        """Start what is not running; ``dsns`` (one per instance, in order) are stored 0600 on first use."""
+        self.cfg.auth.check()
+        for d in ("logs", "pids", "prometheus"):
+            os.makedirs(self.path(d), exist_ok=True)
+        for inst, text in zip(self.cfg.instances, dsns or (), strict=False):
+            self._write_secret(f"dsn-{inst.name}", text.strip())
+            inst.server = _server_label(dsn.parse_dsn(text))
+        for inst in self.cfg.instances:
+            if not os.path.exists(self._secret(f"dsn-{inst.name}")):
+                raise StackError(f"no DSN for instance {inst.name}: give --postgres")
+        self._preflight()
+        for component in self.components():
+            if component not in self.cfg.ports or (self.pid(component) is None
+                                                   and not net.port_free(LISTEN_HOST, self.cfg.ports[component])):
+                self.cfg.ports[component] = net.free_port()
+        self.cfg.save()
+        started: list[str] = []
+        try:
+            for component in self.components():
+                if self.pid(component) is not None:
+                    continue
+                self._start(component)
+                started.append(component)
+                if not processes.wait_until(lambda c=component: self.healthy(c), 60.0, interval=0.1,
+                                            abort=lambda c=component: self.pid(c) is None):
+                    raise StackError(f"{component} failed to start: {self._log_tail(component)} (log: {self.log_file(component)})")
+        except BaseException:
+            for component in reversed(started):
+                self._stop(component)
+            raise
+        return self.status()
+
+    def _preflight(self) -> None:
+        for program, package in (("node_exporter", "prometheus-node-exporter"),
+                                 ("postgres_exporter", "prometheus-postgres-exporter")):
+            if binary(program) is None:
+                raise StackError(f"{program} is not installed: apt-get install {package}")
+        if prometheus_binary() is None:
+            raise StackError("prometheus is not installed: apt-get install prometheus")
+        for inst in self.cfg.instances:
+            if inst.server_log and not os.path.exists(inst.server_log):
+                self.out(f"server log {inst.server_log} of {inst.name} does not exist yet: "
+                         "its checkpoints appear once it does")
+
+    def _log_tail(self, component: str, lines: int = 3) -> str:
+        try:
+            with open(self.log_file(component), encoding="utf-8", errors="replace") as f:
+                tail = [line.strip() for line in f.readlines()[-100:] if line.strip()]
+        except FileNotFoundError:
+            return "no log"
+        errors = [line for line in tail if "level=error" in line or "ERROR" in line or "Error" in line]
+        return " | ".join((errors or tail)[-lines:]) or "no output"
+
+    def _spawn(self, component: str, argv: list[str], env: dict[str, str]) -> None:
+        log = open(self.log_file(component), "ab")
+        try:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                    start_new_session=True, cwd=self.cfg.state_dir)
+        finally:
+            log.close()
+        with open(self.path("pids", f"{component}.pid"), "w", encoding="ascii") as f:
+            f.write(f"{proc.pid}\n")
+
+    def _env(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
+
+    def _listen(self, component: str) -> str:
+        return f"{LISTEN_HOST}:{self.cfg.ports[component]}"
+
+    def _start(self, component: str) -> None:
+        if component == "node_exporter":
+            self._spawn(component, [binary("node_exporter"), f"--web.listen-address={self._listen(component)}",
+                                    "--collector.disable-defaults", *(f"--collector.{c}" for c in NODE_COLLECTORS)],
+                        self._env())
+        elif component == "prometheus":
+            self._start_prometheus()
+        elif component.startswith("postgres_exporter-"):
+            self._start_postgres_exporter(self._instance(component))
+        else:
+            self._start_checkpoints(self._instance(component))
+
+    def _instance(self, component: str) -> Instance:
+        name = component.split("-", 1)[1]
+        return next(i for i in self.cfg.instances if i.name == name)
+
+    def _start_postgres_exporter(self, inst: Instance) -> None:
+        # As the central stack: the DSN through the environment without its
+        # password (pgpass, 0600), the database as PGDATABASE.
+        params = self._dsn(inst)
+        env = self._env()
+        if "password" in params:
+            dsn.write_pgpass(self._secret(f"pgpass-{inst.name}"), params)
+            env["PGPASSFILE"] = self._secret(f"pgpass-{inst.name}")
+            params.pop("password")
+        database = params.pop("dbname", None)
+        if database:
+            env["PGDATABASE"] = database
+        host = params.get("host", "")
+        if host.startswith("/"):
+            # A socket directory cannot be a URI host: lib/pq takes host and port as query parameters.
+            params.pop("host")
+            port = params.pop("port", None)
+            uri = dsn.to_uri(params)
+            extra = {"host": host, **({"port": port} if port else {})}
+            uri += ("&" if "?" in uri else "?") + urllib.parse.urlencode(extra)
+        else:
+            uri = dsn.to_uri(params)
+        env["DATA_SOURCE_NAME"] = uri
+        component = f"postgres_exporter-{inst.name}"
+        self._spawn(component, [binary("postgres_exporter"), f"--web.listen-address={self._listen(component)}",
+                                f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
+                                *POSTGRES_EXPORTER_FLAGS], env)
+
+    def _start_checkpoints(self, inst: Instance) -> None:
+        component = f"checkpoints-{inst.name}"
+        os.makedirs(self.path("runs"), exist_ok=True)  # the daemon wants one; no run is followed here
+        self._spawn(component, [
+            sys.executable, "-m", "benchwatch", "exporter", f"--listen={self._listen(component)}",
+            f"--runs-dir={self.path('runs')}", f"--remote-write-url={self.url('prometheus')}/api/v1/write",
+            f"--server-log={inst.server_log}", "--no-collector.pgbench_runs",
+            f"--label=target={inst.name}", f"--label=host={self.cfg.host}"], self._env())
+
+    def prometheus_config(self) -> dict:
+        """The agent's Prometheus configuration (YAML is a superset of JSON: written as JSON)."""
+        host = self.cfg.host
+        targets = [(i.name, {"postgres_server": i.server}) for i in self.cfg.instances] or [(self.cfg.name, {})]
+        node = [{"targets": [self._listen("node_exporter")],
+                 "labels": {"target": name, "host": host, "component": "node_exporter"}} for name, _ in targets]
+        scrape = [{"job_name": "node", "static_configs": node}]
+        if self.cfg.instances:
+            scrape.append({"job_name": "postgres", "static_configs": [
+                {"targets": [self._listen(f"postgres_exporter-{i.name}")],
+                 "labels": {"target": i.name, "host": host, "component": "postgres_exporter", "postgres_server": i.server}}
+                for i in self.cfg.instances]})
+        followers = [i for i in self.cfg.instances if i.server_log]
+        if followers:
+            # Only the followers' health: the checkpoint series come by remote write at the log's timestamps.
+            scrape.append({"job_name": "benchwatch", "scrape_interval": "5s", "static_configs": [
+                {"targets": [self._listen(f"checkpoints-{i.name}")],
+                 "labels": {"target": i.name, "host": host, "component": "benchwatch_exporter"}} for i in followers],
+                "metric_relabel_configs": [{"source_labels": ["__name__"], "action": "keep",
+                                            "regex": "benchwatch_exporter_checkpoints_log_present|benchwatch_exporter_collector_success"}]})
+        remote: dict = {"url": self.cfg.write_url, "name": "central"}
+        auth = self.cfg.auth
+        if auth.bearer_token_file:
+            remote["authorization"] = {"type": "Bearer", "credentials_file": os.path.abspath(auth.bearer_token_file)}
+        elif auth.basic_auth_user:
+            remote["basic_auth"] = {"username": auth.basic_auth_user, "password_file": os.path.abspath(auth.password_file)}
+        return {"global": {"scrape_interval": self.cfg.scrape_interval, "scrape_timeout": self.cfg.scrape_interval},
+                "scrape_configs": scrape, "remote_write": [remote]}
+
+    def _start_prometheus(self) -> None:
+        config = self.path("prometheus", "agent.yml")
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump(self.prometheus_config(), f, indent=2)
+        self._spawn("prometheus", [
+            prometheus_binary(), "--enable-feature=agent", f"--config.file={config}",
+            f"--storage.agent.path={self.path('prometheus', 'wal')}",
+            f"--storage.agent.retention.max-time={WAL_MAX_TIME}",
+            f"--web.listen-address={self._listen('prometheus')}",
+            # the checkpoint followers write here; loopback only
+            "--web.enable-remote-write-receiver"], self._env())
+
+    # -- status and down -------------------------------------------------------------
+
+    def remote_write_stats(self) -> dict | None:
+        """From the agent's own /metrics: samples pending and how far the central side is behind."""
+        try:
+            status, body = net.http_get(self.url("prometheus") + "/metrics", timeout=2.0)
+        except (OSError, KeyError):
+            return None
+        if status != 200:
+            return None
+        values: dict[str, float] = {}
+        for line in body.decode(errors="replace").splitlines():
+            for name in ("prometheus_remote_storage_samples_pending", "prometheus_remote_storage_highest_timestamp_in_seconds",
+                         "prometheus_remote_storage_queue_highest_sent_timestamp_seconds",
+                         "prometheus_remote_storage_samples_failed_total", "prometheus_remote_storage_samples_retried_total"):
+                if line.startswith(name + "{") or line.startswith(name + " "):
+                    values[name] = values.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+        highest = values.get("prometheus_remote_storage_highest_timestamp_in_seconds")
+        sent = values.get("prometheus_remote_storage_queue_highest_sent_timestamp_seconds")
+        return {"samples_pending": values.get("prometheus_remote_storage_samples_pending"),
+                "lag_s": None if highest is None or sent is None else max(0.0, highest - sent),
+                "samples_retried": values.get("prometheus_remote_storage_samples_retried_total"),
+                "samples_failed": values.get("prometheus_remote_storage_samples_failed_total")}
+
+    def status(self) -> dict:
+        components = {c: {"pid": self.pid(c), "port": self.cfg.ports.get(c), "healthy": self.healthy(c),
+                          "log_file": self.log_file(c)} for c in self.components()}
+        return {"state_dir": self.cfg.state_dir, "name": self.cfg.name, "host": self.cfg.host,
+                "central": dsn.redact_argv([self.cfg.write_url])[0],
+                "targets": [{"target": i.name, "server": i.server, "server_log": i.server_log} for i in self.cfg.instances],
+                "components": components,
+                "remote_write": self.remote_write_stats() if components["prometheus"]["healthy"] else None}
+
+    def down(self) -> list[str]:
+        stopped = []
+        # Log followers first (they write to Prometheus), then Prometheus, then what it scrapes.
+        for component in reversed(self.components()):
+            if self.pid(component) is not None:
+                self._stop(component)
+                stopped.append(component)
+        return stopped
+
+    def _stop(self, component: str) -> None:
+        processes.stop_pid(self.pid(component), signal.SIGTERM, timeout=20.0)
+        try:
+            os.unlink(self.path("pids", f"{component}.pid"))
+        except FileNotFoundError:
+            pass
+
+
+def start_agent(state_dir: str, *, name: str, central_url: str, postgres: Sequence[str] = (),
+                server_logs: Sequence[str | None] = (), targets: Sequence[str] = (), host: str | None = None,
+                auth: CentralAuth | None = None, scrape_interval: str = "1s",
+                out: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> Agent:
+    """An agent for N local PostgreSQL instances (DSNs, server logs and target names paired in order); started.
+
+    What ``benchwatch agent up`` does, for programs (the sharded demo, tests)."""
+    if server_logs and len(server_logs) != len(postgres):
+        raise StackError(f"{len(server_logs)} --server-log for {len(postgres)} --postgres: give one per instance, "
+                         "in order ('-' for none)")
+    if not _NAME.fullmatch(name):
+        raise StackError(f"agent name {name!r}: use letters, digits, '.', '_' or '-'")
+    names = instance_names(name, postgres, targets)
+    logs = [None if not log or log == "-" else os.path.abspath(log) for log in (server_logs or [None] * len(postgres))]
+    state_dir = os.path.abspath(state_dir)
+    cfg = load_agent_config(state_dir)
+    ports = cfg.ports if cfg else {}
+    cfg = AgentConfig(state_dir=state_dir, name=name, central_url=central_url, host=host or socket.gethostname(),
+                      instances=[Instance(n, log) for n, log in zip(names, logs, strict=True)],
+                      auth=auth or CentralAuth(), ports=ports, scrape_interval=scrape_interval)
+    agent = Agent(cfg, out=out)
+    agent.up(list(postgres))
+    return agent
+
+
+def wait_for_central(agent: Agent, timeout: float = 30.0) -> bool:
+    """Until the agent has sent something to the central side (its highest sent timestamp moved)."""
+    def sent() -> bool:
+        stats = agent.remote_write_stats()
+        return bool(stats and stats["lag_s"] is not None and stats["lag_s"] < 10)
+    return processes.wait_until(sent, timeout, interval=0.2)

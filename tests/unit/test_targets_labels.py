@@ -1,0 +1,116 @@
+"""The target/host contract without a running stack: the agent's Prometheus config, the central
+stack's scrape targets, the exporter's --label, run metadata's targets."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+from benchwatch.exporter.server import Exporter, build_parser
+from benchwatch.query import targets
+from benchwatch.stack import agent as agent_mod
+from benchwatch.stack.config import load_config
+from benchwatch.stack.native import Stack, StackError
+from tests.helpers.tools import require_tool
+
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER_LOG = os.path.join(HERE, "fixtures", "pglog", "pg15_a.log")
+
+
+def _agent(tmp_path, auth=None) -> agent_mod.Agent:
+    cfg = agent_mod.AgentConfig(state_dir=str(tmp_path), name="db2", central_url="http://bench:19090", host="hostB",
+                                instances=[agent_mod.Instance("db2a", "/var/log/a.log", "127.0.0.1:5433"),
+                                           agent_mod.Instance("db2b", None, "/run/postgresql:5434")],
+                                auth=auth or agent_mod.CentralAuth())
+    a = agent_mod.Agent(cfg)
+    cfg.ports = {c: 20000 + i for i, c in enumerate(a.components())}
+    return a
+
+
+def test_agent_config_is_valid_for_prometheus_agent_mode_and_labels_every_target(tmp_path):
+    promtool = require_tool("promtool")
+    token = tmp_path / "token"
+    token.write_text("secret-token\n")
+    token.chmod(0o600)
+    a = _agent(tmp_path, agent_mod.CentralAuth(bearer_token_file=str(token)))
+    config = a.prometheus_config()
+    path = tmp_path / "agent.yml"
+    path.write_text(json.dumps(config))
+    r = subprocess.run([promtool, "check", "config", "--agent", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    jobs = {sc["job_name"]: sc for sc in config["scrape_configs"]}
+    # node_exporter once per target, so every target has its host series.
+    assert [s["labels"]["target"] for s in jobs["node"]["static_configs"]] == ["db2a", "db2b"]
+    assert [s["labels"]["target"] for s in jobs["postgres"]["static_configs"]] == ["db2a", "db2b"]
+    assert [s["labels"]["target"] for s in jobs["benchwatch"]["static_configs"]] == ["db2a"]  # only db2a has a log
+    for sc in config["scrape_configs"]:
+        assert all(s["labels"]["host"] == "hostB" for s in sc["static_configs"])
+    remote = config["remote_write"][0]
+    assert remote["url"] == "http://bench:19090/api/v1/write"
+    assert remote["authorization"]["credentials_file"] == str(token)
+    assert "secret-token" not in path.read_text()
+
+
+def test_agent_refuses_credentials_readable_by_others(tmp_path):
+    pw = tmp_path / "pw"
+    pw.write_text("x\n")
+    pw.chmod(0o644)
+    with pytest.raises(StackError, match="chmod 600"):
+        agent_mod.CentralAuth("user", str(pw)).check()
+    with pytest.raises(StackError, match="both"):
+        agent_mod.CentralAuth("user").check()
+
+
+def test_instance_names_pair_in_order():
+    assert agent_mod.instance_names("db1", ["port=5432"]) == ["db1"]
+    assert agent_mod.instance_names("db1", ["port=5432", "port=5433"]) == ["db1-5432", "db1-5433"]
+    assert agent_mod.instance_names("db1", ["host=/x", "host=/y"]) == ["db1-1", "db1-2"]
+    assert agent_mod.instance_names("db1", ["a", "b"], ["x", "y"]) == ["x", "y"]
+    with pytest.raises(StackError, match="one per instance"):
+        agent_mod.instance_names("db1", ["a", "b"], ["x"])
+    with pytest.raises(StackError, match="must differ"):
+        agent_mod.instance_names("db1", ["a", "b"], ["x", "x"])
+
+
+def test_start_agent_refuses_unpaired_server_logs(tmp_path):
+    with pytest.raises(StackError, match="one per instance"):
+        agent_mod.start_agent(str(tmp_path), name="db1", central_url="http://x:1", postgres=["port=1", "port=2"],
+                              server_logs=["/a.log"])
+
+
+def test_central_stack_labels_its_own_database_series_target_local(tmp_path, monkeypatch):
+    monkeypatch.delenv("BENCHWATCH_TARGET_NAME", raising=False)
+    stack = Stack(load_config(str(tmp_path)))
+    stack._write_prometheus_config()
+    for name in ("node", "postgres"):
+        with open(tmp_path / "prometheus" / "etc" / "targets" / f"{name}.json", encoding="utf-8") as f:
+            labels = json.load(f)[0]["labels"]
+        assert labels["target"] == "local" and labels["host"] == socket.gethostname(), (name, labels)
+    monkeypatch.setenv("BENCHWATCH_TARGET_NAME", "bench1")
+    assert load_config(str(tmp_path)).database_labels()["target"] == "bench1"
+
+
+def test_exporter_labels_checkpoint_series(tmp_path):
+    args = build_parser().parse_args(["--runs-dir", str(tmp_path), "--remote-write-url", "http://127.0.0.1:1/api/v1/write",
+                                      "--label", "target=db1", "--label", "host=hostA"])
+    assert dict(args.label) == {"target": "db1", "host": "hostA"}
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--runs-dir", "x", "--remote-write-url", "y", "--label", "__name__=x"])
+    e = Exporter(runs_dir=str(tmp_path), remote_write_url="http://127.0.0.1:1/api/v1/write", server_log=SERVER_LOG,
+                 collectors={"pgbench_runs": False}, database_labels=dict(args.label))
+    sent = []
+    e.collectors["checkpoints"].sink = sent.extend  # what would be remote-written
+    e.collectors["checkpoints"].poll()
+    assert sent and all(dict(s.labels).get("target") == "db1" and dict(s.labels).get("host") == "hostA" for s in sent)
+
+
+def test_merge_watched_is_a_union_by_target():
+    a = [{"target": "local", "host": "h"}, {"target": "db1", "host": "x"}]
+    b = [{"target": "db1", "host": "hostA"}, {"target": "db2", "host": "hostB"}]
+    assert targets.merge_watched(a, b) == [{"target": "db1", "host": "hostA"}, {"target": "db2", "host": "hostB"},
+                                           {"target": "local", "host": "h"}]
+    assert targets.engine_of("postgres") == "postgresql" and targets.engine_of("node") is None
