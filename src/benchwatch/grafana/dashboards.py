@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 
 from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.cog import builder as cog_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from benchwatch.grafana import panels as P
@@ -66,12 +67,12 @@ def run_annotation() -> PrometheusAnnotation:
             .step("1s").title_format("pgbench run {{run_id}}").text_format("pgbench {{args}}").tag_keys("script,clients"))
 
 
-def annotations(which: str) -> list[PrometheusAnnotation]:
+def dashboard_annotations(which: str) -> list[dash_b.AnnotationQuery]:
     """Every annotation of dashboard ``which`` (a key of UIDS), in the order Grafana lists their toggles.
 
     The one place to add an annotation: append it here, for the dashboards it belongs on
     (``if which == "run": out.append(...)``)."""
-    out = checkpoint_annotations() + [run_annotation()]
+    out: list[dash_b.AnnotationQuery] = [*checkpoint_annotations(), run_annotation()]
     return out
 
 
@@ -123,7 +124,7 @@ def device_variable() -> dash_b.QueryVariable:
             .current(dash_m.VariableOption(selected=True, text=["All"], value=["$__all"])).options([]))
 
 
-def links() -> list[dash_b.DashboardLink]:
+def links() -> list[cog_b.Builder[dash_m.DashboardLink]]:
     return [dash_b.DashboardLink("benchwatch dashboards").type(dash_m.DashboardLinkType.DASHBOARDS).tags(["benchwatch"])
             .as_dropdown(False).include_vars(True).keep_time(True).target_blank(False).icon("external link")]
 
@@ -263,7 +264,7 @@ def pgbench_run() -> dict:
     # run_id stays the last variable: snapshots freeze it there.
     return dashboard(UIDS["run"], "pgbench run", "One pgbench run: TPS curve with checkpoint regions, latency, failures, "
                      "and each database target's disks, checkpoints, WAL and commits.",
-                     items, [datasource_variable(), target_variable(), run_variable()], annotations("run"))
+                     items, [datasource_variable(), target_variable(), run_variable()], dashboard_annotations("run"))
 
 
 def host_io() -> dict:
@@ -305,7 +306,7 @@ def host_io() -> dict:
                                 cpu("node_cpu_iowait:ratio1s", "%iowait"), cpu("node_cpu_idle:ratio1s", "%idle")],
                             w=24, stack=True))
     return dashboard(UIDS["host"], "Host I/O", "The iostat -x view per target, device and CPU, with the same checkpoint regions.",
-                     items, [datasource_variable(), target_variable(), run_variable(), device_variable()], annotations("host"))
+                     items, [datasource_variable(), target_variable(), run_variable(), device_variable()], dashboard_annotations("host"))
 
 
 def checkpoints_wal() -> dict:
@@ -362,7 +363,7 @@ def checkpoints_wal() -> dict:
     ]
     return dashboard(UIDS["checkpoints"], "Checkpoints & WAL", "Timed vs requested checkpoints, their cost, who writes "
                      "buffers, WAL volume and full-page images, per target.", items,
-                     [datasource_variable(), target_variable(), run_variable()], annotations("checkpoints"))
+                     [datasource_variable(), target_variable(), run_variable()], dashboard_annotations("checkpoints"))
 
 
 GENERATORS = {"pgbench-run.json": pgbench_run, "host-io.json": host_io, "checkpoints-wal.json": checkpoints_wal}

@@ -21,6 +21,7 @@ from grafana_foundation_sdk.builders import stat as stat_b
 from grafana_foundation_sdk.builders import table as table_b
 from grafana_foundation_sdk.builders import timeseries as timeseries_b
 from grafana_foundation_sdk.cog import builder as cog_b
+from grafana_foundation_sdk.cog import variants as cog_variants
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dash_m
@@ -77,9 +78,9 @@ def query(expr: str, legend: str = "", instant: bool = False, fmt: str = "time_s
 QuerySpec = tuple | prom_b.Dataquery
 
 
-def _queries(specs: typing.Iterable[QuerySpec]) -> list[prom_b.Dataquery]:
+def _queries(specs: typing.Iterable[QuerySpec]) -> list[cog_b.Builder[cog_variants.Dataquery]]:
     """Queries from (expr, legend) tuples or ready Dataquery builders, refIds A, B, C... in order."""
-    out = []
+    out: list[cog_b.Builder[cog_variants.Dataquery]] = []
     for i, spec in enumerate(specs):
         q = query(*spec) if isinstance(spec, tuple) else spec
         out.append(q.ref_id(chr(ord("A") + i)))
