@@ -91,12 +91,30 @@ def expected_to_have_data(live_stack, q, start: float, end: float) -> bool:
     return any(matches) if m.group(1) == "=~" else any(not x for x in matches)
 
 
+@pytest.fixture(scope="module")
+def one_target(live_stack, observed_run):
+    """A single value of the target variable, as a user picks it in Grafana's drop-down."""
+    _, start, end = observed_run
+    with open(os.path.join(DASHBOARDS, "pgbench-run.json"), encoding="utf-8") as f:
+        dash = json.load(f)
+    q = [q for q in gq.dashboard_queries(dash) if q.source == "variable target"][0]
+    values = sorted({r["metric"][q.legend] for r in gq.run_query(live_stack.prometheus, q, {}, start, end) if q.legend in r["metric"]})
+    # The labelling contract: every database-side series carries the target it is about.
+    assert values, f"no series answers the target variable ({q.expr}): the stack's series carry no target label"
+    return values[0]
+
+
+@pytest.mark.parametrize("selection", ["All", "one target"])
 @pytest.mark.parametrize("name, q", QUERIES, ids=[f"{n}:{q.source}" for n, q in QUERIES])
-def test_query_returns_data(live_stack, observed_run, name, q):
+def test_query_returns_data(live_stack, observed_run, request, name, q, selection):
     run_id, start, end = observed_run
     with open(os.path.join(DASHBOARDS, name), encoding="utf-8") as f:
-        defaults = gq.default_variables(json.load(f))  # e.g. device: "All"
+        defaults = gq.default_variables(json.load(f))  # e.g. device: "All", target: "All"
+    assert defaults["target"] == ".*"
     variables = {**defaults, "run_id": run_id, "datasource": "benchwatch-prometheus"}
+    if selection == "one target":
+        # The stack watches one database: picking it alone must show what All shows.
+        variables["target"] = request.getfixturevalue("one_target")
     before = expected_to_have_data(live_stack, q, start, end)
     result = gq.run_query(live_stack.prometheus, q, variables, start, end)
     # A checkpoint may complete while the query runs: either side of it is right.

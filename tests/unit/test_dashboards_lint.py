@@ -10,6 +10,9 @@ import sys
 
 import pytest
 
+from benchwatch.query import grafana as gq
+from benchwatch.query import promql
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARDS = os.path.join(ROOT, "dashboards")
 FILES = sorted(f for f in os.listdir(DASHBOARDS) if f.endswith(".json"))
@@ -41,9 +44,13 @@ def test_every_panel_is_complete(name):
     dash = load(name)
     ids = [p["id"] for p in panels(dash)]
     assert len(ids) == len(set(ids)), "duplicate panel ids"
+    variables = {v["name"] for v in dash["templating"]["list"]}
     for p in panels(dash):
         where = f"{name} panel {p['id']}"
         assert p.get("title"), where
+        if p["type"] == "row":  # a row header: no data of its own
+            assert p.get("repeat") in (None, *variables), where
+            continue
         assert p.get("description"), where
         assert p["fieldConfig"]["defaults"].get("unit"), where
         assert p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, where
@@ -58,6 +65,64 @@ def test_every_panel_is_complete(name):
         assert a["datasource"]["uid"] == "${datasource}", a["name"]
     ds = [v for v in dash["templating"]["list"] if v["name"] == "datasource"][0]
     assert ds["type"] == "datasource" and ds["current"]["value"] == "benchwatch-prometheus"
+
+
+# Series about a database or its host (node_exporter, postgres_exporter, the checkpoint
+# collector, their recording rules); pgbench_* series are about a run.
+DATABASE_SIDE = re.compile(r"^(node_|pg_|mysql_|instance:|instance_device:|instance_datname:)")
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_database_side_query_is_filtered_by_target(name):
+    dash = load(name)
+    checked = 0
+    for q in gq.dashboard_queries(dash):
+        if q.source.startswith("variable"):
+            continue
+        for sel in promql.selectors(q.expr):
+            metric, matchers = promql.parse_matchers(sel)
+            if metric and DATABASE_SIDE.match(metric):
+                checked += 1
+                assert ("target", "=~", "$target") in matchers, f"{name} {q.source}: {sel} is not filtered by $target"
+    assert checked
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_target_variable(name):
+    dash = load(name)
+    names = [v["name"] for v in dash["templating"]["list"]]
+    var = dash["templating"]["list"][names.index("target")]
+    assert var["type"] == "query" and var["multi"] and var["includeAll"] and var["allValue"] == ".*"
+    assert re.fullmatch(r"label_values\(.+,\s*target\)", var["query"]["query"])
+    assert var["current"]["value"] == ["$__all"]
+    # Variables that use $target come after it, so Grafana resolves it first.
+    for v in dash["templating"]["list"]:
+        if "$target" in json.dumps(v.get("query")):
+            assert names.index(v["name"]) > names.index("target"), v["name"]
+
+
+def test_run_dashboard_has_a_total_row_and_a_row_per_target():
+    dash = load("pgbench-run.json")
+    rows = [p for p in dash["panels"] if p["type"] == "row"]
+    repeated = [r for r in rows if r.get("repeat") == "target"]
+    assert len(repeated) == 1 and len(rows) == 2
+    # The panels of an open row follow it up to the next row.
+    order = dash["panels"]
+    own = order[order.index(repeated[0]) + 1:]
+    assert all(p["type"] != "row" for p in own)
+    titles = " ".join(p["title"] for p in own)
+    for part in ("disk", "commits", "WAL", "buffers written"):
+        assert part in titles, part
+    for p in own:
+        assert all('target=~"$target"' in t["expr"] for t in p["targets"]), p["title"]
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_checkpoint_regions_are_per_target_and_by_reason(name):
+    notes = [a for a in load(name)["annotations"]["list"] if a["name"].startswith("Checkpoint")]
+    assert len(notes) == 5 and len({a["iconColor"] for a in notes}) == 5
+    for a in notes:
+        assert 'target=~"$target"' in a["expr"] and "{{target}}" in a["titleFormat"] and "target" in a["tagKeys"].split(","), a["name"]
 
 
 @pytest.mark.parametrize("name", FILES)

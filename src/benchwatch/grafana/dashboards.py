@@ -1,17 +1,33 @@
 """The three Grafana dashboards as code; dashboards/generate.py writes them to dashboards/*.json.
 
-Every panel has a title, a description and a unit, takes its datasource from the
-`datasource` variable (default: the provisioned uid), and rates over
+Built with Grafana's schema-generated builders (benchwatch.grafana.panels).
+Every panel has a title, a description and a unit, takes its datasource from
+the `datasource` variable (default: the provisioned uid), and rates over
 $__rate_interval.
+
+Targets: every database-side series (node_exporter, postgres_exporter, the
+checkpoint collector) carries `target` (one database instance) and `host`.
+The `target` variable (multi-select, All) filters every database-side query
+with target=~"$target"; All is `.*`, which also matches series without a
+target label, so data recorded before targets existed still shows. Run series
+(pgbench_*) are not filtered: a run is chosen by the run picker.
 """
 
 from __future__ import annotations
 
 import json
 
-from benchwatch.grafana.panels import DATASOURCE_UID, DS, Layout, stat, table, targets, timeseries
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.cog import builder as cog_b
+from grafana_foundation_sdk.models import dashboard as dash_m
+
+from benchwatch.grafana import panels as P
+from benchwatch.grafana.panels import DATASOURCE_UID, DS, Layout, PrometheusAnnotation, row, stat, table, timeseries
+from benchwatch.record.host import NOT_DISK_PATTERN
 
 RUN = 'run_id="$run_id"'
+TARGET = 'target=~"$target"'
+DISKS = f'device!~"{NOT_DISK_PATTERN}.*"'  # block devices that are disks a database can live on
 
 UIDS = {"run": "benchwatch-pgbench-run", "host": "benchwatch-host-io", "checkpoints": "benchwatch-checkpoints-wal"}
 
@@ -24,8 +40,11 @@ CHECKPOINT_REASONS = [
 ]
 
 
-def checkpoint_annotations() -> list[dict]:
-    """One region per checkpoint, edges at the server log's timestamps, coloured by reason.
+# -- annotations ------------------------------------------------------------------------
+
+def checkpoint_annotations() -> list[PrometheusAnnotation]:
+    """One region per checkpoint of every selected target, edges at its server log's
+    timestamps, coloured by reason, titled with the target.
 
     Completed checkpoints come from pg_checkpoint_info (its labels carry the figures
     for the text); the one under way from pg_checkpoint_in_progress. max_over_time
@@ -34,35 +53,49 @@ def checkpoint_annotations() -> list[dict]:
     """
     out = []
     for name, selector, colour in CHECKPOINT_REASONS:
-        out.append({
-            "name": f"Checkpoints: {name}", "datasource": DS, "enable": True, "iconColor": colour,
-            "expr": f"max_over_time(pg_checkpoint_info{{{selector}}}[1s])", "step": "1s",
-            "titleFormat": "{{kind}} ({{reason}})",
-            "textFormat": "{{total_seconds}} s (write {{write_seconds}} s, sync {{sync_seconds}} s), {{buffers}} buffers written",
-            "tagKeys": "reason", "useValueForTime": False,
-        })
-    out.append({
-        "name": "Checkpoint in progress", "datasource": DS, "enable": True, "iconColor": "#8F8F8F",
-        "expr": "max_over_time(pg_checkpoint_in_progress[1s]) == 1", "step": "1s",
-        "titleFormat": "{{kind}} in progress ({{reason}})", "textFormat": "", "tagKeys": "reason",
-        "useValueForTime": False,
-    })
+        out.append(PrometheusAnnotation(f"Checkpoints: {name}", f"max_over_time(pg_checkpoint_info{{{TARGET}, {selector}}}[1s])", colour)
+                   .step("1s").title_format("{{target}}: {{kind}} ({{reason}})")
+                   .text_format("{{total_seconds}} s (write {{write_seconds}} s, sync {{sync_seconds}} s), {{buffers}} buffers written")
+                   .tag_keys("target,reason"))
+    out.append(PrometheusAnnotation("Checkpoint in progress", f"max_over_time(pg_checkpoint_in_progress{{{TARGET}}}[1s]) == 1", "#8F8F8F")
+               .step("1s").title_format("{{target}}: {{kind}} in progress ({{reason}})").tag_keys("target,reason"))
     return out
 
 
-def run_annotation() -> dict:
-    return {
-        "name": "pgbench run", "datasource": DS, "enable": True, "iconColor": "#73BF69",
-        "expr": f'pgbench_run_info{{{RUN}}} and on(run_id) (pgbench_running{{{RUN}}} == 1)', "step": "1s",
-        "titleFormat": "pgbench run {{run_id}}", "textFormat": "pgbench {{args}}", "tagKeys": "script,clients",
-        "useValueForTime": False,
-    }
+def run_annotation() -> PrometheusAnnotation:
+    return (PrometheusAnnotation("pgbench run", f'pgbench_run_info{{{RUN}}} and on(run_id) (pgbench_running{{{RUN}}} == 1)', "#73BF69")
+            .step("1s").title_format("pgbench run {{run_id}}").text_format("pgbench {{args}}").tag_keys("script,clients"))
 
 
-def datasource_variable() -> dict:
-    return {"name": "datasource", "label": "Data source", "type": "datasource", "query": "prometheus",
-            "current": {"selected": True, "text": DATASOURCE_UID, "value": DATASOURCE_UID}, "hide": 0,
-            "refresh": 1, "regex": "", "options": []}
+def dashboard_annotations(which: str) -> list[dash_b.AnnotationQuery]:
+    """Every annotation of dashboard ``which`` (a key of UIDS), in the order Grafana lists their toggles.
+
+    The one place to add an annotation: append it here, for the dashboards it belongs on
+    (``if which == "run": out.append(...)``)."""
+    out: list[dash_b.AnnotationQuery] = [*checkpoint_annotations(), run_annotation()]
+    return out
+
+
+# -- variables ----------------------------------------------------------------------------
+
+def datasource_variable() -> dash_b.DatasourceVariable:
+    return (dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus")
+            .current(dash_m.VariableOption(selected=True, text=DATASOURCE_UID, value=DATASOURCE_UID))
+            .hide(dash_m.VariableHide.DONT_HIDE).regex(""))
+
+
+# The targets that report: every scrape of a database-side exporter carries the target's name.
+TARGET_VALUES_SELECTOR = 'up{target!=""}'
+
+
+def target_variable() -> dash_b.QueryVariable:
+    query = f"label_values({TARGET_VALUES_SELECTOR}, target)"
+    return (dash_b.QueryVariable("target").label("Target").datasource(DS)
+            .description("Database instances (targets) to show; All also shows series recorded before targets had names.")
+            .query({"query": query, "refId": "target"}).regex("")
+            .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.ALPHABETICAL_ASC)
+            .hide(dash_m.VariableHide.DONT_HIDE).multi(True).include_all(True).all_value(".*")
+            .current(dash_m.VariableOption(selected=True, text=["All"], value=["$__all"])).options([]))
 
 
 # Newest first, labelled "run_id — script, N clients, scale S".
@@ -75,46 +108,117 @@ RUN_PICKER_EXPR = (
 )
 
 
-def run_variable() -> dict:
-    return {"name": "run_id", "label": "Run", "type": "query", "datasource": DS,
-            "definition": f"query_result({RUN_PICKER_EXPR})",
-            "query": {"query": f"query_result({RUN_PICKER_EXPR})", "refId": "run_id"},
-            "regex": '/display="(?<text>[^"]*)".*run_id="(?<value>[^"]*)"/',
-            "refresh": 2, "sort": 0, "hide": 0, "multi": False, "includeAll": False, "options": [], "current": {}}
+def run_variable() -> dash_b.QueryVariable:
+    return (dash_b.QueryVariable("run_id").label("Run").datasource(DS)
+            .query({"query": f"query_result({RUN_PICKER_EXPR})", "refId": "run_id"})
+            .regex('/display="(?<text>[^"]*)".*run_id="(?<value>[^"]*)"/')
+            .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.DISABLED)
+            .hide(dash_m.VariableHide.DONT_HIDE).multi(False).include_all(False).options([]))
 
 
-def links() -> list[dict]:
-    return [{"title": "benchwatch dashboards", "type": "dashboards", "tags": ["benchwatch"], "asDropdown": False,
-             "includeVars": True, "keepTime": True, "targetBlank": False, "icon": "external link"}]
+def device_variable() -> dash_b.QueryVariable:
+    query = f"label_values(instance_device:node_disk_io_time_seconds:rate1s{{{TARGET}}}, device)"
+    return (dash_b.QueryVariable("device").label("Device").datasource(DS).query({"query": query, "refId": "device"})
+            .regex("").refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.ALPHABETICAL_ASC)
+            .hide(dash_m.VariableHide.DONT_HIDE).multi(True).include_all(True).all_value(".*")
+            .current(dash_m.VariableOption(selected=True, text=["All"], value=["$__all"])).options([]))
 
 
-def dashboard(uid: str, title: str, description: str, panels: list[dict], variables: list[dict],
-              annotations: list[dict]) -> dict:
-    builtin = {"builtIn": 1, "datasource": {"type": "grafana", "uid": "-- Grafana --"}, "enable": True, "hide": True,
-               "iconColor": "rgba(0, 211, 255, 1)", "name": "Annotations & Alerts", "type": "dashboard"}
-    return {
-        "uid": uid, "title": title, "description": description, "tags": ["benchwatch"], "editable": True,
-        "schemaVersion": 39, "version": 1, "refresh": "5s", "timezone": "", "graphTooltip": 1,
-        "time": {"from": "now-15m", "to": "now"}, "timepicker": {"refresh_intervals": ["1s", "5s", "10s", "30s", "1m"]},
-        "templating": {"list": variables}, "annotations": {"list": [builtin] + annotations},
-        "links": links(), "panels": panels,
-    }
+def links() -> list[cog_b.Builder[dash_m.DashboardLink]]:
+    return [dash_b.DashboardLink("benchwatch dashboards").type(dash_m.DashboardLinkType.DASHBOARDS).tags(["benchwatch"])
+            .as_dropdown(False).include_vars(True).keep_time(True).target_blank(False).icon("external link")]
 
+
+def dashboard(uid: str, title: str, description: str, items: list[P.PanelBuilder], variables: list,
+              annotation_list: list) -> dict:
+    d = (dash_b.Dashboard(title).uid(uid).description(description).tags(["benchwatch"]).editable().version(1)
+         .refresh("5s").timezone("").tooltip(dash_m.DashboardCursorSync.CROSSHAIR).time("now-15m", "now")
+         .timepicker(dash_b.TimePicker().refresh_intervals(["1s", "5s", "10s", "30s", "1m"]))
+         .variables(variables).annotations([P.builtin_annotation()] + annotation_list).links(links()))
+    for item in items:
+        if isinstance(item, dash_b.Row):
+            d.with_row(item)
+        else:
+            d.with_panel(item)
+    return P.to_json(d)
+
+
+# -- per-target rows ----------------------------------------------------------------------
+
+def target_rows(L: Layout) -> list[P.PanelBuilder]:
+    """A total row over the selected targets, then one row per target (repeated by the `target` variable):
+    its disks, checkpoints, WAL and server-side commits."""
+    commits = f'instance_datname:pg_xact_commit:rate1s{{{TARGET}, datname!~"template.*"}}'
+    wal = f"instance:pg_wal_bytes:rate1s{{{TARGET}}}"
+    checkpointer = f"instance:pg_checkpoint_buffers_written:rate1s{{{TARGET}}}"
+    # Targets sharing a host share its disks: count each (host, device) once.
+    written = f"max by (host, device) (instance_device:node_disk_written_bytes:rate1s{{{TARGET}, {DISKS}}})"
+    items: list[P.PanelBuilder] = [row(L, "All selected targets")]
+    items += [
+        timeseries(L, "Server commits per second by target", "Commits per second counted by each selected target's "
+                   "server (pg_stat_database, every database), and their sum: with a sharded setup, the work "
+                   "each instance does against the total.", "reqps",
+                   [(f"sum by (target) ({commits})", "{{target}}"), (f"sum({commits})", "total")], w=6),
+        timeseries(L, "WAL bytes per second by target", "WAL each selected target generates per second "
+                   "(pg_stat_wal), and the sum.", "Bps",
+                   [(f"sum by (target) ({wal})", "{{target}}"), (f"sum({wal})", "total")], w=6),
+        timeseries(L, "Checkpoint buffers written by target", "Shared buffers each selected target's checkpointer "
+                   "writes per second, and the sum: checkpoints of several instances overlapping show here.", "short",
+                   [(f"sum by (target) ({checkpointer})", "{{target}}"), (f"sum({checkpointer})", "total")], w=6),
+        timeseries(L, "Disk bytes written per second by host", "Bytes written per second to the disks of the hosts "
+                   "the selected targets run on (node_exporter), each host's disks counted once.", "Bps",
+                   [(f"sum by (host) ({written})", "{{host}}"), (f"sum({written})", "total")], w=6),
+    ]
+    one = TARGET  # inside a repeated row $target is that row's single value
+
+    def per_device(rule: str, legend: str) -> tuple:
+        return (f"instance_device:{rule}{{{one}, {DISKS}}}", f"{{{{device}}}} {legend}")
+
+    items.append(row(L, "Target: $target", repeat="target"))
+    items += [
+        timeseries(L, "$target: disk await", "Average time a read or write took on each disk of the target's host, "
+                   "queueing included (iostat r_await/w_await): the disks whose await matters for this instance.", "s",
+                   [per_device("node_disk_read_await_seconds:mean1s", "r_await"),
+                    per_device("node_disk_write_await_seconds:mean1s", "w_await")], w=8, h=7),
+        timeseries(L, "$target: disk utilisation", "Share of time each disk of the target's host had requests in "
+                   "flight (iostat %util).", "percentunit",
+                   [per_device("node_disk_io_time_seconds:rate1s", "%util")], w=8, h=7),
+        timeseries(L, "$target: server commits per second", "Commits per second per database on this target "
+                   "(pg_stat_database): each shard database on its own line.", "reqps",
+                   [(f"sum by (datname) ({commits})", "{{datname}}")], w=8, h=7),
+        timeseries(L, "$target: buffers written per second", "Who writes this target's dirty shared buffers: the "
+                   "checkpointer, the background writer, or the backends themselves.", "short",
+                   [(f"instance:pg_checkpoint_buffers_written:rate1s{{{one}}}", "checkpointer"),
+                    (f"instance:pg_bgwriter_buffers_clean:rate1s{{{one}}}", "bgwriter"),
+                    (f"instance:pg_backend_buffers_written:rate1s{{{one}}}", "backends")], w=8, h=7, stack=True),
+        timeseries(L, "$target: WAL bytes per second", "WAL this target generates per second (pg_stat_wal); it jumps "
+                   "right after each checkpoint (full-page images).", "Bps",
+                   [(f"instance:pg_wal_bytes:rate1s{{{one}}}", "WAL")], w=8, h=7),
+        timeseries(L, "$target: WAL since the last checkpoint", "WAL written since the last checkpoint's redo point "
+                   "against max_wal_size: a requested checkpoint starts where it nears max_wal_size / "
+                   "(1 + checkpoint_completion_target).", "bytes",
+                   [(f"pg_control_checkpoint_wal_since_redo_bytes{{{one}}}", "WAL since redo"),
+                    (f"pg_control_checkpoint_max_wal_size_bytes{{{one}}}", "max_wal_size")], w=8, h=7),
+    ]
+    return items
+
+
+# -- the dashboards ---------------------------------------------------------------------------
 
 def pgbench_run() -> dict:
     L = Layout()
     tps = f"pgbench_progress_tps{{{RUN}}}"
-    server_tps = ('sum(rate(pg_stat_database_xact_commit{datname!~"template.*"}[$__rate_interval]) '
-                  '+ rate(pg_stat_database_xact_rollback{datname!~"template.*"}[$__rate_interval]))')
+    server_tps = (f'sum(rate(pg_stat_database_xact_commit{{{TARGET}, datname!~"template.*"}}[$__rate_interval]) '
+                  f'+ rate(pg_stat_database_xact_rollback{{{TARGET}, datname!~"template.*"}}[$__rate_interval]))')
     median = f"quantile_over_time(0.5, {tps}[$__range] @ end())"
-    panels = [
+    items: list[P.PanelBuilder] = [
         timeseries(L, "TPS", "pgbench's own TPS, one point per progress line at pgbench's time (0 while the run is stalled), "
-                   "and commits+rollbacks per second counted by the server (pg_stat_database). Shaded regions are checkpoints, "
-                   "coloured by reason; the green region is the run, with its pgbench arguments.",
-                   "reqps", targets((tps, "pgbench TPS"), (server_tps, "server commits+rollbacks/s")), w=24, h=10),
+                   "and commits+rollbacks per second counted by the selected targets' servers (pg_stat_database). Shaded "
+                   "regions are checkpoints, coloured by reason; the green region is the run, with its pgbench arguments.",
+                   "reqps", [(tps, "pgbench TPS"), (server_tps, "server commits+rollbacks/s")], w=24, h=10),
     ]
     L.new_row()
-    panels += [
+    items += [
         stat(L, "TPS mean", "Mean of pgbench's TPS over the selected time range.", "reqps", f"avg_over_time({tps}[$__range])"),
         stat(L, "TPS min", "Lowest TPS over the selected range.", "reqps", f"min_over_time({tps}[$__range])"),
         stat(L, "TPS max", "Highest TPS over the selected range.", "reqps", f"max_over_time({tps}[$__range])"),
@@ -126,140 +230,140 @@ def pgbench_run() -> dict:
              f"sum_over_time(({tps} < bool 0.5 * scalar({median}))[$__range:1s])", decimals=0),
     ]
     L.new_row()
-    panels += [
+    items += [
         timeseries(L, "Statements per second (QPS)", "TPS times the SQL statements per transaction of the run's scripts "
                    "(BEGIN and END count; backslash meta-commands do not).", "reqps",
-                   targets((f"{tps} * on(run_id) pgbench_script_sql_statements{{{RUN}}}", "statements/s"))),
+                   [(f"{tps} * on(run_id) pgbench_script_sql_statements{{{RUN}}}", "statements/s")]),
         timeseries(L, "Latency", "Average and stddev per progress interval as pgbench printed them; p50/p95/p99 from the "
-                   "per-transaction log histogram when the run uses -l.", "s", targets(
+                   "per-transaction log histogram when the run uses -l.", "s", [
                        (f"pgbench_progress_latency_seconds{{{RUN}}}", "average"),
                        (f"pgbench_progress_latency_stddev_seconds{{{RUN}}}", "stddev"),
                        (f'histogram_quantile(0.5, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p50"),
                        (f'histogram_quantile(0.95, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p95"),
-                       (f'histogram_quantile(0.99, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p99"))),
+                       (f'histogram_quantile(0.99, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p99")]),
     ]
     L.new_row()
-    panels += [
+    items += [
         timeseries(L, "Failed, skipped and retried transactions", "Per second: failed (pgbench 15+ serialization/deadlock "
-                   "failures), skipped for being late (-R with -L), retried (--max-tries).", "reqps", targets(
+                   "failures), skipped for being late (-R with -L), retried (--max-tries).", "reqps", [
                        (f"rate(pgbench_failed_transactions_total{{{RUN}}}[$__rate_interval])", "failed/s"),
                        (f"rate(pgbench_skipped_transactions_total{{{RUN}}}[$__rate_interval])", "skipped/s"),
-                       (f"rate(pgbench_retried_transactions_total{{{RUN}}}[$__rate_interval])", "retried/s")), w=8),
+                       (f"rate(pgbench_retried_transactions_total{{{RUN}}}[$__rate_interval])", "retried/s")], w=8),
         timeseries(L, "Aborted clients", "Clients that aborted so far; pgbench goes on with the others, so TPS drops without an error.",
-                   "short", targets((f"pgbench_aborted_clients_total{{{RUN}}}", "aborted clients")), w=8),
+                   "short", [(f"pgbench_aborted_clients_total{{{RUN}}}", "aborted clients")], w=8),
         timeseries(L, "Schedule lag", "With -R: how late transactions started compared with their schedule; growing lag "
                    "means the server cannot keep up with the target rate.", "s",
-                   targets((f"pgbench_progress_lag_seconds{{{RUN}}}", "lag")), w=8),
+                   [(f"pgbench_progress_lag_seconds{{{RUN}}}", "lag")], w=8),
     ]
     L.new_row()
-    panels.append(table(L, "Per-statement latency", "Average latency of each script statement from pgbench -r, reported at the "
-                        "end of the run, with failures and retries on pgbench 15+.", "s",
-                        f"pgbench_statement_latency_seconds{{{RUN}}}",
-                        {"script": "script", "statement": "statement", "Value": "latency"}))
-    return dashboard(UIDS["run"], "pgbench run", "One pgbench run: TPS curve with checkpoint regions, latency, failures.",
-                     panels, [datasource_variable(), run_variable()], checkpoint_annotations() + [run_annotation()])
-
-
-def device_variable() -> dict:
-    return {"name": "device", "label": "Device", "type": "query", "datasource": DS,
-            "definition": "label_values(instance_device:node_disk_io_time_seconds:rate1s, device)",
-            "query": {"query": "label_values(instance_device:node_disk_io_time_seconds:rate1s, device)", "refId": "device"},
-            "regex": "", "refresh": 2, "sort": 1, "hide": 0, "multi": True, "includeAll": True, "allValue": ".*",
-            "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "options": []}
+    items.append(table(L, "Per-statement latency", "Average latency of each script statement from pgbench -r, reported at the "
+                       "end of the run, with failures and retries on pgbench 15+.", "s",
+                       f"pgbench_statement_latency_seconds{{{RUN}}}",
+                       {"script": "script", "statement": "statement", "Value": "latency"}))
+    items += target_rows(L)
+    # run_id stays the last variable: snapshots freeze it there.
+    return dashboard(UIDS["run"], "pgbench run", "One pgbench run: TPS curve with checkpoint regions, latency, failures, "
+                     "and each database target's disks, checkpoints, WAL and commits.",
+                     items, [datasource_variable(), target_variable(), run_variable()], dashboard_annotations("run"))
 
 
 def host_io() -> dict:
-    """iostat -x 1 as time series, with the run's checkpoint regions."""
+    """iostat -x 1 as time series per target and device, with the run's checkpoint regions."""
     L = Layout()
-    dev = 'device=~"$device"'
+    sel = f'{TARGET}, device=~"$device"'
 
     def per_device(rule: str, legend: str) -> tuple:
-        return (f"instance_device:{rule}{{{dev}}}", f"{{{{device}}}} {legend}")
+        return (f"instance_device:{rule}{{{sel}}}", f"{{{{target}}}} {{{{device}}}} {legend}")
 
-    panels = [
+    def cpu(rule: str, legend: str) -> tuple:
+        return (f"instance:{rule}{{{TARGET}}}", f"{{{{target}}}} {legend}")
+
+    items: list[P.PanelBuilder] = [
         timeseries(L, "Requests per second (r/s, w/s)", "Read and write requests completed per second per device, "
                    "as iostat -x prints r/s and w/s.", "iops",
-                   targets(per_device("node_disk_reads_completed:rate1s", "r/s"),
-                           per_device("node_disk_writes_completed:rate1s", "w/s"))),
+                   [per_device("node_disk_reads_completed:rate1s", "r/s"), per_device("node_disk_writes_completed:rate1s", "w/s")]),
         timeseries(L, "Throughput (rkB/s, wkB/s)", "Bytes read and written per second per device (iostat rkB/s and "
                    "wkB/s, in bytes).", "Bps",
-                   targets(per_device("node_disk_read_bytes:rate1s", "read"),
-                           per_device("node_disk_written_bytes:rate1s", "written"))),
+                   [per_device("node_disk_read_bytes:rate1s", "read"), per_device("node_disk_written_bytes:rate1s", "written")]),
         timeseries(L, "Wait per request (r_await, w_await)", "Average time a read or write request took, queueing "
                    "included (iostat r_await/w_await). Climbing await while TPS dips points at the disk.", "s",
-                   targets(per_device("node_disk_read_await_seconds:mean1s", "r_await"),
-                           per_device("node_disk_write_await_seconds:mean1s", "w_await"))),
+                   [per_device("node_disk_read_await_seconds:mean1s", "r_await"),
+                    per_device("node_disk_write_await_seconds:mean1s", "w_await")]),
         timeseries(L, "Utilisation (%util)", "Share of time the device had requests in flight (iostat %util); near 100% "
                    "on a single disk means saturated, less meaningful for SSD/NVMe with parallel queues.", "percentunit",
-                   targets(per_device("node_disk_io_time_seconds:rate1s", "%util"))),
+                   [per_device("node_disk_io_time_seconds:rate1s", "%util")]),
         timeseries(L, "Average request size (rareq-sz, wareq-sz)", "Average size of read and write requests "
                    "(iostat rareq-sz/wareq-sz, in bytes): checkpoints write large sorted requests, backends small ones.",
-                   "bytes", targets(per_device("node_disk_read_request_size_bytes:mean1s", "read"),
-                                    per_device("node_disk_write_request_size_bytes:mean1s", "write"))),
+                   "bytes", [per_device("node_disk_read_request_size_bytes:mean1s", "read"),
+                             per_device("node_disk_write_request_size_bytes:mean1s", "write")]),
         timeseries(L, "Queue size (aqu-sz)", "Average number of requests queued or in service (iostat aqu-sz).", "short",
-                   targets(per_device("node_disk_io_time_weighted_seconds:rate1s", "aqu-sz"))),
+                   [per_device("node_disk_io_time_weighted_seconds:rate1s", "aqu-sz")]),
     ]
     L.new_row()
-    panels.append(timeseries(L, "CPU (avg-cpu)", "Machine-wide CPU as iostat's avg-cpu line: %user, %system (irq and "
-                             "softirq included), %iowait, %idle.", "percentunit", targets(
-                                 ("instance:node_cpu_user:ratio1s", "%user"), ("instance:node_cpu_system:ratio1s", "%system"),
-                                 ("instance:node_cpu_iowait:ratio1s", "%iowait"), ("instance:node_cpu_idle:ratio1s", "%idle")),
-                             w=24, stack=True))
-    return dashboard(UIDS["host"], "Host I/O", "The iostat -x view per device and CPU, with the same checkpoint regions.",
-                     panels, [datasource_variable(), run_variable(), device_variable()],
-                     checkpoint_annotations() + [run_annotation()])
+    items.append(timeseries(L, "CPU (avg-cpu)", "Machine-wide CPU of each selected target's host as iostat's avg-cpu "
+                            "line: %user, %system (irq and softirq included), %iowait, %idle.", "percentunit", [
+                                cpu("node_cpu_user:ratio1s", "%user"), cpu("node_cpu_system:ratio1s", "%system"),
+                                cpu("node_cpu_iowait:ratio1s", "%iowait"), cpu("node_cpu_idle:ratio1s", "%idle")],
+                            w=24, stack=True))
+    return dashboard(UIDS["host"], "Host I/O", "The iostat -x view per target, device and CPU, with the same checkpoint regions.",
+                     items, [datasource_variable(), target_variable(), run_variable(), device_variable()], dashboard_annotations("host"))
 
 
 def checkpoints_wal() -> dict:
     L = Layout()
-    panels = [
+
+    def t(metric: str, extra: str = "") -> str:
+        return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"
+
+    items: list[P.PanelBuilder] = [
         timeseries(L, "Checkpoints per minute: timed vs requested", "Timed checkpoints come from checkpoint_timeout; "
                    "requested ones from max_wal_size running out (or CHECKPOINT). Mostly requested means max_wal_size is "
-                   "too small for the write rate.", "short", targets(
-                       ("instance:pg_checkpoints_timed:rate1m * 60", "timed/min"),
-                       ("instance:pg_checkpoints_requested:rate1m * 60", "requested/min"))),
+                   "too small for the write rate.", "short", [
+                       (t("instance:pg_checkpoints_timed:rate1m") + " * 60", "{{target}} timed/min"),
+                       (t("instance:pg_checkpoints_requested:rate1m") + " * 60", "{{target}} requested/min")]),
         timeseries(L, "Checkpoint write and sync time", "Write and sync phase of each checkpoint from the server log "
-                   "(log_checkpoints), at its end. A long sync stalls the disk for everyone.", "s", targets(
-                       ('pg_checkpoint_last_duration_seconds{phase="write"}', "write"),
-                       ('pg_checkpoint_last_duration_seconds{phase="sync"}', "sync"),
-                       ('pg_checkpoint_last_duration_seconds{phase="total"}', "total"))),
+                   "(log_checkpoints), at its end. A long sync stalls the disk for everyone.", "s", [
+                       (t("pg_checkpoint_last_duration_seconds", 'phase="write"'), "{{target}} write"),
+                       (t("pg_checkpoint_last_duration_seconds", 'phase="sync"'), "{{target}} sync"),
+                       (t("pg_checkpoint_last_duration_seconds", 'phase="total"'), "{{target}} total")]),
     ]
     L.new_row()
-    panels += [
+    items += [
         timeseries(L, "Buffers written per second", "Who writes dirty shared buffers: the checkpointer, the background "
-                   "writer, or the backends themselves (the last one hurts latency).", "short", targets(
-                       ("instance:pg_checkpoint_buffers_written:rate1s", "checkpointer"),
-                       ("instance:pg_bgwriter_buffers_clean:rate1s", "bgwriter"),
-                       ("instance:pg_backend_buffers_written:rate1s", "backends")), stack=True),
+                   "writer, or the backends themselves (the last one hurts latency).", "short", [
+                       (t("instance:pg_checkpoint_buffers_written:rate1s"), "{{target}} checkpointer"),
+                       (t("instance:pg_bgwriter_buffers_clean:rate1s"), "{{target}} bgwriter"),
+                       (t("instance:pg_backend_buffers_written:rate1s"), "{{target}} backends")], stack=True),
         timeseries(L, "WAL bytes per second", "WAL generated per second (pg_stat_wal). Right after a checkpoint it jumps: "
                    "first changes to each page write a full-page image.", "Bps",
-                   targets(("instance:pg_wal_bytes:rate1s", "WAL"))),
+                   [(t("instance:pg_wal_bytes:rate1s"), "{{target}} WAL")]),
     ]
     L.new_row()
-    panels += [
+    items += [
         timeseries(L, "Full-page image ratio", "Full-page images per WAL record: high just after each checkpoint "
                    "(full_page_writes), the WAL cost of checkpointing often.", "percentunit",
-                   targets(("instance:pg_wal_fpi_per_record:ratio1s", "FPI per record"))),
+                   [(t("instance:pg_wal_fpi_per_record:ratio1s"), "{{target}} FPI per record")]),
         timeseries(L, "Checkpoint distance against max_wal_size", "WAL written since the last checkpoint's redo point, "
                    "and the distance of each completed checkpoint, against max_wal_size; a requested checkpoint starts "
-                   "near max_wal_size / (1 + checkpoint_completion_target).", "bytes", targets(
-                       ("pg_control_checkpoint_wal_since_redo_bytes", "WAL since redo"),
-                       ("pg_checkpoint_last_distance_bytes", "last checkpoint distance"),
-                       ("pg_control_checkpoint_max_wal_size_bytes", "max_wal_size"))),
+                   "near max_wal_size / (1 + checkpoint_completion_target).", "bytes", [
+                       (t("pg_control_checkpoint_wal_since_redo_bytes"), "{{target}} WAL since redo"),
+                       (t("pg_checkpoint_last_distance_bytes"), "{{target}} last checkpoint distance"),
+                       (t("pg_control_checkpoint_max_wal_size_bytes"), "{{target}} max_wal_size")]),
     ]
     L.new_row()
-    panels += [
+    items += [
         timeseries(L, '"Checkpoints are occurring too frequently"', "Warnings the server logged (checkpoint_warning): "
                    "checkpoints forced by WAL volume closer together than checkpoint_warning seconds.", "short",
-                   targets(("pg_checkpoints_too_frequent_total", "warnings so far")), w=12),
-        stat(L, "Checkpoints in range", "Checkpoints completed during the selected range, by reason, from the server log "
-             "(counted exactly: the counter's rise over the range, no extrapolation).", "short",
-             "sum by (reason) (max_over_time(pg_checkpoints_completed_total[$__range]) "
-             "- min_over_time(pg_checkpoints_completed_total[$__range]))", w=12, h=8, decimals=0, legend="{{reason}}"),
+                   [(t("pg_checkpoints_too_frequent_total"), "{{target}} warnings so far")], w=12),
+        stat(L, "Checkpoints in range", "Checkpoints completed during the selected range, by target and reason, from the "
+             "server log (counted exactly: the counter's rise over the range, no extrapolation).", "short",
+             f"sum by (target, reason) (max_over_time({t('pg_checkpoints_completed_total')}[$__range]) "
+             f"- min_over_time({t('pg_checkpoints_completed_total')}[$__range]))", w=12, h=8, decimals=0,
+             legend="{{target}} {{reason}}"),
     ]
     return dashboard(UIDS["checkpoints"], "Checkpoints & WAL", "Timed vs requested checkpoints, their cost, who writes "
-                     "buffers, WAL volume and full-page images.", panels, [datasource_variable(), run_variable()],
-                     checkpoint_annotations() + [run_annotation()])
+                     "buffers, WAL volume and full-page images, per target.", items,
+                     [datasource_variable(), target_variable(), run_variable()], dashboard_annotations("checkpoints"))
 
 
 GENERATORS = {"pgbench-run.json": pgbench_run, "host-io.json": host_io, "checkpoints-wal.json": checkpoints_wal}

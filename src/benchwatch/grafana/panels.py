@@ -1,31 +1,62 @@
-"""Grafana panel builders: the one place that knows the JSON of a panel.
+"""Grafana panel builders: the one place that knows how a panel is made.
 
-Used by the committed dashboards (benchwatch.grafana.dashboards) and by the
-panels a snapshot appends (benchwatch.share.collect). Every panel has a title,
-a description and a unit, and takes its datasource from the ``datasource``
-variable.
+Panels, rows, variables and annotations come from Grafana's own schema-generated
+builders (grafana-foundation-sdk, generated from the schema of the Grafana
+version benchwatch provisions), so the JSON has the shape Grafana expects by
+construction. Used by the committed dashboards (benchwatch.grafana.dashboards)
+and by the panels a snapshot appends (benchwatch.share.collect). Every panel
+has a title, a description and a unit, and takes its datasource from the
+``datasource`` variable.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import typing
+
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import prometheus as prom_b
+from grafana_foundation_sdk.builders import stat as stat_b
+from grafana_foundation_sdk.builders import table as table_b
+from grafana_foundation_sdk.builders import timeseries as timeseries_b
+from grafana_foundation_sdk.cog import builder as cog_b
+from grafana_foundation_sdk.cog import variants as cog_variants
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as dash_m
+from grafana_foundation_sdk.models import prometheus as prom_m
 
 DATASOURCE_UID = "benchwatch-prometheus"
-DS = {"type": "prometheus", "uid": "${datasource}"}
+DS = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
+
+PanelBuilder = cog_b.Builder[dash_m.Panel] | dash_b.Row
+
+
+def to_json(obj: typing.Any) -> typing.Any:
+    """Plain JSON (dicts, lists) of a builder or a model, as Grafana reads it."""
+    if isinstance(obj, cog_b.Builder):
+        obj = obj.build()
+    return json.loads(json.dumps(obj, cls=JSONEncoder))
 
 
 class Layout:
-    """Places panels left to right in rows of 24 columns, from row ``y`` on, with ids from ``next_id``."""
+    """Places panels left to right in rows of 24 columns, from row ``y`` on, with ids from ``next_id``.
+
+    The SDK's dashboard builder can place panels too, but a snapshot appends
+    panels below a dashboard that is already JSON, and the ids must be stable
+    (snapshots and tests find panels by id): one placer for both.
+    """
 
     def __init__(self, y: int = 0, next_id: int = 1):
         self.x = self.row_h = 0
         self.y = y
         self.next_id = next_id
 
-    def place(self, w: int, h: int) -> dict:
+    def place(self, w: int, h: int) -> dash_m.GridPos:
         if self.x + w > 24:
             self.x, self.y, self.row_h = 0, self.y + self.row_h, 0
-        pos = {"x": self.x, "y": self.y, "w": w, "h": h}
+        pos = dash_m.GridPos(x=self.x, y=self.y, w=w, h=h)
         self.x += w
         self.row_h = max(self.row_h, h)
         return pos
@@ -39,67 +70,123 @@ class Layout:
         return self.next_id - 1
 
 
-def target(expr: str, legend: str = "", ref: str = "A", instant: bool = False, fmt: str = "time_series") -> dict:
-    t: dict[str, Any] = {"refId": ref, "datasource": DS, "expr": expr, "legendFormat": legend, "format": fmt}
-    if instant:
-        t.update({"instant": True, "range": False})
-    else:
-        t.update({"range": True, "instant": False})
-    return t
+def query(expr: str, legend: str = "", instant: bool = False, fmt: str = "time_series") -> prom_b.Dataquery:
+    q = prom_b.Dataquery().expr(expr).legend_format(legend).datasource(DS).format(prom_m.PromQueryFormat(fmt))
+    return q.instant() if instant else q.range()
 
 
-def targets(*specs) -> list[dict]:
-    return [target(*spec) if isinstance(spec, tuple) else spec for spec in specs]
+QuerySpec = tuple | prom_b.Dataquery
 
 
-def timeseries(layout: Layout, title: str, description: str, unit: str, tgts: list[dict], w: int = 12, h: int = 8,
-               overrides: list | None = None, stack: bool = False, min_zero: bool = True) -> dict:
-    for i, t in enumerate(tgts):
-        t["refId"] = chr(ord("A") + i)
-    defaults: dict[str, Any] = {"unit": unit, "custom": {"lineWidth": 1, "fillOpacity": 10, "showPoints": "never",
-                                         "spanNulls": False, "stacking": {"mode": "normal" if stack else "none"}}}
+def _queries(specs: typing.Iterable[QuerySpec]) -> list[cog_b.Builder[cog_variants.Dataquery]]:
+    """Queries from (expr, legend) tuples or ready Dataquery builders, refIds A, B, C... in order."""
+    out: list[cog_b.Builder[cog_variants.Dataquery]] = []
+    for i, spec in enumerate(specs):
+        q = query(*spec) if isinstance(spec, tuple) else spec
+        out.append(q.ref_id(chr(ord("A") + i)))
+    return out
+
+
+def timeseries(layout: Layout, title: str, description: str, unit: str, specs: typing.Iterable[QuerySpec],
+               w: int = 12, h: int = 8, stack: bool = False, min_zero: bool = True) -> timeseries_b.Panel:
+    panel = (timeseries_b.Panel().id(layout.take_id()).title(title).description(description).unit(unit)
+             .datasource(DS).grid_pos(layout.place(w, h)).targets(_queries(specs))
+             .line_width(1).fill_opacity(10).show_points(common.VisibilityMode.NEVER).span_nulls(False)
+             .stacking(common_b.StackingConfig().mode(common.StackingMode.NORMAL if stack else common.StackingMode.NONE))
+             .legend(common_b.VizLegendOptions().display_mode(common.LegendDisplayMode.LIST)
+                     .placement(common.LegendPlacement.BOTTOM).show_legend(True))
+             .tooltip(common_b.VizTooltipOptions().mode(common.TooltipDisplayMode.MULTI).sort(common.SortOrder.NONE)))
     if min_zero:
-        defaults["min"] = 0
-    return {
-        "id": layout.take_id(), "type": "timeseries", "title": title, "description": description,
-        "datasource": DS, "gridPos": layout.place(w, h), "targets": tgts,
-        "fieldConfig": {"defaults": defaults, "overrides": overrides or []},
-        "options": {"legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
-                    "tooltip": {"mode": "multi", "sort": "none"}},
-    }
+        panel.min(0)
+    return panel
 
 
 def stat(layout: Layout, title: str, description: str, unit: str, expr: str, w: int = 4, h: int = 4,
-         decimals: int | None = 1, legend: str = "") -> dict:
-    defaults: dict[str, Any] = {"unit": unit, "color": {"mode": "thresholds"},
-                "thresholds": {"mode": "absolute", "steps": [{"color": "green", "value": None}]}}
+         decimals: int | None = 1, legend: str = "") -> stat_b.Panel:
+    panel = (stat_b.Panel().id(layout.take_id()).title(title).description(description).unit(unit).datasource(DS)
+             .grid_pos(layout.place(w, h)).targets(_queries([query(expr, legend, instant=True)]))
+             .color_scheme(dash_b.FieldColor().mode(dash_m.FieldColorModeId.THRESHOLDS))
+             .thresholds(dash_b.ThresholdsConfig().mode(dash_m.ThresholdsMode.ABSOLUTE)
+                         .steps([dash_m.Threshold(color="green", value=None)]))
+             .reduce_options(common_b.ReduceDataOptions().calcs(["lastNotNull"]).fields("").values(False))
+             .color_mode(common.BigValueColorMode.VALUE).graph_mode(common.BigValueGraphMode.NONE)
+             .text_mode(common.BigValueTextMode.VALUE_AND_NAME if legend else common.BigValueTextMode.VALUE)
+             .justify_mode(common.BigValueJustifyMode.AUTO))
     if decimals is not None:
-        defaults["decimals"] = decimals
-    return {
-        "id": layout.take_id(), "type": "stat", "title": title, "description": description, "datasource": DS,
-        "gridPos": layout.place(w, h), "targets": [target(expr, legend, instant=True)],
-        "fieldConfig": {"defaults": defaults, "overrides": []},
-        "options": {"reduceOptions": {"calcs": ["lastNotNull"], "fields": "", "values": False},
-                    "colorMode": "value", "graphMode": "none", "textMode": "value_and_name" if legend else "value",
-                    "justifyMode": "auto"},
-    }
-
-
-def table(layout: Layout, title: str, description: str, unit: str, expr: str, rename: dict, w: int = 24, h: int = 10) -> dict:
-    return {
-        "id": layout.take_id(), "type": "table", "title": title, "description": description, "datasource": DS,
-        "gridPos": layout.place(w, h), "targets": [target(expr, instant=True, fmt="table")],
-        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-        "options": {"showHeader": True, "sortBy": [{"displayName": "latency", "desc": True}]},
-        "transformations": [{"id": "organize", "options": {
-            "excludeByName": {"Time": True, "__name__": True, "run_id": True},
-            "renameByName": rename}}],
-    }
-
-
-def row(layout: Layout, title: str) -> dict:
-    layout.new_row()
-    panel = {"id": layout.take_id(), "type": "row", "title": title, "collapsed": False, "panels": [],
-             "gridPos": layout.place(24, 1)}
-    layout.new_row()
+        panel.decimals(decimals)
     return panel
+
+
+def table(layout: Layout, title: str, description: str, unit: str, expr: str, rename: dict, w: int = 24,
+          h: int = 10) -> table_b.Panel:
+    return (table_b.Panel().id(layout.take_id()).title(title).description(description).unit(unit).datasource(DS)
+            .grid_pos(layout.place(w, h)).targets(_queries([query(expr, instant=True, fmt="table")]))
+            .show_header(True).sort_by([common_b.TableSortByFieldState().display_name("latency").desc(True)])
+            .with_transformation(dash_m.DataTransformerConfig(id_val="organize", options={
+                "excludeByName": {"Time": True, "__name__": True, "run_id": True}, "renameByName": rename})))
+
+
+def row(layout: Layout, title: str, repeat: str | None = None) -> dash_b.Row:
+    """A row header; the panels placed after it, up to the next row, are its own (an open row).
+    With ``repeat``, Grafana draws the row and its panels once per value of that variable."""
+    layout.new_row()
+    r = dash_b.Row(title).id(layout.take_id()).collapsed(False).grid_pos(layout.place(24, 1))
+    if repeat:
+        r.repeat(repeat)
+    layout.new_row()
+    return r
+
+
+# -- annotations ------------------------------------------------------------------------
+
+class PrometheusAnnotationQuery(dash_m.AnnotationQuery):
+    """The schema's annotation query plus the options Grafana's Prometheus data source
+    reads from it (step, titleFormat, textFormat, tagKeys, useValueForTime): the
+    dashboard schema leaves data-source options out, so the SDK has no field for them."""
+
+    def __init__(self, step: str = "1s", title_format: str = "", text_format: str = "", tag_keys: str = "",
+                 use_value_for_time: bool = False, **kwargs: typing.Any) -> None:
+        super().__init__(**kwargs)
+        self.step = step
+        self.title_format = title_format
+        self.text_format = text_format
+        self.tag_keys = tag_keys
+        self.use_value_for_time = use_value_for_time
+
+    def to_json(self) -> dict[str, object]:
+        payload = super().to_json()
+        payload.update({"step": self.step, "titleFormat": self.title_format, "textFormat": self.text_format,
+                        "tagKeys": self.tag_keys, "useValueForTime": self.use_value_for_time})
+        return payload
+
+
+class PrometheusAnnotation(dash_b.AnnotationQuery):
+    """Builder of a PromQL annotation: a region for every run of steps where ``expr`` has a value."""
+
+    _internal: PrometheusAnnotationQuery
+
+    def __init__(self, name: str, expr: str, color: str) -> None:
+        self._internal = PrometheusAnnotationQuery()
+        self.name(name).expr(expr).icon_color(color).datasource(DS).enable(True)
+
+    def step(self, step: str) -> typing.Self:
+        self._internal.step = step
+        return self
+
+    def title_format(self, text: str) -> typing.Self:
+        self._internal.title_format = text
+        return self
+
+    def text_format(self, text: str) -> typing.Self:
+        self._internal.text_format = text
+        return self
+
+    def tag_keys(self, keys: str) -> typing.Self:
+        self._internal.tag_keys = keys
+        return self
+
+
+def builtin_annotation() -> dash_b.AnnotationQuery:
+    """Grafana's own "Annotations & Alerts", which every dashboard has."""
+    return (dash_b.AnnotationQuery().name("Annotations & Alerts").built_in(1).type("dashboard").enable(True).hide(True)
+            .datasource(dash_m.DataSourceRef(type_val="grafana", uid="-- Grafana --")).icon_color("rgba(0, 211, 255, 1)"))

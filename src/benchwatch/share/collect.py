@@ -41,6 +41,7 @@ DASHBOARD_FILE = "pgbench-run.json"
 
 # Devices that are not disks a database lives on.
 DISK_FILTER = f'device!~"{NOT_DISK_PATTERN}.*"'
+TARGET = 'target=~"$target"'
 
 # Panels a snapshot adds after the dashboard's own: iostat's await and %util,
 # from node_exporter's raw counters (irate over two 1 s scrapes, as
@@ -49,19 +50,22 @@ DISK_FILTER = f'device!~"{NOT_DISK_PATTERN}.*"'
 
 def _extra_panels(layout: panels.Layout) -> list[dict]:
     """Host disk panels a snapshot adds below the run dashboard's own (the run dashboard links to Host I/O instead)."""
+    disks = f"{TARGET}, {DISK_FILTER}"
+
     def ratio(time: str, count: str) -> str:
-        return (f"(irate({time}{{{DISK_FILTER}}}[3s]) / (irate({count}{{{DISK_FILTER}}}[3s]) > 0))"
-                f" or irate({count}{{{DISK_FILTER}}}[3s]) * 0")
-    return [
+        return (f"(irate({time}{{{disks}}}[3s]) / (irate({count}{{{disks}}}[3s]) > 0))"
+                f" or irate({count}{{{disks}}}[3s]) * 0")
+    built = [
         panels.row(layout, "Host disks (added by benchwatch snapshot)"),
         panels.timeseries(layout, "Disk utilisation (%util)",
                           "Share of each second with at least one I/O in flight on the device (iostat %util).",
-                          "percentunit", panels.targets((f"irate(node_disk_io_time_seconds_total{{{DISK_FILTER}}}[3s])", "{{device}}"))),
+                          "percentunit", [(f"irate(node_disk_io_time_seconds_total{{{disks}}}[3s])", "{{target}} {{device}}")]),
         panels.timeseries(layout, "Disk await",
                           "Average time per completed read and write, queueing included (iostat r_await / w_await).", "s",
-                          panels.targets((ratio("node_disk_read_time_seconds_total", "node_disk_reads_completed_total"), "{{device}} read"),
-                                         (ratio("node_disk_write_time_seconds_total", "node_disk_writes_completed_total"), "{{device}} write"))),
+                          [(ratio("node_disk_read_time_seconds_total", "node_disk_reads_completed_total"), "{{target}} {{device}} read"),
+                           (ratio("node_disk_write_time_seconds_total", "node_disk_writes_completed_total"), "{{target}} {{device}} write")]),
     ]
+    return [panels.to_json(b) for b in built]
 
 
 # Series the summary and the metadata read beyond what the panels query.
@@ -93,11 +97,12 @@ class Collected:
     summary: dict
     notes: list[str] = field(default_factory=list)
     run_dir: str = ""
+    targets: list[str] = field(default_factory=list)  # the run's targets; empty: unknown (All)
 
     def to_json(self) -> dict:
         return {"run_id": self.run_id, "meta": self.meta, "start": self.start, "end": self.end,
-                "source": self.source, "panels": self.panels, "annotations": self.annotations,
-                "summary": self.summary, "notes": self.notes}
+                "source": self.source, "targets": self.targets, "panels": self.panels,
+                "annotations": self.annotations, "summary": self.summary, "notes": self.notes}
 
 
 # -- metadata -----------------------------------------------------------------------
@@ -132,14 +137,78 @@ def load_dashboard(path: str | None = None) -> dict:
         return json.load(f)
 
 
-def snapshot_dashboard(dash: dict) -> dict:
-    """The dashboard with the snapshot's extra panels appended below its own."""
+def run_targets(meta: dict) -> list[str]:
+    """The names of the targets (database instances) a run watched, from meta.json["targets"]:
+    a list of names, or of objects naming one under "name" or "target"."""
+    out: list[str] = []
+    for t in meta.get("targets") or []:
+        name = t if isinstance(t, str) else (t.get("name") or t.get("target")) if isinstance(t, dict) else None
+        if name and str(name) not in out:
+            out.append(str(name))
+    return out
+
+
+def target_regex(targets: list[str]) -> str:
+    """What Grafana puts for $target in a PromQL regex matcher: the selected names, regex-escaped
+    (backslashes doubled for the PromQL string), or .* for All."""
+    if not targets:
+        return ".*"
+    return "|".join(re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\\\1", t) for t in targets)
+
+
+def _expand_repeats(own: list[dict], targets: list[str]) -> list[dict]:
+    """Rows repeated by the target variable, drawn once per target of the run, as Grafana would draw
+    them for that selection; a snapshot holds the data of each copy, so no repeat is left to Grafana.
+    Without known targets the row is drawn once, for every target ($target = All)."""
+    next_id = max([p.get("id", 0) for p in gq._panels(own)] + [0]) + 1
+    out: list[dict] = []
+    i, shift = 0, 0
+    while i < len(own):
+        p = own[i]
+        if p.get("type") != "row" or p.get("repeat") != "target":
+            q = dict(p, gridPos=dict(p["gridPos"], y=p["gridPos"]["y"] + shift)) if "gridPos" in p else p
+            out.append(q)
+            i += 1
+            continue
+        j = i + 1
+        while j < len(own) and own[j].get("type") != "row":
+            j += 1
+        block = own[i:j]
+        top = p["gridPos"]["y"]
+        height = max(b["gridPos"]["y"] + b["gridPos"]["h"] for b in block) - top
+        for n, value in enumerate(targets or [None]):
+            for b in block:
+                text = json.dumps(b)
+                if value is not None:
+                    text = text.replace("$target", json.dumps(target_regex([value]))[1:-1])
+                clone = json.loads(text)
+                clone["title"] = b["title"].replace("$target", value if value is not None else "all targets")
+                clone.pop("repeat", None)
+                clone["gridPos"]["y"] = b["gridPos"]["y"] + shift + n * height
+                if n:
+                    clone["id"] = next_id
+                    next_id += 1
+                out.append(clone)
+        shift += (len(targets or [None]) - 1) * height
+        i = j
+    return out
+
+
+def snapshot_dashboard(dash: dict, targets: list[str] | None = None) -> dict:
+    """The dashboard as a snapshot shows it: rows repeated by target drawn once per target of the
+    run, and the snapshot's extra panels appended below the dashboard's own."""
     dash = json.loads(json.dumps(dash))
-    own = dash.setdefault("panels", [])
+    own = _expand_repeats(dash.setdefault("panels", []), targets or [])
+    dash["panels"] = own
     next_id = max([p.get("id", 0) for p in gq._panels(own)] + [0]) + 1
     y = max([p["gridPos"]["y"] + p["gridPos"]["h"] for p in own if "gridPos" in p] + [0])
     own.extend(_extra_panels(panels.Layout(y=y, next_id=next_id)))
     return dash
+
+
+def snapshot_variables(dash: dict, run_id: str, targets: list[str]) -> dict[str, str]:
+    """The variables a snapshot's queries are expanded with: the run, and the run's targets (All when unknown)."""
+    return {**gq.default_variables(dash), "run_id": run_id, "datasource": DATASOURCE_UID, "target": target_regex(targets)}
 
 
 def selectors_for(dash: dict, variables: dict[str, str], start: float, end: float, run_id: str) -> list[str]:
@@ -282,8 +351,9 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
     meta = scrub(run.read_meta())
     run_id = replay.run_id_of(meta, run.run_id)
     start, end = window(meta)
-    dash = snapshot_dashboard(dashboard or load_dashboard())
-    variables = {**gq.default_variables(dash), "run_id": run_id, "datasource": DATASOURCE_UID}
+    targets = run_targets(meta)
+    dash = snapshot_dashboard(dashboard or load_dashboard(), targets)
+    variables = snapshot_variables(dash, run_id, targets)
     sels = selectors_for(dash, variables, start, end, run_id)
     notes: list[str] = []
     use_prom = False
@@ -313,7 +383,7 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
         notes.append("no data for: " + "; ".join(empty))
     s = summary.build(series, meta, run_id, (start, end), host_extra(run, meta), statement_order(run))
     s["source"] = used
-    return Collected(run_id, meta, start, end, used, dash, panels, annotations, series, s, notes, run.path)
+    return Collected(run_id, meta, start, end, used, dash, panels, annotations, series, s, notes, run.path, targets)
 
 
 # -- saving a run's series for later -------------------------------------------------
@@ -327,9 +397,10 @@ def save_run_series(run_dir: str, prometheus_url: str, dashboard: dict | None = 
     run = rundir.RunDir(run_dir)
     meta = run.read_meta()
     start, end = window(meta)
-    dash = snapshot_dashboard(dashboard or load_dashboard())
+    targets = run_targets(meta)
+    dash = snapshot_dashboard(dashboard or load_dashboard(), targets)
     run_id = replay.run_id_of(meta, run.run_id)
-    sels = selectors_for(dash, {"run_id": run_id, "datasource": DATASOURCE_UID}, start, end, run_id)
+    sels = selectors_for(dash, snapshot_variables(dash, run_id, targets), start, end, run_id)
     if wait:
         # One scrape interval and a little more past the range, for the last scrape to land.
         processes.wait_until(lambda: time.time() > end + 1.5, MARGIN_S + 2.5, 0.1)

@@ -11,7 +11,8 @@ POST /api/snapshots takes as ``{"dashboard": ..., "name": ..., "expires": ...}``
   produced (``time``/``timeEnd`` in ms, ``title``, ``text``, ``tags``), which
   Grafana's own snapshot dialog leaves out for data-source annotations: here
   the checkpoint regions and the run region stay;
-- variables are frozen at the run (no query), the time range is the run's.
+- variables are frozen at the run (no query): the run and its targets; the
+  time range is the run's.
 """
 
 from __future__ import annotations
@@ -88,6 +89,13 @@ def build(c: Collected, name: str | None = None, expires: int = 0) -> dict:
         if v.get("name") == "run_id":
             current = {"selected": True, "text": c.run_id, "value": c.run_id}
             v.update({"current": current, "options": [current], "query": "", "definition": "", "refresh": 0})
+        elif v.get("name") == "target":
+            # The run's targets (rows repeated by target are already drawn once per target).
+            names = c.targets
+            current = {"selected": True, "text": names or ["All"], "value": names or ["$__all"]}
+            options = [{"selected": True, "text": n, "value": n} for n in names] or [
+                {"selected": True, "text": "All", "value": "$__all"}]
+            v.update({"current": current, "options": options, "query": "", "definition": "", "refresh": 0})
         elif v.get("type") == "datasource":
             v["options"] = [v.get("current", {})]
     dash.pop("id", None)
