@@ -26,6 +26,7 @@ State layout under ``state_dir`` (default /var/lib/benchwatch-agent as root):
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -41,7 +42,7 @@ from benchwatch import resources
 from benchwatch.engines.postgres import dsn
 from benchwatch.query.launch import prometheus_binary
 from benchwatch.stack.config import LISTEN_HOST, default_state_dir
-from benchwatch.stack.native import NODE_COLLECTORS, POSTGRES_EXPORTER_FLAGS, StackError, binary
+from benchwatch.stack.native import NODE_COLLECTORS, POSTGRES_EXPORTER_FLAGS, StackError, binary, installed
 from benchwatch.util import net, processes
 
 AGENT_FILE = "agent.json"
@@ -161,6 +162,9 @@ class Agent:
         out += [f"checkpoints-{i.name}" for i in self.cfg.instances if i.server_log]
         return out
 
+    def _gone(self, component: str) -> bool:
+        return self.pid(component) is None
+
     def pid(self, component: str) -> int | None:
         pid = processes.read_pid(self.path("pids", f"{component}.pid"))
         return pid if processes.process_alive(pid) else None
@@ -218,8 +222,8 @@ class Agent:
                     continue
                 self._start(component)
                 started.append(component)
-                if not processes.wait_until(lambda c=component: self.healthy(c), 60.0, interval=0.1,
-                                            abort=lambda c=component: self.pid(c) is None):
+                if not processes.wait_until(functools.partial(self.healthy, component), 60.0, interval=0.1,
+                                            abort=functools.partial(self._gone, component)):
                     raise StackError(f"{component} failed to start: {self._log_tail(component)} (log: {self.log_file(component)})")
         except BaseException:
             for component in reversed(started):
@@ -266,7 +270,7 @@ class Agent:
 
     def _start(self, component: str) -> None:
         if component == "node_exporter":
-            self._spawn(component, [binary("node_exporter"), f"--web.listen-address={self._listen(component)}",
+            self._spawn(component, [installed("node_exporter"), f"--web.listen-address={self._listen(component)}",
                                     "--collector.disable-defaults", *(f"--collector.{c}" for c in NODE_COLLECTORS)],
                         self._env())
         elif component == "prometheus":
@@ -304,7 +308,7 @@ class Agent:
             uri = dsn.to_uri(params)
         env["DATA_SOURCE_NAME"] = uri
         component = f"postgres_exporter-{inst.name}"
-        self._spawn(component, [binary("postgres_exporter"), f"--web.listen-address={self._listen(component)}",
+        self._spawn(component, [installed("postgres_exporter"), f"--web.listen-address={self._listen(component)}",
                                 f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
                                 *POSTGRES_EXPORTER_FLAGS], env)
 
@@ -342,7 +346,7 @@ class Agent:
         if auth.bearer_token_file:
             remote["authorization"] = {"type": "Bearer", "credentials_file": os.path.abspath(auth.bearer_token_file)}
         elif auth.basic_auth_user:
-            remote["basic_auth"] = {"username": auth.basic_auth_user, "password_file": os.path.abspath(auth.password_file)}
+            remote["basic_auth"] = {"username": auth.basic_auth_user, "password_file": os.path.abspath(auth.password_file or "")}
         return {"global": {"scrape_interval": self.cfg.scrape_interval, "scrape_timeout": self.cfg.scrape_interval},
                 "scrape_configs": scrape, "remote_write": [remote]}
 
@@ -351,7 +355,7 @@ class Agent:
         with open(config, "w", encoding="utf-8") as f:
             json.dump(self.prometheus_config(), f, indent=2)
         self._spawn("prometheus", [
-            prometheus_binary(), "--enable-feature=agent", f"--config.file={config}",
+            installed("prometheus"), "--enable-feature=agent", f"--config.file={config}",
             f"--storage.agent.path={self.path('prometheus', 'wal')}",
             f"--storage.agent.retention.max-time={WAL_MAX_TIME}",
             f"--web.listen-address={self._listen('prometheus')}",
