@@ -126,7 +126,6 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from benchwatch.model import replay
-    from benchwatch.model.pgbench_run import METRICS
     from benchwatch.record import importer, rundir
     from benchwatch.sink.openmetrics import write_openmetrics
     from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
@@ -153,8 +152,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     model, samples = replay.replay_output(data, run_id, start)
     counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
     if args.openmetrics:
-        write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in METRICS.items()},
-                          help={k: v[1] for k, v in METRICS.items()})
+        write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in replay.RUN_METRICS.items()},
+                          help={k: v[1] for k, v in replay.RUN_METRICS.items()})
         say(f"run {run_id}: {counts}")
         return 0
     stack = _stack(args)

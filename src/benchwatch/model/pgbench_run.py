@@ -215,8 +215,8 @@ class RunModel:
             self._counters["pgbench_transactions_total"] = float(processed)
         if self.stalled:
             out.append(self._set("pgbench_progress_stalled", 0.0, ts))
-        out.extend(self._emit_counters(list(self._counters), None, ts=ts))
         out.extend(self._summary_counters(ts))
+        out.extend(self._emit_counters(list(self._counters), None, ts=ts))
         for key, name in self.summary_gauges.items():
             value = self.summary.get(key)
             if isinstance(value, (int, float)):
