@@ -102,7 +102,7 @@ def test_lock_stall_lines_read_zero_and_a_silent_stall_is_zeroed_by_tick():
 
 
 def test_malformed_lines_are_counted_never_fatal():
-    model, samples = replay.replay_output(fixture("malformed.bin"), "r1", START)
+    model, _ = replay.replay_output(fixture("malformed.bin"), "r1", START)
     assert model.progress_lines == 2 and model.unparsed_lines == 2
 
 
