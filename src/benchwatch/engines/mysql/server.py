@@ -87,8 +87,31 @@ def read_client_cnf(path: str) -> dict[str, str]:
         if parser.has_section(section):
             for key, value in parser.items(section):
                 if value is not None:
-                    out[key.replace("-", "_")] = value.strip().strip('"').strip("'")
+                    out[key.replace("-", "_")] = _option_value(value)
     return out
+
+
+_ESCAPES = {"b": "\b", "t": "\t", "n": "\n", "r": "\r", "s": " "}
+
+
+def _option_value(raw: str) -> str:
+    """A my.cnf value as the client library reads it: quotes removed, backslash escapes applied,
+    and, outside quotes, a "#" starting a comment."""
+    text = raw.strip()
+    quote = text[0] if text[:1] in ("'", '"') else None
+    out: list[str] = []
+    i = 1 if quote else 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and i + 1 < len(text):
+            out.append(_ESCAPES.get(text[i + 1], text[i + 1]))
+            i += 2
+            continue
+        if (quote and c == quote) or (not quote and c == "#"):
+            break
+        out.append(c)
+        i += 1
+    return "".join(out) if quote else "".join(out).rstrip()
 
 
 def sysbench_config(params: Mapping[str, str]) -> str:
