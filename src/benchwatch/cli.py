@@ -9,7 +9,7 @@ import shlex
 import shutil
 import sys
 
-from benchwatch.stack.config import DEFAULT_PORTS, load_config
+from benchwatch.stack.config import DEFAULT_PORTS, ENGINES, load_config
 from benchwatch.stack.native import Stack, StackError
 
 
@@ -21,6 +21,8 @@ def say(message: str) -> None:
 def _add_stack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", help="where the stack keeps data, logs and runs (env BENCHWATCH_STATE_DIR)")
     p.add_argument("--pg-dsn", help="use this existing PostgreSQL instead of the embedded one (env BENCHWATCH_PG_DSN; prefer a pgpass file to a password here)")
+    p.add_argument("--engine", choices=ENGINES, help="the database the stack runs and watches (default postgres; env BENCHWATCH_ENGINE)")
+    p.add_argument("--mysql-defaults-file", help="watch this existing MySQL/MariaDB, whose [client] section (a my.cnf-style file) says how to connect; implies --engine mariadb")
     for component, port in DEFAULT_PORTS.items():
         p.add_argument(f"--{component.replace('_', '-')}-port", type=int, dest=f"port_{component}",
                        help=f"port of {component} on 127.0.0.1 (default {port})")
@@ -28,7 +30,8 @@ def _add_stack_options(p: argparse.ArgumentParser) -> None:
 
 def _stack(args: argparse.Namespace) -> Stack:
     ports = {c: port for c in DEFAULT_PORTS if (port := getattr(args, f"port_{c}", None))}
-    cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "pg_dsn", None))
+    cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "pg_dsn", None),
+                      getattr(args, "engine", None), getattr(args, "mysql_defaults_file", None))
     return Stack(cfg, out=say)
 
 
@@ -49,7 +52,11 @@ def cmd_up(args: argparse.Namespace) -> int:
 def _print_status(status: dict) -> None:
     pg = status["postgres"]
     print(f"state dir   {status['state_dir']}")
-    print(f"postgres    {pg['dsn']}" + (f"  pid {pg.get('pid')}  log {pg['log_file']}" if pg.get("embedded") else "  (external)"))
+    mysql = status.get("mysql")
+    if mysql:
+        print(f"mariadb     {mysql['defaults_file']}" + (f"  pid {mysql.get('pid')}  log {mysql['log_file']}" if mysql["embedded"] else "  (external)"))
+    else:
+        print(f"postgres    {pg['dsn']}" + (f"  pid {pg.get('pid')}  log {pg['log_file']}" if pg.get("embedded") else "  (external)"))
     for name, c in status["components"].items():
         state = "healthy" if c["healthy"] else ("running, not healthy" if c["pid"] else "not running")
         print(f"{name:<20} {c['url']:<26} pid {c['pid'] or '-':<8} {state}")
@@ -71,12 +78,14 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(json.dumps(status, indent=2))
     else:
         _print_status(status)
-    healthy = all(c["healthy"] for c in status["components"].values()) and status["postgres"].get("healthy", True)
+    healthy = (all(c["healthy"] for c in status["components"].values()) and status["postgres"].get("healthy", True)
+               and status.get("mysql", {}).get("healthy", True))
     return 0 if healthy else 1
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     from benchwatch.alerting.printer import AlertPrinter
+    from benchwatch.parse import loadgen
     from benchwatch.record.stream import LineSafeStream
     from benchwatch.record.wrapper import run_benchmark
 
@@ -90,7 +99,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not stack.healthy("benchwatch_exporter"):
         say("the exporter is not running: the run is saved but not sent to Prometheus "
             "(start the stack with benchwatch up, or import the run later with benchwatch import)")
-    pg_env = stack.pg_env() if os.path.exists(stack.cfg.stack_file) else {}
+    have_stack = os.path.exists(stack.cfg.stack_file)
+    pg_env = stack.pg_env() if have_stack and stack.cfg.engine == "postgres" else {}
+    server_facts = None
+    if have_stack and stack.cfg.engine == "mariadb" and loadgen.for_program(argv[0]).engine == "mysql":
+        argv, server_facts = _mysql_connection(stack, argv)
     terminal = LineSafeStream(sys.stderr.buffer)
     watches = []
 
@@ -104,7 +117,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
-                                latency_log=args.latency_log, stderr_sink=terminal)
+                                latency_log=args.latency_log, stderr_sink=terminal, server_facts=server_facts)
     finally:
         for watch in watches:
             watch.stop()
@@ -130,6 +143,21 @@ def _record_targets(stack: Stack, run, since: float | None = None) -> None:
     run.update_meta(targets=targets.merge_watched(meta.get("targets") or [], seen))
 
 
+def _mysql_connection(stack: Stack, argv: list[str]) -> tuple[list[str], dict]:
+    """sysbench pointed at the stack's MySQL through its 0600 --config-file; the server's facts for meta.json."""
+    from benchwatch.engines.mysql.client import sysbench_connection
+
+    target = stack.mysql
+    if not os.path.exists(target.sysbench_file):
+        return argv, {}
+    args, added = sysbench_connection(argv[1:], target.sysbench_file)
+    if added:
+        say(f"added {' '.join(added)} to the sysbench arguments (the connection to the stack's MariaDB; "
+            "the password stays in that 0600 file)")
+    facts = target.server_facts()
+    return [argv[0], *args], facts
+
+
 def cmd_attach(args: argparse.Namespace) -> int:
     from benchwatch.record.wrapper import attach_stream
 
@@ -144,7 +172,6 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from benchwatch.model import replay
-    from benchwatch.model.pgbench_run import METRICS
     from benchwatch.record import importer, rundir
     from benchwatch.sink.openmetrics import write_openmetrics
     from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
@@ -171,8 +198,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     model, samples = replay.replay_output(data, run_id, start)
     counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
     if args.openmetrics:
-        write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in METRICS.items()},
-                          help={k: v[1] for k, v in METRICS.items()})
+        write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in replay.RUN_METRICS.items()},
+                          help={k: v[1] for k, v in replay.RUN_METRICS.items()})
         say(f"run {run_id}: {counts}")
         return 0
     stack = _stack(args)

@@ -70,11 +70,23 @@ class ThrowawayStack:
             raise RuntimeError(f"psql failed: {r.stderr.strip()}")
         return r.stdout.strip()
 
+    def sysbench(self, *args: str, **kw) -> subprocess.CompletedProcess:
+        """sysbench on the stack's MariaDB, connected through its 0600 config file."""
+        return subprocess.run(["sysbench", f"--config-file={self.stack.mysql.sysbench_file}", *args],
+                              capture_output=True, **kw)
+
+    def mariadb(self, sql: str, timeout: float = 60) -> str:
+        r = subprocess.run(["mariadb", f"--defaults-file={self.stack.mysql.client_file}", "-N", "-B"],
+                           input=sql, capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"mariadb failed: {r.stderr.strip()}")
+        return r.stdout.strip()
+
     def bring_up(self, scale: int | None) -> None:
         """Start the stack and initialise pgbench tables at ``scale``; on any failure nothing is left running."""
         try:
             self.stack.up()
-            if scale:
+            if scale and self.stack.cfg.engine == "postgres":
                 init = self.pgbench("-i", "-q", "-s", str(scale), timeout=600)
                 if init.returncode != 0:
                     raise RuntimeError(f"pgbench -i failed: {init.stderr.decode(errors='replace').strip()}")
@@ -91,10 +103,10 @@ class ThrowawayStack:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
-def start(scale: int = 2) -> ThrowawayStack:
-    """Up, with pgbench tables at ``scale``; on any failure nothing is left running."""
+def start(scale: int = 2, engine: str = "postgres") -> ThrowawayStack:
+    """Up, with pgbench tables at ``scale`` (PostgreSQL); on any failure nothing is left running."""
     state_dir = make_state_dir()
-    stack = Stack(load_config(state_dir, free_ports()), out=lambda m: print(m, file=sys.stderr))
+    stack = Stack(load_config(state_dir, free_ports(), engine=engine), out=lambda m: print(m, file=sys.stderr))
     live = ThrowawayStack(stack, state_dir)
     live.bring_up(scale)
     return live

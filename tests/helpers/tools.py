@@ -17,8 +17,11 @@ PACKAGES = {
     "chromium": "chromium",
     "docker-compose": "docker-compose",
     "iostat": "sysstat",
+    "mariadbd": "mariadb-server",
     "prometheus": "prometheus",
+    "prometheus-mysqld-exporter": "prometheus-mysqld-exporter",
     "promtool": "prometheus",
+    "sysbench": "sysbench",
 }
 
 

@@ -149,7 +149,7 @@ def test_process_metrics(exporter):
 
 def test_sample_values(exporter):
     get = exporter.registry.get_sample_value
-    labels = {"run_id": RUN_ID}
+    labels = {"run_id": RUN_ID, "tool": "pgbench"}
     assert get("pgbench_running", labels) == 0.0
     assert get("pgbench_exit_code", labels) == 0.0
     with open(os.path.join(FIXTURES, "pg15_report.stdout")) as f:
@@ -194,7 +194,7 @@ def test_failing_collector_is_counted_and_the_others_go_on(tmp_path, refused_url
     assert get("benchwatch_exporter_collector_errors_total", {"collector": "checkpoints"}) == 3
     assert get("benchwatch_exporter_collector_duration_seconds", {"collector": "checkpoints"}) == POLL_SECONDS
     assert get("benchwatch_exporter_collector_success", {"collector": "pgbench_runs"}) == 1.0
-    assert get("pgbench_running", {"run_id": RUN_ID}) == 0.0
+    assert get("pgbench_running", {"run_id": RUN_ID, "tool": "pgbench"}) == 0.0
     # One traceback when it starts failing, not one per poll.
     assert [r.getMessage() for r in caplog.records if r.exc_info] == [
         "collector checkpoints failed (benchwatch_exporter_collector_errors_total counts the next)"]

@@ -11,6 +11,7 @@ from benchwatch.engines.postgres import checkpoints as checkpoint_model
 from benchwatch.exporter import checkpoints
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.model.pgbench_run import METRICS
+from benchwatch.model.sysbench_run import SYSBENCH_METRICS
 from benchwatch.model.txlog import TXLOG_METRICS
 
 HEADER = """# Metrics
@@ -20,7 +21,8 @@ this file is out of date.
 
 ## pgbench runs (benchwatch exporter, `pgbench_runs` collector)
 
-Every series carries `run_id`. They reach Prometheus by remote write at pgbench's own timestamps
+Every series carries `run_id` and `tool` (`pgbench`, or `sysbench` for the series a sysbench run
+shares with pgbench runs: see the next section). They reach Prometheus by remote write at pgbench's own timestamps
 (one sample per progress line); the exporter's /metrics shows their latest values. pgbench prints
 milliseconds: every time here is in seconds. `pgbench_statement_*` also carry `script` and
 `statement`; `pgbench_run_info` carries the run's description: `script`, `clients`, `threads`,
@@ -31,6 +33,29 @@ milliseconds: every time here is in seconds. `pgbench_statement_*` also carry `s
 | --- | --- | --- |
 """
 
+
+SYSBENCH_HEADER = """
+## sysbench runs (benchwatch exporter, `pgbench_runs` collector)
+
+A sysbench run (`benchwatch run -- sysbench ...`, or `import` of a saved sysbench 1.0 or 0.5 output)
+writes the series above that mean the same for it, under the same names with `tool="sysbench"`, so
+the TPS-drop and stall alerts and the run dashboard serve both tools: `pgbench_progress_tps`,
+`pgbench_progress_stalled`, `pgbench_progress_interval_seconds` (`--report-interval`),
+`pgbench_progress_last_line_timestamp_seconds`, `pgbench_progress_lines_total`,
+`pgbench_transactions_total`, `pgbench_running`, `pgbench_exit_code`, `pgbench_run_info`,
+`pgbench_run_start_timestamp_seconds`, `pgbench_summary_tps`, `pgbench_summary_latency_seconds`
+(the average), `pgbench_summary_transactions` and `pgbench_exporter_unparsed_lines_total`.
+sysbench prints a latency percentile, not an average, per interval: it has its own name below, with
+`quantile` (`0.95` for sysbench's default `--percentile=95`); `pgbench_progress_latency_seconds` stays
+pgbench's average. `type` is `read`, `write` or `other` (sysbench 0.5 prints no `other`).
+`pgbench_run_info` of a sysbench run carries `script` (the test, e.g. `oltp_read_write`), `command`,
+`threads`, `duration_seconds`, `transactions` (`--events`), `rate_limit_tps`, `tables`, `table_size`,
+`percentile`, `db_driver`, `database`, `sysbench_version`, `server_version`, `mode`, `hostname`
+(each where known).
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
 
 TXLOG_HEADER = """
 ## Latency percentiles (pgbench -l)
@@ -81,7 +106,7 @@ def _rows(catalogue: dict) -> str:
 
 
 def render() -> str:
-    return (HEADER + _rows(METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
+    return (HEADER + _rows(METRICS) + SYSBENCH_HEADER + _rows(SYSBENCH_METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
             + CHECKPOINTS_HEADER + _rows(checkpoint_model.METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
 

@@ -17,7 +17,6 @@ from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.exporter.run_archiver import RunArchiver
 from benchwatch.model import catalogue, replay
-from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.samples import Sample
 from benchwatch.model.txlog import TxlogAggregator
 from benchwatch.record import rundir
@@ -157,7 +156,7 @@ class PgbenchRunsCollector:
         for name, members in by_name.items():
             # Runs may differ in label names (e.g. scale known or not): expose the union, "" where absent.
             labels = sorted({k for s in members for k in s.labels})
-            family = catalogue.family(METRICS, name, labels)
+            family = catalogue.family(replay.RUN_METRICS, name, labels)
             for s in members:
                 family.add_metric([s.labels.get(k, "") for k in labels], s.value)
             families.append(family)

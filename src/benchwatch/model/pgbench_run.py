@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 from benchwatch.parse import pgbench as po
@@ -107,11 +108,23 @@ class _Series:
 
 
 class RunModel:
+    """The run of one load generator; pgbench's here, subclasses for others (benchwatch.model.sysbench_run).
+
+    Every series carries ``run_id`` and ``tool``, so one query, alert or panel
+    on a shared name (``pgbench_progress_tps``) serves every tool.
+    """
+
+    tool = "pgbench"
+    catalogue: ClassVar[dict[str, tuple[str, str]]] = METRICS
+    summary_gauges: ClassVar[dict[str, str]] = _SUMMARY_GAUGES
+    ended_with_the_run: tuple[str, ...] = _ENDED_WITH_THE_RUN
+    exact_transactions_key = "transactions_processed"  # the summary's exact count of transactions
+
     def __init__(self, run_id: str, *, info_labels: dict[str, str] | None = None,
                  interval_s: float | None = None, start_epoch: float | None = None,
                  sql_statements: float | None = None):
         self.run_id = run_id
-        self.info_labels = {k: v for k, v in (info_labels or {}).items() if k != "run_id"}
+        self.info_labels = {k: v for k, v in (info_labels or {}).items() if k not in ("run_id", "tool")}
         self.interval_s = interval_s
         self.interval_from_args = interval_s is not None
         self.start_epoch = start_epoch  # start of pgbench's clock; None until known
@@ -127,9 +140,12 @@ class RunModel:
         self.script_names: dict[int, str] = {}
         self.errors: list[str] = []
         self.values: dict[tuple[str, tuple[tuple[str, str], ...]], _Series] = {}
-        self.parser = po.PgbenchOutputParser()
-        self._counters = {name: 0.0 for name in METRICS if name.endswith("_total")}
+        self.parser = self._new_parser()
+        self._counters = {name: 0.0 for name in self.catalogue if name.endswith("_total")}
         self._transactions_exact = 0.0
+
+    def _new_parser(self):
+        return po.PgbenchOutputParser()
 
     @property
     def progress_lines(self) -> int:
@@ -195,13 +211,14 @@ class RunModel:
         end_ms = int(end_epoch * 1000) if end_epoch is not None else (self.last_ts_ms or int(self.start_epoch * 1000))
         ts = self._next_ts(end_ms)
         self.active = False
-        processed = self.summary.get("transactions_processed")
+        processed = self.summary.get(self.exact_transactions_key)
         if isinstance(processed, (int, float)) and processed >= self._counters["pgbench_transactions_total"]:
             self._counters["pgbench_transactions_total"] = float(processed)
         if self.stalled:
             out.append(self._set("pgbench_progress_stalled", 0.0, ts))
+        out.extend(self._summary_counters(ts))
         out.extend(self._emit_counters(list(self._counters), None, ts=ts))
-        for key, name in _SUMMARY_GAUGES.items():
+        for key, name in self.summary_gauges.items():
             value = self.summary.get(key)
             if isinstance(value, (int, float)):
                 out.append(self._set(name, float(value), ts))
@@ -215,10 +232,19 @@ class RunModel:
                 out.append(self._set("pgbench_statement_failures_total", float(row.failures), ts, labels))
             if row.retries is not None:
                 out.append(self._set("pgbench_statement_retries_total", float(row.retries), ts, labels))
+        out.extend(self._finish_extra(ts))
         if exit_code is not None:
             out.append(self._set("pgbench_exit_code", float(exit_code), ts))
         out.extend(self._heartbeat(ts, running=0.0))
         return out
+
+    def _summary_counters(self, ts: int) -> list[Sample]:
+        """Hook: counters the summary gives exactly (written before the other counters' final values)."""
+        return []
+
+    def _finish_extra(self, ts: int) -> list[Sample]:
+        """Hook: the tool's own end-of-run series."""
+        return []
 
     def end_markers(self) -> list[Sample]:
         """For Prometheus only, after finish(): staleness markers that end the progress curves with the run.
@@ -230,43 +256,20 @@ class RunModel:
         after the series' own samples, so it may precede finish()'s when the run
         ended late; the run's clock (last_ts_ms, an import's saved end) is untouched.
         """
-        ended = [s for s in self.values.values() if s.name in _ENDED_WITH_THE_RUN]
+        ended = [s for s in self.values.values() if s.name in self.ended_with_the_run]
         if not ended:
             return []
         interval_ms = int(round((self.interval_s or 1.0) * 1000))
         stale_ts = max(s.ts for s in ended) + interval_ms
         return [Sample(name, labels, STALE_NAN, stale_ts)
-                for (name, labels) in self.values if name in _ENDED_WITH_THE_RUN]
+                for (name, labels) in self.values if name in self.ended_with_the_run]
 
     # -- internals ------------------------------------------------------------
 
     def _progress(self, event: po.Progress, arrival_epoch: float | None) -> list[Sample]:
-        if event.absolute:
-            if self.start_epoch is None:
-                self.start_epoch = event.time_s - (self.interval_s or 1.0)
-            line_ms = int(round(event.time_s * 1000))
-            elapsed = event.time_s - self.start_epoch
-        else:
-            if self.start_epoch is None:
-                # Calibrate pgbench's clock from the first line's arrival.
-                self.start_epoch = (arrival_epoch if arrival_epoch is not None else 0.0) - event.time_s
-            line_ms = int(round((self.start_epoch + event.time_s) * 1000))
-            elapsed = event.time_s
-        previous = self.last_line_time_s
-        covered = elapsed - previous if previous is not None else (self.interval_s if event.absolute else elapsed)
-        covered = max(covered or 0.0, 0.0)
-        if not self.interval_from_args and previous is not None and elapsed > previous:
-            # Learn the interval from the first spacing seen (attach, import).
-            if self.interval_s is None:
-                self.interval_s = round(elapsed - previous, 3)
-        self.last_line_time_s = elapsed
-        ts = self._next_ts(line_ms)
-        self.last_line_ts_ms = ts
-        self.last_stall_sample_ms = None
+        ts, covered = self._place_line(event.time_s, event.absolute, arrival_epoch)
         out = [self._set("pgbench_progress_tps", event.tps, ts)]
-        if self.stalled:
-            self.stalled = False
-            out.append(self._set("pgbench_progress_stalled", 0.0, ts))
+        out.extend(self._unstall(ts))
         for name, attr in _PROGRESS_GAUGES:
             value = getattr(event, attr)
             if value is not None:
@@ -282,6 +285,38 @@ class RunModel:
         out.extend(self._emit_counters(changed, None, ts=ts))
         out.extend(self._heartbeat(ts))
         return out
+
+    def _unstall(self, ts: int) -> list[Sample]:
+        if not self.stalled:
+            return []
+        self.stalled = False
+        return [self._set("pgbench_progress_stalled", 0.0, ts)]
+
+    def _place_line(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> tuple[int, float]:
+        """A progress line's timestamp (ms, at the tool's own time) and the seconds it covers."""
+        if absolute:
+            if self.start_epoch is None:
+                self.start_epoch = time_s - (self.interval_s or 1.0)
+            line_ms = int(round(time_s * 1000))
+            elapsed = time_s - self.start_epoch
+        else:
+            if self.start_epoch is None:
+                # Calibrate pgbench's clock from the first line's arrival.
+                self.start_epoch = (arrival_epoch if arrival_epoch is not None else 0.0) - time_s
+            line_ms = int(round((self.start_epoch + time_s) * 1000))
+            elapsed = time_s
+        previous = self.last_line_time_s
+        covered = elapsed - previous if previous is not None else (self.interval_s if absolute else elapsed)
+        covered = max(covered or 0.0, 0.0)
+        if not self.interval_from_args and previous is not None and elapsed > previous:
+            # Learn the interval from the first spacing seen (attach, import).
+            if self.interval_s is None:
+                self.interval_s = round(elapsed - previous, 3)
+        self.last_line_time_s = elapsed
+        ts = self._next_ts(line_ms)
+        self.last_line_ts_ms = ts
+        self.last_stall_sample_ms = None
+        return ts, covered
 
     def _heartbeat(self, ts: int, running: float = 1.0) -> list[Sample]:
         out = [self._set("pgbench_running", running, ts),
@@ -309,7 +344,7 @@ class RunModel:
         return ts
 
     def _set(self, name: str, value: float, ts: int, extra: dict[str, str] | None = None) -> Sample:
-        labels = {"run_id": self.run_id, **(extra or {})}
+        labels = {"run_id": self.run_id, "tool": self.tool, **(extra or {})}
         s = sample(name, labels, value, ts)
         entry = self.values.get((name, s.labels))
         if entry is None:

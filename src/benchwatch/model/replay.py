@@ -14,10 +14,15 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from benchwatch.model.pgbench_run import RunModel, script_name
+from benchwatch.model.pgbench_run import METRICS, RunModel, script_name
 from benchwatch.model.samples import Sample
+from benchwatch.model.sysbench_run import SYSBENCH_METRICS, SysbenchRunModel
+from benchwatch.model.sysbench_run import info_from_summary as sysbench_info
 from benchwatch.parse import loadgen
 from benchwatch.parse import pgbench as po
+
+# Every run series any tool's model writes: name -> (type, help).
+RUN_METRICS: dict[str, tuple[str, str]] = {**METRICS, **SYSBENCH_METRICS}
 
 # stderr first: progress lines come from there, the summary from stdout at the end.
 # output.log holds both streams of an attached or imported run.
@@ -52,8 +57,14 @@ def _pgbench_model(run_id: str, meta: Mapping[str, Any]) -> RunModel:
                     sql_statements=meta.get("sql_statements_per_transaction"))
 
 
+def _sysbench_model(run_id: str, meta: Mapping[str, Any]) -> RunModel:
+    return SysbenchRunModel(run_id, info_labels=info_labels(meta), interval_s=meta.get("progress_interval"),
+                            start_epoch=meta.get("clock_start_epoch"))
+
+
 # meta.json's "tool" (benchwatch.parse.loadgen) -> the model of such a run.
-RUN_MODELS: dict[str, Callable[[str, Mapping[str, Any]], RunModel]] = {"pgbench": _pgbench_model}
+RUN_MODELS: dict[str, Callable[[str, Mapping[str, Any]], RunModel]] = {"pgbench": _pgbench_model,
+                                                                      "sysbench": _sysbench_model}
 
 
 def model_for_run(run_id: str, meta: Mapping[str, Any]) -> RunModel:
@@ -124,10 +135,45 @@ def info_from_summary(summary: Mapping[str, object], scripts: list[str]) -> dict
     return labels
 
 
+def last_progress_time(data: bytes) -> float | None:
+    """The time of a saved output's last progress line (elapsed, or epoch above 1e8), whichever tool printed it."""
+    elapsed = loadgen.for_output(data).progress_elapsed
+    last = None
+    for line in split_lines(data):
+        t = elapsed(line)
+        if t is not None:
+            last = t
+    return last
+
+
+def _sysbench_output_model(lines: list[bytes], run_id: str, start_epoch: float | None,
+                           extra_labels: Mapping[str, str] | None) -> tuple[RunModel, list[bytes], float | None]:
+    from benchwatch.parse import sysbench as sb
+
+    parser = sb.SysbenchOutputParser()
+    summary: dict[str, object] = {}
+    last_time = None
+    for line in lines:
+        for event in parser.feed(line):
+            if isinstance(event, sb.Summary):
+                summary[event.key] = event.value
+            elif isinstance(event, sb.Progress):
+                last_time = event.time_s
+    labels = sysbench_info(summary)
+    labels["mode"] = "import"
+    labels.update(extra_labels or {})
+    interval = summary.get("report_interval_s")
+    model = SysbenchRunModel(run_id, info_labels=labels, start_epoch=start_epoch,
+                             interval_s=float(interval) if isinstance(interval, float) else None)
+    return model, lines, last_time
+
+
 def model_for_output(data: bytes, run_id: str, start_epoch: float | None, *,
                      extra_labels: Mapping[str, str] | None = None) -> tuple[RunModel, list[bytes], float | None]:
-    """The model of a saved output, its lines, and when it ended (its last progress line)."""
+    """The model of a saved output (of the tool that printed it), its lines, and when it ended (its last progress line)."""
     lines = split_lines(data)
+    if loadgen.for_output(data).name == "sysbench":
+        return _sysbench_output_model(lines, run_id, start_epoch, extra_labels)
     summary, scripts, last_time = read_events(lines)
     labels = info_from_summary(summary, scripts)
     labels["mode"] = "import"
@@ -139,7 +185,7 @@ def model_for_output(data: bytes, run_id: str, start_epoch: float | None, *,
 
 def replay_output(data: bytes, run_id: str, start_epoch: float | None, *,
                   extra_labels: Mapping[str, str] | None = None) -> tuple[RunModel, list[Sample]]:
-    """A saved pgbench output as the series of a live run, ended with the run (markers excluded:
+    """A saved pgbench or sysbench output as the series of a live run, ended with the run (markers excluded:
     ``model.end_markers()`` adds them for Prometheus; OpenMetrics has no staleness)."""
     model, lines, last_time = model_for_output(data, run_id, start_epoch, extra_labels=extra_labels)
     samples = feed_lines(model, lines, None)

@@ -156,7 +156,8 @@ class TxlogAggregator:
         self._FAILED, self._SKIPPED = nb, nb + 1
         self._nslots = nb + 2
 
-        base = sample("x", {"run_id": run_id}, 0, 0).labels
+        # Run series carry the tool that made them (the latency log is pgbench's).
+        base = sample("x", {"run_id": run_id, "tool": "pgbench"}, 0, 0).labels
         self._labels = base
         self._bucket_labels = [
             tuple(sorted(base + (("le", floatToGoString(us / 1e6)),))) for us in self._bounds_us

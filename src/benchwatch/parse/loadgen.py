@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from benchwatch.parse import pgbench_args
+from benchwatch.parse import pgbench_args, sysbench_args
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class LoadGenerator:
     version_key: str                # meta.json key of the version (an existing contract for pgbench)
     parse_version: Callable[[str], str | None]
     latency_log: LatencyLog | None = None   # per-transaction latency log, where the tool has one
+    engine: str = "postgres"        # the server family it drives (what the run's meta describes)
+    # True for a saved output this tool printed (``import`` tells the tools apart by their lines).
+    recognises: Callable[[bytes], bool] = lambda line: False
 
 
 # -- pgbench --------------------------------------------------------------------------
@@ -98,9 +101,32 @@ PGBENCH = LoadGenerator(name="pgbench", programs=frozenset({"pgbench"}), progres
                         read_argv=_pgbench_argv, version_argv=("--version",), version_key="pgbench_version",
                         parse_version=_version_number, latency_log=_pgbench_latency_log)
 
+# -- sysbench ---------------------------------------------------------------------------
+
+# 1.0: "[ 1s ] thds: ...", 0.5: "[  10s] threads: ..." (the queue lines of --rate are not progress lines).
+_SYSBENCH_PROGRESS = re.compile(rb"^\[ *([0-9]+(?:\.[0-9]+)?)s ?\] (?:thds|threads):")
+_SYSBENCH_BANNER = re.compile(rb"^sysbench [0-9]+\.[0-9]+")
+
+
+def _sysbench_elapsed(line: bytes) -> float | None:
+    m = _SYSBENCH_PROGRESS.match(line)
+    return float(m.group(1)) if m else None
+
+
+def _sysbench_argv(argv: list[str]) -> ArgvFacts:
+    parsed = sysbench_args.parse_sysbench_args(argv)
+    return ArgvFacts(parsed.error, sysbench_args.progress_interval(parsed), parsed.info_labels())
+
+
+SYSBENCH = LoadGenerator(name="sysbench", programs=frozenset({"sysbench"}), progress_stream="stdout",
+                         progress_elapsed=_sysbench_elapsed, ensure_progress=sysbench_args.ensure_progress,
+                         read_argv=_sysbench_argv, version_argv=("--version",), version_key="sysbench_version",
+                         parse_version=_version_number, engine="mysql",
+                         recognises=lambda line: bool(_SYSBENCH_PROGRESS.match(line) or _SYSBENCH_BANNER.match(line)))
+
 # -- the registry -----------------------------------------------------------------------
 
-LOAD_GENERATORS: dict[str, LoadGenerator] = {g.name: g for g in (PGBENCH,)}
+LOAD_GENERATORS: dict[str, LoadGenerator] = {g.name: g for g in (PGBENCH, SYSBENCH)}
 # A program under another name (a wrapper script, a renamed build) is taken for this one.
 DEFAULT = PGBENCH
 
@@ -108,6 +134,16 @@ DEFAULT = PGBENCH
 def for_program(program: str) -> LoadGenerator:
     name = os.path.basename(program)
     return next((g for g in LOAD_GENERATORS.values() if name in g.programs), DEFAULT)
+
+
+def for_output(data: bytes) -> LoadGenerator:
+    """The tool that printed a saved output: the first tool other than the default that recognises a line."""
+    others = [g for g in LOAD_GENERATORS.values() if g is not DEFAULT]
+    for line in data.split(b"\n"):
+        for g in others:
+            if g.recognises(line.strip(b"\r")):
+                return g
+    return DEFAULT
 
 
 def by_name(tool: str | None) -> LoadGenerator:

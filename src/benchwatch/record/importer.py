@@ -31,13 +31,13 @@ def read_source(path: str) -> tuple[bytes, float | None]:
             return f.read(), None
     data = replay.saved_output(path)
     if not data:
-        raise FileNotFoundError(f"no pgbench output in {path}")
+        raise FileNotFoundError(f"no pgbench or sysbench output in {path}")
     return data, rundir.RunDir(path).read_meta().get("clock_start_epoch")
 
 
 def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:
     """Without --start: absolute progress timestamps need none; else the file's mtime minus the run length."""
-    _, _, last_time = replay.read_events(data.split(b"\n"))
+    last_time = replay.last_progress_time(data)
     if last_time is None or last_time > 1e8:
         return None, None
     start = os.path.getmtime(path) - last_time
@@ -50,7 +50,7 @@ def save_import(runs_dir: str, run_id: str, source: str, data: bytes, start_epoc
     with open(run.file("output.log"), "wb") as f:
         f.write(data)
     run.write_meta({
-        "run_id": run_id, "mode": "import", "state": rundir.FINISHED, "source_file": os.path.abspath(source),
+        "run_id": run_id, "mode": "import", "tool": model.tool, "state": rundir.FINISHED, "source_file": os.path.abspath(source),
         "clock_start_epoch": model.start_epoch, "started_at": model.start_epoch,
         "ended_at": (model.last_ts_ms or 0) / 1000.0, "progress_interval": model.interval_s,
         "summary": {k: v for k, v in model.summary.items()}, "output": "output.log",

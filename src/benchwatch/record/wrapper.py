@@ -42,8 +42,12 @@ def tool_version(generator: loadgen.LoadGenerator, program: str, env: dict[str, 
 
 def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
                   notice: Callable[[str], None], on_start: Callable[[rundir.RunDir], None] | None = None,
-                  latency_log: bool = False, stderr_sink: LineSafeStream | None = None) -> tuple[int, rundir.RunDir]:
-    """Run a load generator with its output passed through and saved; returns (exit code, run directory)."""
+                  latency_log: bool = False, stderr_sink: LineSafeStream | None = None,
+                  server_facts: dict | None = None) -> tuple[int, rundir.RunDir]:
+    """Run a load generator with its output passed through and saved; returns (exit code, run directory).
+
+    ``server_facts`` describes the server of a load generator that does not drive PostgreSQL
+    (the caller knows how to reach it; pgbench's server is asked here, through ``pg_env``)."""
     program, args = argv[0], argv[1:]
     generator = loadgen.for_program(program)
     tool = generator.name
@@ -72,7 +76,7 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
         "sql_statements_per_transaction": facts.statements_per_transaction,
         "stdout": "stdout.log", "stderr": "stderr.log", "txlog_prefix": txlog_prefix,
     }
-    meta.update(describe_server(env))
+    meta.update(describe_server(env) if generator.engine == "postgres" else (server_facts or {}))
     meta["host"] = host_facts()
     run.write_meta(meta)
     if on_start:

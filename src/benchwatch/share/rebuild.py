@@ -17,14 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from benchwatch.model import replay
-from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.samples import Sample, sample
 from benchwatch.query import launch
 from benchwatch.query.series import Series
 from benchwatch.record import rundir
 from benchwatch.sink.remote_write import RemoteWriter
 
-PGBENCH_METRICS = frozenset(METRICS)
+PGBENCH_METRICS = frozenset(replay.RUN_METRICS)  # every run series, whichever tool
 SERIES_DIR = "series"
 
 def pgbench_samples(run: rundir.RunDir) -> list[Sample]:

@@ -23,7 +23,10 @@ DEFAULT_PORTS = {
     "postgres_exporter": 19187,
     "benchwatch_exporter": 19188,
     "grafana": 13000,
+    "mariadb": 13306,           # only with --engine mariadb
+    "mysqld_exporter": 19104,   # only with --engine mariadb
 }
+ENGINES = ("postgres", "mariadb")
 
 
 def default_state_dir() -> str:
@@ -48,6 +51,8 @@ class Config:
     def database_labels(self) -> dict[str, str]:
         """The labels every database-side series of this stack carries (the shared target/host contract)."""
         return {"target": self.target_name, "host": socket.gethostname()}
+    engine: str = "postgres"                 # the database the stack runs or watches: postgres or mariadb
+    mysql_defaults_file: str | None = None   # an existing MySQL/MariaDB's [client] file instead of the embedded one
 
     @property
     def runs_dir(self) -> str:
@@ -75,7 +80,8 @@ class Config:
 
 
 def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | None = None,
-                pg_dsn: str | None = None) -> Config:
+                pg_dsn: str | None = None, engine: str | None = None,
+                mysql_defaults_file: str | None = None) -> Config:
     state_dir = os.path.abspath(state_dir or os.environ.get("BENCHWATCH_STATE_DIR") or default_state_dir())
     cfg = Config(state_dir=state_dir)
     try:
@@ -84,6 +90,8 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.ports.update({k: int(v) for k, v in saved.get("ports", {}).items()})
         cfg.pg_database = saved.get("pg_database", cfg.pg_database)
         cfg.target_name = saved.get("target_name", cfg.target_name)
+        cfg.engine = saved.get("engine", cfg.engine)
+        cfg.mysql_defaults_file = saved.get("mysql_defaults_file")
     except (FileNotFoundError, ValueError):
         pass
     for component in DEFAULT_PORTS:
@@ -93,4 +101,7 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
     cfg.ports.update({k: v for k, v in (port_overrides or {}).items() if v})
     cfg.target_name = os.environ.get("BENCHWATCH_TARGET_NAME") or cfg.target_name
     cfg.pg_dsn = pg_dsn or os.environ.get("BENCHWATCH_PG_DSN") or None
+    if mysql_defaults_file:
+        cfg.mysql_defaults_file, engine = os.path.abspath(mysql_defaults_file), engine or "mariadb"
+    cfg.engine = engine or os.environ.get("BENCHWATCH_ENGINE") or cfg.engine
     return cfg

@@ -21,18 +21,24 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from benchwatch import resources
+from benchwatch.engines.mysql import exporter as mysql_exporter
+from benchwatch.engines.mysql import server as mysql_server
 from benchwatch.engines.postgres import dsn
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
 from benchwatch.stack.config import LISTEN_HOST, Config
 from benchwatch.util import net, processes
 
-COMPONENTS = ("postgres", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "benchwatch_exporter", "grafana")
+COMPONENTS = ("postgres", "mariadb", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "mysqld_exporter",
+              "benchwatch_exporter", "grafana")
+# Components of one engine only (Config.engine); the rest serve both.
+ENGINE_COMPONENTS = {"postgres": ("postgres", "postgres_exporter"), "mariadb": ("mariadb", "mysqld_exporter")}
 
 # Embedded server settings: checkpoints often enough that a one-minute demo shows them.
 PG_SETTINGS = {
@@ -64,6 +70,8 @@ PACKAGES = {
     "node_exporter": "prometheus-node-exporter",
     "postgres_exporter": "prometheus-postgres-exporter",
     "grafana": "grafana (not in Debian: see docker-compose.yml)",
+    "mariadb": "mariadb-server",
+    "mysqld_exporter": "prometheus-mysqld-exporter",
 }
 BINARIES = {
     "alertmanager": "prometheus-alertmanager",
@@ -101,6 +109,10 @@ def binary(component: str) -> str | None:
         return sys.executable
     if component == "prometheus":
         return prometheus_binary()  # BENCHWATCH_PROMETHEUS may name another build
+    if component == "mariadb":
+        return mysql_server.binary("mariadbd")
+    if component == "mysqld_exporter":
+        return mysql_exporter.binary()
     return shutil.which(BINARIES[component])
 
 
@@ -130,12 +142,18 @@ class Stack:
 
     @property
     def embedded_pg(self) -> bool:
-        return not self.external_dsn()
+        return self.cfg.engine == "postgres" and not self.external_dsn()
+
+    @property
+    def mysql(self) -> mysql_server.MySQLTarget:
+        return mysql_server.MySQLTarget(self.cfg.state_dir, self.cfg.ports["mariadb"], self.cfg.mysql_defaults_file)
 
     def components(self) -> list[str]:
-        """What this stack runs: the embedded server unless a DSN was given; Grafana only where installed."""
+        """What this stack runs: the engine's server unless an existing one was given; Grafana only where installed."""
+        other = {c for engine, cs in ENGINE_COMPONENTS.items() if engine != self.cfg.engine for c in cs}
         return [c for c in COMPONENTS
-                if (c != "postgres" or self.embedded_pg) and (c != "grafana" or grafana_binary() is not None)]
+                if c not in other and (c != "postgres" or self.embedded_pg)
+                and (c != "mariadb" or self.mysql.embedded) and (c != "grafana" or grafana_binary() is not None)]
 
     # -- connection -------------------------------------------------------------
 
@@ -193,6 +211,8 @@ class Stack:
     def pid(self, component: str) -> int | None:
         if component == "postgres":
             pid = processes.read_pid(self.path("pg", "data", "postmaster.pid"))
+        elif component == "mariadb":
+            pid = processes.read_pid(self.mysql.pid_file)
         else:
             pid = processes.read_pid(self.pid_file(component))
         return pid if processes.process_alive(pid) else None
@@ -204,6 +224,7 @@ class Stack:
             "alertmanager": base + "/-/ready",
             "node_exporter": base + "/metrics",
             "postgres_exporter": base + "/metrics",
+            "mysqld_exporter": base + "/metrics",
             "benchwatch_exporter": base + "/healthz",
             "grafana": base + "/api/health",
         }.get(component)
@@ -211,13 +232,15 @@ class Stack:
     def healthy(self, component: str) -> bool:
         if component == "postgres":
             return self.pid(component) is not None and self._pg_ready()
+        if component == "mariadb":
+            return self.pid(component) is not None and self.mysql.ready()
         url = self.health_url(component)
         return self.pid(component) is not None and url is not None and net.http_ok(url)
 
     def status(self) -> dict:
         components = {}
         for c in COMPONENTS:
-            if c == "postgres" or (c == "grafana" and c not in self.components()):
+            if c in ("postgres", "mariadb") or c not in self.components():
                 continue
             components[c] = {"url": self.cfg.url(c), "port": self.cfg.ports[c], "pid": self.pid(c),
                              "healthy": self.healthy(c), "log_file": self.log_file(c)}
@@ -227,7 +250,16 @@ class Stack:
             pg.update({"pid": self.pid("postgres"), "port": self.cfg.ports["postgres"],
                        "healthy": self.healthy("postgres"), "data_dir": self.path("pg", "data")})
         grafana = grafana_binary()
-        return {"state_dir": self.cfg.state_dir, "postgres": pg, "components": components,
+        extra = {}
+        if self.cfg.engine == "mariadb":
+            target = self.mysql
+            extra["mysql"] = {"engine": "mariadb", "embedded": target.embedded, "defaults_file": target.client_file,
+                              "log_file": target.log_file if target.embedded else None}
+            if target.embedded:
+                extra["mysql"].update({"pid": self.pid("mariadb"), "port": self.cfg.ports["mariadb"],
+                                       "healthy": self.healthy("mariadb"), "data_dir": target.data_dir})
+            pg = {"dsn": None, "embedded": False, "log_file": None}
+        return {"state_dir": self.cfg.state_dir, "postgres": pg, **extra, "components": components,
                 "runs_dir": self.cfg.runs_dir,
                 "grafana": {"installed": bool(grafana),
                             "hint": None if grafana else "Grafana is not installed: put grafana-server (or grafana) on the PATH "
@@ -259,7 +291,12 @@ class Stack:
                     raise StackError(f"{component} failed to start: {self._log_tail(component)} (log: {self.log_file(component)})")
                 if component == "postgres":
                     self._ensure_database()  # the exporters connect to it next
-            dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
+                if component == "mariadb":
+                    self.mysql.bootstrap()  # users and 0600 client files, before the exporter reads one
+            if self.cfg.engine == "postgres":
+                dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
+            elif not self.mysql.embedded:
+                self.mysql.write_sysbench_file()
         except BaseException:
             for component in reversed(started):
                 self._stop(component)
@@ -282,8 +319,8 @@ class Stack:
                                 abort=lambda: self.pid(component) is None and not self._starting(component))
 
     def _starting(self, component: str) -> bool:
-        # postgres writes postmaster.pid a moment after it starts
-        return component == "postgres" and processes.process_alive(getattr(self, "_pg_popen_pid", None))
+        # postgres writes postmaster.pid (mariadbd its pid file) a moment after it starts
+        return component in ("postgres", "mariadb") and processes.process_alive(getattr(self, "_pg_popen_pid", None))
 
     def _log_tail(self, component: str, lines: int = 3) -> str:
         """The most telling lines of a component's log: its errors if it logged any, else the last lines."""
@@ -304,7 +341,7 @@ class Stack:
                                     group=user, extra_groups=[] if user else None)
         finally:
             log.close()
-        if component != "postgres":
+        if component not in ("postgres", "mariadb"):
             with open(self.pid_file(component), "w", encoding="ascii") as f:
                 f.write(f"{proc.pid}\n")
         return proc.pid
@@ -399,8 +436,14 @@ class Stack:
             "node": ("node_exporter", self.cfg.database_labels()),
             "postgres": ("postgres_exporter", {"postgres_server": pg_instance, **self.cfg.database_labels()}),
             "benchwatch": ("benchwatch_exporter", {}),
+            # The shared contract: a database instance is target (local: the stack's own) and host.
+            "mysql": ("mysqld_exporter", {"target": "local", "host": socket.gethostname()}),
         }
         for name, (component, labels) in targets.items():
+            if component in {c for e, cs in ENGINE_COMPONENTS.items() if e != self.cfg.engine for c in cs}:
+                with open(os.path.join(etc, "targets", f"{name}.json"), "w", encoding="utf-8") as f:
+                    json.dump([], f)  # the other engine's exporter does not run: no target
+                continue
             entry = [{"targets": [f"{LISTEN_HOST}:{self.cfg.ports[component]}"], "labels": {"component": component, **labels}}]
             with open(os.path.join(etc, "targets", f"{name}.json"), "w", encoding="utf-8") as f:
                 json.dump(entry, f, indent=2)
@@ -458,6 +501,23 @@ class Stack:
             *POSTGRES_EXPORTER_FLAGS,
         ], env=env)
 
+    def _start_mariadb(self) -> None:
+        target = self.mysql
+        try:
+            target.prepare()
+            argv = target.argv()
+        except mysql_server.MySQLError as e:
+            raise StackError(str(e)) from None
+        self._pg_popen_pid = self._spawn("mariadb", argv, env=self._base_env())
+
+    def _start_mysqld_exporter(self) -> None:
+        target = self.mysql
+        if not target.embedded:
+            target.write_exporter_file()  # the user's [client] section, in a file of ours
+        self._spawn("mysqld_exporter", mysql_exporter.argv(
+            installed("mysqld_exporter"), target.exporter_file, f"{LISTEN_HOST}:{self.cfg.ports['mysqld_exporter']}"),
+            env=self._base_env())
+
     def _start_benchwatch_exporter(self) -> None:
         env = self._base_env()
         argv = [sys.executable, "-m", "benchwatch", "exporter",
@@ -508,6 +568,8 @@ class Stack:
         if component == "postgres":
             # Fast shutdown: roll back open transactions, checkpoint, exit.
             processes.stop_pid(pid, signal.SIGINT, timeout=60.0)
+        elif component == "mariadb":
+            processes.stop_pid(pid, signal.SIGTERM, timeout=60.0)  # a clean shutdown; it removes its pid file
         else:
             processes.stop_pid(pid, signal.SIGTERM, timeout=20.0)
             try:

@@ -1,0 +1,143 @@
+"""One sysbench run as Prometheus series, by the rules of the pgbench run model.
+
+The series keep pgbench's names where they mean the same thing
+(``pgbench_progress_tps``, ``pgbench_transactions_total``, ``pgbench_running``,
+``pgbench_run_info``, ...; every one labelled ``tool="sysbench"``), so the
+TPS-drop alert, the stall alert and the run dashboard need no second copy.
+What only sysbench prints gets a name of the same family: queries per second
+split by ``type`` (read/write/other), the latency percentile of each interval
+with its ``quantile``, threads, errors and reconnects as counters.
+
+sysbench prints rates; counters are rate x the seconds each line covers
+(rounded), and the summary's exact totals replace them at the end.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from benchwatch.model.pgbench_run import _ENDED_WITH_THE_RUN, METRICS, RunModel
+from benchwatch.model.samples import Sample
+from benchwatch.parse import sysbench as sb
+
+QUERY_TYPES = ("read", "write", "other")
+
+SYSBENCH_METRICS: dict[str, tuple[str, str]] = {
+    "pgbench_progress_qps": ("gauge", "Queries per second over the last progress interval, by type (read, write, other), as sysbench printed them (sysbench runs only)."),
+    "pgbench_progress_latency_quantile_seconds": ("gauge", "The latency percentile sysbench printed for the last progress interval (lat (ms,95%); quantile label 0.95), sysbench runs only."),
+    "pgbench_progress_threads": ("gauge", "Threads running in the last progress interval (sysbench thds)."),
+    "pgbench_queries_total": ("counter", "Queries completed, by type (read, write, other): qps times the time each progress line covers; the exact figure from the summary at the end (sysbench runs only)."),
+    "pgbench_errors_total": ("counter", "Query errors sysbench ignored and retried (err/s times the time each line covers; the summary's 'ignored errors' at the end)."),
+    "pgbench_reconnects_total": ("counter", "Reconnects to the server (reconn/s times the time each line covers; the summary's 'reconnects' at the end)."),
+    "pgbench_summary_qps": ("gauge", "Queries per second of the whole run from sysbench's summary."),
+    "pgbench_summary_latency_quantile_seconds": ("gauge", "The latency percentile of the whole run from sysbench's summary (quantile label)."),
+    "pgbench_summary_latency_min_seconds": ("gauge", "Minimum latency of the whole run from sysbench's summary."),
+    "pgbench_summary_latency_max_seconds": ("gauge", "Maximum latency of the whole run from sysbench's summary."),
+}
+
+# Counters kept per query type by this model, not in RunModel._counters.
+_TYPED = ("pgbench_queries_total",)
+# Counters a sysbench run writes (pgbench's failure counters mean nothing here).
+_COUNTERS = ("pgbench_transactions_total", "pgbench_progress_lines_total", "pgbench_errors_total",
+             "pgbench_reconnects_total", "pgbench_exporter_unparsed_lines_total")
+
+
+def _quantile(percentile: float) -> str:
+    return f"{percentile / 100:g}"
+
+
+class SysbenchRunModel(RunModel):
+    tool = "sysbench"
+    catalogue: ClassVar[dict[str, tuple[str, str]]] = {**METRICS, **SYSBENCH_METRICS}
+    summary_gauges: ClassVar[dict[str, str]] = {"tps": "pgbench_summary_tps", "qps": "pgbench_summary_qps",
+                      "latency_avg_s": "pgbench_summary_latency_seconds",
+                      "latency_min_s": "pgbench_summary_latency_min_seconds",
+                      "latency_max_s": "pgbench_summary_latency_max_seconds",
+                      "transactions": "pgbench_summary_transactions"}
+    ended_with_the_run = _ENDED_WITH_THE_RUN + ("pgbench_progress_qps", "pgbench_progress_latency_quantile_seconds",
+                                                "pgbench_progress_threads")
+    exact_transactions_key = "transactions"
+
+    def __init__(self, run_id: str, **kw) -> None:
+        super().__init__(run_id, **kw)
+        self._counters = {name: 0.0 for name in _COUNTERS}
+        self._queries = {t: 0.0 for t in QUERY_TYPES}
+        self.histogram: list[sb.HistogramBucket] = []
+
+    def _new_parser(self):
+        return sb.SysbenchOutputParser()
+
+    def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
+        if isinstance(event, sb.Progress):
+            return self._sysbench_progress(event, arrival_epoch)
+        if isinstance(event, sb.Unparsed):
+            self._counters["pgbench_exporter_unparsed_lines_total"] += 1
+            return self._emit_counters(["pgbench_exporter_unparsed_lines_total"], arrival_epoch)
+        if isinstance(event, sb.Summary):
+            self.summary[event.key] = event.value
+        elif isinstance(event, sb.HistogramBucket):
+            self.histogram.append(event)
+        elif isinstance(event, sb.ErrorLine):
+            self.errors.append(f"{event.severity}: {event.message}")
+        return []
+
+    def _sysbench_progress(self, event: sb.Progress, arrival_epoch: float | None) -> list[Sample]:
+        if self.interval_s is None and not self.interval_from_args and "report_interval_s" in self.summary:
+            self.interval_s = float(self.summary["report_interval_s"])  # type: ignore[arg-type]
+        ts, covered = self._place_line(event.time_s, False, arrival_epoch)
+        out = [self._set("pgbench_progress_tps", event.tps, ts)]
+        out.extend(self._unstall(ts))
+        rates = {"read": event.read_qps, "write": event.write_qps, "other": event.other_qps}
+        for kind, value in rates.items():
+            if value is not None:
+                out.append(self._set("pgbench_progress_qps", value, ts, {"type": kind}))
+        if event.latency_s is not None and event.percentile is not None:
+            out.append(self._set("pgbench_progress_latency_quantile_seconds", event.latency_s, ts,
+                                 {"quantile": _quantile(event.percentile)}))
+        out.append(self._set("pgbench_progress_threads", float(event.threads), ts))
+        self._counters["pgbench_transactions_total"] += round(event.tps * covered)
+        self._counters["pgbench_progress_lines_total"] += 1
+        changed = ["pgbench_transactions_total", "pgbench_progress_lines_total"]
+        for name, rate in (("pgbench_errors_total", event.errors_ps), ("pgbench_reconnects_total", event.reconnects_ps)):
+            if rate is not None:
+                self._counters[name] += round(rate * covered)
+                changed.append(name)
+        out.extend(self._emit_counters(changed, None, ts=ts))
+        for kind, value in rates.items():
+            if value is not None:
+                self._queries[kind] += round(value * covered)
+                out.append(self._set("pgbench_queries_total", self._queries[kind], ts, {"type": kind}))
+        out.extend(self._heartbeat(ts))
+        return out
+
+    def _summary_counters(self, ts: int) -> list[Sample]:
+        # The summary's exact totals, where they are not below what was already written (counters never go down).
+        for key, name in (("ignored_errors", "pgbench_errors_total"), ("reconnects", "pgbench_reconnects_total")):
+            value = self.summary.get(key)
+            if isinstance(value, int) and value >= self._counters[name]:
+                self._counters[name] = float(value)
+        out = []
+        for kind in QUERY_TYPES:
+            value = self.summary.get(f"queries_{kind}")
+            if isinstance(value, int) and value >= self._queries[kind]:
+                self._queries[kind] = float(value)
+            if self._queries[kind] or isinstance(value, int):
+                out.append(self._set("pgbench_queries_total", self._queries[kind], ts, {"type": kind}))
+        return out
+
+    def _finish_extra(self, ts: int) -> list[Sample]:
+        value = self.summary.get("latency_percentile_s")
+        percentile = self.summary.get("percentile")
+        if isinstance(value, float) and isinstance(percentile, float):
+            return [self._set("pgbench_summary_latency_quantile_seconds", value, ts, {"quantile": _quantile(percentile)})]
+        return []
+
+
+def info_from_summary(summary: dict[str, object]) -> dict[str, str]:
+    """run_info labels of a saved sysbench output, which has no argv."""
+    labels: dict[str, str] = {}
+    for key, label in (("threads", "threads"), ("rate_limit_tps", "rate_limit_tps"), ("sysbench_version", "sysbench_version")):
+        if key in summary:
+            value = summary[key]
+            labels[label] = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    return labels

@@ -1,0 +1,196 @@
+"""sysbench on a real embedded MariaDB 10.11 under `benchwatch run`: samples, stalls, alerts, InnoDB flushing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import threading
+import time
+
+import pytest
+
+from benchwatch.query.prometheus import query
+from benchwatch.util.processes import wait_until
+from tests.helpers import throwaway
+from tests.helpers.throwaway import BENCHWATCH
+from tests.helpers.tools import require_tool
+
+TABLES = ["--tables=2", "--table-size=10000"]
+PROGRESS = re.compile(rb"^\[ *(\d+)s \] thds: \d+ tps: ([0-9.]+) ")
+
+
+@pytest.fixture(scope="module")
+def mariadb_stack():
+    for tool in ("sysbench", "mariadbd", "prometheus-mysqld-exporter"):
+        require_tool(tool)
+    live = throwaway.start(engine="mariadb")
+    try:
+        yield live
+    finally:
+        left = live.close()
+        assert not left, f"still running after down: {left}"
+
+
+@pytest.fixture(scope="module")
+def prepared(mariadb_stack):
+    """`benchwatch run -- sysbench ... prepare`, as a user prepares the tables."""
+    r = mariadb_stack.benchwatch("run", "--", "sysbench", "oltp_read_write", *TABLES, "prepare", timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    return r
+
+
+def run_dir(live, stderr: bytes) -> str:
+    run_id = re.search(rb"benchwatch: run (\S+):", stderr).group(1).decode()
+    return os.path.join(live.state_dir, "runs", run_id)
+
+
+def printed(stdout: bytes) -> list[tuple[float, float]]:
+    return [(float(m.group(1)), float(m.group(2))) for line in stdout.split(b"\n") if (m := PROGRESS.match(line))]
+
+
+def tps_samples(live, run_id: str) -> list[tuple[float, float]]:
+    result = query(live.prometheus, f'pgbench_progress_tps{{run_id="{run_id}",tool="sysbench"}}[1h]')
+    return [(float(t), float(v)) for t, v in result[0]["values"]] if result else []
+
+
+def test_prepare_passes_through(mariadb_stack, prepared):
+    assert b"Creating table 'sbtest2'" in prepared.stdout
+    assert b"--report-interval" not in prepared.stderr  # prepare prints no progress: nothing added
+    directory = run_dir(mariadb_stack, prepared.stderr)
+    with open(os.path.join(directory, "stdout.log"), "rb") as f:
+        assert f.read() == prepared.stdout
+
+
+def test_progress_lines_become_samples_at_the_printed_values(mariadb_stack, prepared):
+    live = mariadb_stack
+    r = live.benchwatch("run", "--", "sysbench", "oltp_read_write", *TABLES, "--threads=2", "--time=5", "run", timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"added --report-interval=1 to the sysbench arguments" in r.stderr
+    assert b"added --config-file=" in r.stderr
+    directory = run_dir(live, r.stderr)
+    run_id = os.path.basename(directory)
+    with open(os.path.join(directory, "stdout.log"), "rb") as f:
+        assert f.read() == r.stdout  # byte for byte
+    lines = printed(r.stdout)
+    assert len(lines) >= 4
+    meta = json.loads(open(os.path.join(directory, "meta.json")).read())
+    assert meta["tool"] == "sysbench" and meta["exit_code"] == 0 and meta["targets"] == ["local"]
+    assert meta["server_version"].startswith("10.11") and meta["settings"]["innodb_log_file_size"]
+    # No password anywhere the run wrote, nor in its argv.
+    password = live.stack.mysql.client_params()["password"]
+    for name in os.listdir(directory):
+        with open(os.path.join(directory, name), "rb") as f:
+            assert password.encode() not in f.read(), name
+    assert password.encode() not in r.stderr
+    assert wait_until(lambda: len(tps_samples(live, run_id)) >= len(lines), 30, interval=0.5)
+    samples = tps_samples(live, run_id)
+    assert [v for _, v in samples] == [tps for _, tps in lines]
+    start = meta["clock_start_epoch"]
+    assert [round(t, 3) for t, _ in samples] == [round(start + elapsed, 3) for elapsed, _ in lines]
+
+
+def test_exit_code_passes_through(mariadb_stack):
+    direct = subprocess.run(["sysbench", "no_such_test", "run"], capture_output=True)
+    r = mariadb_stack.benchwatch("run", "--", "sysbench", "no_such_test", "run", timeout=60)
+    assert direct.returncode != 0 and r.returncode == direct.returncode
+    assert r.stdout == direct.stdout
+
+
+def test_import_of_a_saved_sysbench_output(mariadb_stack):
+    fixture = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "sysbench", "lock.txt")
+    r = mariadb_stack.benchwatch("import", fixture, "--start", "2012-01-17T10:00:00Z", "--run-id", "sb-import", timeout=60)
+    assert r.returncode == 0, r.stderr.decode()
+    assert b"10 progress lines" in r.stderr and b"0 unparsed lines" in r.stderr
+    result = query(mariadb_stack.prometheus, 'pgbench_progress_tps{run_id="sb-import",tool="sysbench"}[1m]',
+                   time=1326794400 + 30)
+    values = [(float(t), float(v)) for t, v in result[0]["values"]]
+    with open(fixture, "rb") as f:
+        assert values == [(1326794400 + elapsed, tps) for elapsed, tps in printed(f.read())]
+
+
+class BackgroundRun:
+    def __init__(self, live, *args: str):
+        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", "sysbench", *args], env=live.env(),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.out: dict[str, bytes] = {}
+        self.threads = [threading.Thread(target=self._read, args=(name,), daemon=True) for name in ("stdout", "stderr")]
+        for t in self.threads:
+            t.start()
+
+    def _read(self, name: str) -> None:
+        self.out[name] = getattr(self.proc, name).read()
+
+    def wait(self, timeout: float) -> int:
+        code = self.proc.wait(timeout=timeout)
+        for t in self.threads:
+            t.join(10)
+        return code
+
+
+def progress_lines_in(live, since: float) -> int:
+    """Progress lines of the newest run directory started after ``since``."""
+    runs = os.path.join(live.state_dir, "runs")
+    newest = [os.path.join(runs, d) for d in os.listdir(runs) if os.path.getmtime(os.path.join(runs, d)) >= since]
+    total = 0
+    for d in newest:
+        try:
+            with open(os.path.join(d, "stdout.log"), "rb") as f:
+                total = max(total, sum(1 for line in f if PROGRESS.match(line)))
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def test_table_lock_reads_zero_and_fires_the_tps_drop_alert(mariadb_stack, prepared):
+    live = mariadb_stack
+    since = time.time() - 1
+    run = BackgroundRun(live, "oltp_read_write", *TABLES, "--threads=2", "--time=22", "--report-interval=1", "run")
+    try:
+        # A baseline first (10 lines, benchwatch:threshold:pgbench_tps_baseline_min_samples).
+        assert wait_until(lambda: progress_lines_in(live, since) >= 12, 60, interval=0.2)
+        live.mariadb("LOCK TABLES sbtest1 WRITE, sbtest2 WRITE; SELECT SLEEP(5); UNLOCK TABLES;", timeout=60)
+    finally:
+        code = run.wait(120)
+    assert code == 0, run.out.get("stderr", b"").decode()
+    run_id = os.path.basename(run_dir(live, run.out["stderr"]))
+    lines = printed(run.out["stdout"])
+    zeros = [t for t, tps in lines if tps == 0.0]
+    assert len(zeros) >= 3, lines
+    assert wait_until(lambda: len(tps_samples(live, run_id)) >= len(lines), 30, interval=0.5)
+    stored = dict((round(t - json.load(open(os.path.join(run_dir(live, run.out["stderr"]), "meta.json")))["clock_start_epoch"]), v)
+                  for t, v in tps_samples(live, run_id))
+    assert all(stored[t] == 0.0 for t in zeros)
+    fired = query(live.prometheus, f'ALERTS{{alertname="PgbenchTPSDrop",run_id="{run_id}",alertstate="firing"}}[5m]')
+    assert fired, "PgbenchTPSDrop never fired for the lock"
+
+
+def test_write_heavy_run_shows_dirty_pages_at_the_limit_and_checkpoint_age_climbing(mariadb_stack, prepared):
+    live = mariadb_stack
+    # A low dirty-page limit stands in for a small buffer pool: the same pressure in seconds.
+    live.mariadb("SET GLOBAL innodb_max_dirty_pages_pct = 2; SET GLOBAL innodb_max_dirty_pages_pct_lwm = 0;")
+    try:
+        started = time.time()
+        r = live.benchwatch("run", "--", "sysbench", "oltp_write_only", *TABLES, "--threads=2", "--time=12",
+                            "--report-interval=1", "run", timeout=120)
+        assert r.returncode == 0, r.stderr.decode()
+        window = f"{int(time.time() - started) + 3}s"
+
+        def seen(promql: str) -> float | None:
+            result = query(live.prometheus, promql)
+            return float(result[0]["value"][1]) if result else None
+
+        assert wait_until(lambda: seen(f'max_over_time(instance:mysql_innodb_flushing_pressure:bool{{target="local"}}[{window}])') == 1,
+                          20, interval=0.5), "no flushing-pressure region in Prometheus"
+        dirty = seen(f'max_over_time(instance:mysql_innodb_buffer_pool_dirty_pages:percent{{target="local"}}[{window}])')
+        limit = seen('instance:mysql_innodb_max_dirty_pages:percent{target="local"}')
+        assert limit == 2 and dirty is not None and dirty >= limit
+        climb = seen(f'max_over_time(mysql_global_status_innodb_checkpoint_age{{target="local"}}[{window}])'
+                     f' - min_over_time(mysql_global_status_innodb_checkpoint_age{{target="local"}}[{window}])')
+        assert climb is not None and climb > 1_000_000, climb
+        assert seen(f'max_over_time(instance:mysql_innodb_redo_bytes:rate1s{{target="local"}}[{window}])') > 0
+        labels = query(live.prometheus, 'instance:mysql_innodb_flushing_pressure:bool')[0]["metric"]
+        assert labels["target"] == "local" and labels["host"]
+    finally:
+        live.mariadb("SET GLOBAL innodb_max_dirty_pages_pct = 90;")
