@@ -79,10 +79,10 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
     meta.update(describe_server(env) if generator.engine == "postgres" else (server_facts or {}))
     meta["host"] = host_facts()
     run.write_meta(meta)
-    if on_start:
-        on_start(run)
     stamper = ClockStamper(run, generator.progress_elapsed)
     with open(run.file("stdout.log"), "wb") as out_file, open(run.file("stderr.log"), "wb") as err_file:
+        if on_start:
+            on_start(run)  # after the files exist: it announces where the output is saved
         try:
             proc = subprocess.Popen([resolved] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         except OSError as e:
