@@ -66,7 +66,11 @@ def _print_status(status: dict) -> None:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    stopped = _stack(args).down()
+    from benchwatch.demo import stop_shards
+
+    stack = _stack(args)
+    # The sharded demo's instances and their agent first: the agent pushes to the stack's Prometheus.
+    stopped = stop_shards(stack.cfg.state_dir) + stack.down()
     say("stopped " + (", ".join(stopped) if stopped else "nothing (no component was running)"))
     return 0
 
@@ -399,9 +403,16 @@ def _add_agent_parser(sub) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from benchwatch.demo import demo
+    from benchwatch import demo
 
-    return demo(_stack(args), duration=args.duration, say=say)
+    extra = args.pgbench_args[1:] if args.pgbench_args[:1] == ["--"] else args.pgbench_args
+    if args.shards is None:
+        if extra:
+            say("extra pgbench arguments are for demo --shards")
+            return 2
+        return demo.demo(_stack(args), duration=args.duration or 40, say=say)
+    return demo.demo_shards(_stack(args), shards=args.shards, instances=args.instances, duration=args.duration or 30,
+                            clients=args.clients, jobs=args.jobs, script=args.script, extra_args=extra, say=say)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -449,7 +460,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary")
     _add_stack_options(p)
-    p.add_argument("--duration", type=int, default=40, help="seconds of pgbench (default 40)")
+    p.add_argument("--duration", type=int, help="seconds of pgbench (default 40; 30 with --shards)")
+    p.add_argument("--shards", type=int, metavar="N",
+                   help="instead: N shard databases (a power of 2) behind a PL/Proxy proxy database, pgbench calling it")
+    p.add_argument("--instances", type=int, default=4, help="with --shards: PostgreSQL instances holding the shards (default 4)")
+    p.add_argument("--clients", type=int, default=8, help="with --shards: pgbench -c (default 8)")
+    p.add_argument("--jobs", type=int, default=2, help="with --shards: pgbench -j (default 2)")
+    p.add_argument("--script", choices=("update", "lookup"), default="update",
+                   help="with --shards: each transaction updates (default) or looks up one account on its shard")
+    p.add_argument("pgbench_args", nargs=argparse.REMAINDER, help="with --shards: -- more pgbench arguments (e.g. -R 2000)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("psql", add_help=False, help="psql connected to the stack's server: benchwatch psql [PSQL ARGS]")
     _add_stack_options(p)
