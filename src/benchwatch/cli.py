@@ -23,6 +23,8 @@ def _add_stack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pg-dsn", help="use this existing PostgreSQL instead of the embedded one (env BENCHWATCH_PG_DSN; prefer a pgpass file to a password here)")
     p.add_argument("--engine", choices=ENGINES, help="the database the stack runs and watches (default postgres; env BENCHWATCH_ENGINE)")
     p.add_argument("--mysql-defaults-file", help="watch this existing MySQL/MariaDB, whose [client] section (a my.cnf-style file) says how to connect; implies --engine mariadb")
+    p.add_argument("--instances", type=int, help="with --engine mariadb: embedded MariaDB instances to run side by side, "
+                   "targets mariadb-1..N, each with its own port, data directory and mysqld_exporter (default 1: target local)")
     for component, port in DEFAULT_PORTS.items():
         p.add_argument(f"--{component.replace('_', '-')}-port", type=int, dest=f"port_{component}",
                        help=f"port of {component} on 127.0.0.1 (default {port})")
@@ -31,7 +33,8 @@ def _add_stack_options(p: argparse.ArgumentParser) -> None:
 def _stack(args: argparse.Namespace) -> Stack:
     ports = {c: port for c in DEFAULT_PORTS if (port := getattr(args, f"port_{c}", None))}
     cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "pg_dsn", None),
-                      getattr(args, "engine", None), getattr(args, "mysql_defaults_file", None))
+                      getattr(args, "engine", None), getattr(args, "mysql_defaults_file", None),
+                      getattr(args, "instances", None))
     return Stack(cfg, out=say)
 
 
@@ -102,8 +105,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     have_stack = os.path.exists(stack.cfg.stack_file)
     pg_env = stack.pg_env() if have_stack and stack.cfg.engine == "postgres" else {}
     server_facts = None
+    info: dict[str, str] = {}
     if have_stack and stack.cfg.engine == "mariadb" and loadgen.for_program(argv[0]).engine == "mysql":
-        argv, server_facts = _mysql_connection(stack, argv)
+        target = stack.mysql_target_named(args.target) if args.target else stack.mysql
+        if target is None:
+            say(f"no MariaDB target {args.target!r} in this stack (its targets: "
+                f"{', '.join(t.name for t in stack.mysql_targets())})")
+            return 2
+        argv, server_facts = _mysql_connection(target, argv)
+        info["target"] = target.name  # the instance this run drives (pgbench_run_info's target)
+    if args.experiment:
+        info["experiment"] = args.experiment
     terminal = LineSafeStream(sys.stderr.buffer)
     watches = []
 
@@ -117,7 +129,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
-                                latency_log=args.latency_log, stderr_sink=terminal, server_facts=server_facts)
+                                latency_log=args.latency_log, stderr_sink=terminal, server_facts=server_facts,
+                                info=info)
     finally:
         for watch in watches:
             watch.stop()
@@ -143,16 +156,15 @@ def _record_targets(stack: Stack, run, since: float | None = None) -> None:
     run.update_meta(targets=targets.merge_watched(meta.get("targets") or [], seen))
 
 
-def _mysql_connection(stack: Stack, argv: list[str]) -> tuple[list[str], dict]:
-    """sysbench pointed at the stack's MySQL through its 0600 --config-file; the server's facts for meta.json."""
+def _mysql_connection(target, argv: list[str]) -> tuple[list[str], dict]:
+    """sysbench pointed at a MariaDB of the stack through its 0600 --config-file; the server's facts for meta.json."""
     from benchwatch.engines.mysql.client import sysbench_connection
 
-    target = stack.mysql
     if not os.path.exists(target.sysbench_file):
         return argv, {}
     args, added = sysbench_connection(argv[1:], target.sysbench_file)
     if added:
-        say(f"added {' '.join(added)} to the sysbench arguments (the connection to the stack's MariaDB; "
+        say(f"added {' '.join(added)} to the sysbench arguments (the connection to the stack's MariaDB {target.name}; "
             "the password stays in that 0600 file)")
     facts = target.server_facts()
     return [argv[0], *args], facts
@@ -399,9 +411,15 @@ def _add_agent_parser(sub) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from benchwatch.demo import demo
+    from benchwatch.demo import demo, demo_mariadb
 
-    return demo(_stack(args), duration=args.duration, say=say)
+    stack = _stack(args)
+    if stack.cfg.engine == "mariadb":
+        return demo_mariadb(stack, instances=stack.cfg.mariadb_instances, duration=args.duration or 20, say=say)
+    if (args.instances or 1) > 1:
+        say("--instances needs --engine mariadb")
+        return 2
+    return demo(stack, duration=args.duration or 40, say=say)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -426,6 +444,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stack_options(p)
     p.add_argument("--latency-log", action="store_true",
                    help="add -l so the per-transaction log gives latency percentiles (p50/p95/p99)")
+    p.add_argument("--target", help="sysbench on a stack of several MariaDB instances: the one to drive (mariadb-1..N)")
+    p.add_argument("--experiment", help="a name shared by runs observed as one experiment (e.g. one per instance, side "
+                   "by side): pgbench_run_info's experiment label; the sysbench dashboard sums them")
     p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench ARGS...")
     p.set_defaults(func=cmd_run)
 
@@ -447,9 +468,11 @@ def build_parser() -> argparse.ArgumentParser:
     # Listed here; main() hands its arguments to the daemon, which parses its own (collector flags included).
     sub.add_parser("exporter", add_help=False, help="the exporter daemon (started by up; benchwatch exporter --help)")
 
-    p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary")
+    p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary; "
+                       "--engine mariadb --instances 4: four MariaDB instances, four sysbench runs side by side")
     _add_stack_options(p)
-    p.add_argument("--duration", type=int, default=40, help="seconds of pgbench (default 40)")
+    p.add_argument("--duration", type=int, help="seconds of pgbench (default 40), or of each sysbench run with "
+                   "--engine mariadb (default 20)")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("psql", add_help=False, help="psql connected to the stack's server: benchwatch psql [PSQL ARGS]")
     _add_stack_options(p)

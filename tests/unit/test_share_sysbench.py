@@ -68,3 +68,19 @@ def test_compare_of_sysbench_runs_shows_their_own_rows():
     assert "TPS (pgbench summary)" not in labels and "checkpoints" not in labels
     pressure_row = rows[labels.index("InnoDB flushing pressure seconds")]
     assert pressure_row[1:3] == ["4", "0"]
+
+
+def test_histogram_table_becomes_a_cumulative_series_on_the_latency_ladder():
+    with open(os.path.join(FIXTURES, "hist.txt"), "rb") as f:
+        data = f.read()
+    model, samples = replay.replay_output(data, "h1", START)
+    events = {dict(s.labels)["le"]: s.value for s in samples if s.name == "pgbench_summary_latency_histogram_events"}
+    assert len(events) == 52
+    total = sum(b.count for b in model.histogram)
+    assert total > 0 and events["+Inf"] == total
+    ladder = sorted((float(le), v) for le, v in events.items())
+    assert all(a[1] <= b[1] for a, b in zip(ladder, ladder[1:]))  # cumulative
+    # The run's own 95th percentile falls where the folded histogram puts it (within a bucket).
+    p95 = sm.histogram_quantile(0.95, ladder)
+    printed = model.summary["latency_percentile_s"]
+    assert printed / 1.5 <= p95 <= printed * 1.5, (p95, printed)

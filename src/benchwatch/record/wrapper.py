@@ -43,11 +43,13 @@ def tool_version(generator: loadgen.LoadGenerator, program: str, env: dict[str, 
 def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
                   notice: Callable[[str], None], on_start: Callable[[rundir.RunDir], None] | None = None,
                   latency_log: bool = False, stderr_sink: LineSafeStream | None = None,
-                  server_facts: dict | None = None) -> tuple[int, rundir.RunDir]:
+                  server_facts: dict | None = None, info: dict[str, str] | None = None) -> tuple[int, rundir.RunDir]:
     """Run a load generator with its output passed through and saved; returns (exit code, run directory).
 
     ``server_facts`` describes the server of a load generator that does not drive PostgreSQL
-    (the caller knows how to reach it; pgbench's server is asked here, through ``pg_env``)."""
+    (the caller knows how to reach it; pgbench's server is asked here, through ``pg_env``).
+    ``info`` becomes meta.json's "info", labels of the run's run_info series (the target a
+    sysbench run drives, the experiment it belongs to); its "experiment" is also a meta key."""
     program, args = argv[0], argv[1:]
     generator = loadgen.for_program(program)
     tool = generator.name
@@ -78,6 +80,10 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
     }
     meta.update(describe_server(env) if generator.engine == "postgres" else (server_facts or {}))
     meta["host"] = host_facts()
+    if info:
+        meta["info"] = dict(info)
+        if info.get("experiment"):
+            meta["experiment"] = info["experiment"]
     run.write_meta(meta)
     if on_start:
         on_start(run)
