@@ -175,9 +175,11 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
     stack = _stack(args)
     pgbench_args = shlex.split(args.pgbench_args) if args.pgbench_args else None
+    if args.sysbench_args:
+        pgbench_args = shlex.split(args.sysbench_args)
     run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
                         echo=None if args.quiet else sys.stdout.buffer,
-                        pgbench_args=pgbench_args, interval=args.interval)
+                        pgbench_args=pgbench_args, interval=args.interval, tool=args.tool)
     say(f"run {run.run_id}: output saved in {run.path}")
     return 0
 
@@ -450,10 +452,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench ARGS...")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("attach", help="observe a pgbench started elsewhere: pgbench ... 2>&1 | benchwatch attach")
+    p = sub.add_parser("attach", help="observe a pgbench (or, with --tool sysbench, a sysbench) started elsewhere: "
+                       "pgbench ... 2>&1 | benchwatch attach")
     _add_stack_options(p)
-    p.add_argument("--interval", type=float, help="pgbench's -P interval, if not 1 and not learnt from the lines")
+    p.add_argument("--tool", choices=("pgbench", "sysbench"), default="pgbench",
+                   help="the load generator whose output comes on stdin (default pgbench)")
+    p.add_argument("--interval", type=float, help="pgbench's -P (sysbench's --report-interval), if not 1 and not learnt from the lines")
     p.add_argument("--pgbench-args", help="the pgbench arguments of that run, for the run's metadata")
+    p.add_argument("--sysbench-args", help="with --tool sysbench: the sysbench arguments of that run, for the run's metadata")
     p.add_argument("--quiet", action="store_true", help="do not echo the stream to stdout")
     p.set_defaults(func=cmd_attach)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -138,3 +139,26 @@ def test_compare_of_sysbench_runs(mariadb_stack, runs, tmp_path):
                 "InnoDB flushing pressure seconds"):
         assert f"| {row} |" in md, row
     assert "| TPS (pgbench summary) |" not in md
+
+
+def test_attach_follows_a_sysbench_pipe(mariadb_stack, runs):
+    """sysbench started by the user, its stdout piped to `benchwatch attach --tool sysbench`."""
+    live = mariadb_stack
+    sysbench = subprocess.Popen(["sysbench", f"--config-file={live.stack.mysql.sysbench_file}", "oltp_write_only",
+                                 *TABLES, "--threads=1", "--time=4", "--report-interval=1", "run"], stdout=subprocess.PIPE)
+    attach = subprocess.run([throwaway.BENCHWATCH, "attach", "--tool", "sysbench", "--sysbench-args",
+                             "oltp_write_only --threads=1 --time=4 run"], stdin=sysbench.stdout, env=live.env(),
+                            capture_output=True, timeout=120)
+    sysbench.stdout.close()
+    assert sysbench.wait(60) == 0 and attach.returncode == 0, attach.stderr.decode()
+    printed = [line for line in attach.stdout.split(b"\n") if re.match(rb"^\[ *\d+s \] thds:", line)]
+    run_id = re.search(rb"benchwatch: run (\S+):", attach.stderr).group(1).decode()
+    assert len(printed) >= 3
+
+    def stored() -> int:
+        result = query(live.prometheus, f'count_over_time(pgbench_progress_tps{{run_id="{run_id}",tool="sysbench"}}[10m])')
+        return int(float(result[0]["value"][1])) if result else 0
+
+    assert wait_until(lambda: stored() == len(printed), 30, 0.5), (stored(), len(printed))
+    info = query(live.prometheus, f'last_over_time(pgbench_run_info{{run_id="{run_id}"}}[10m])')
+    assert info[0]["metric"]["script"] == "oltp_write_only" and info[0]["metric"]["mode"] == "attach"

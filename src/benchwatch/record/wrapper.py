@@ -119,10 +119,12 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
 
 
 def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgbench_args: list[str] | None,
-                  interval: float | None) -> rundir.RunDir:
-    """Follow a pgbench output stream from another process (e.g. stdin of a pipe)."""
+                  interval: float | None, tool: str = "pgbench") -> rundir.RunDir:
+    """Follow a load generator's output stream from another process (e.g. stdin of a pipe):
+    pgbench's (``2>&1``: its progress is on stderr) or, with ``tool="sysbench"``, sysbench's.
+    ``pgbench_args`` are that tool's arguments, for the run's metadata."""
     run = rundir.create_run_dir(runs_dir)
-    generator = loadgen.PGBENCH  # attach reads pgbench output (issue 11 brings a --tool)
+    generator = loadgen.by_name(tool)
     facts = generator.read_argv(pgbench_args or [])
     meta = {
         "run_id": run.run_id, "mode": "attach", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),
