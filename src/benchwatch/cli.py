@@ -23,6 +23,9 @@ def _add_stack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pg-dsn", help="use this existing PostgreSQL instead of the embedded one (env BENCHWATCH_PG_DSN; prefer a pgpass file to a password here)")
     p.add_argument("--engine", choices=ENGINES, help="the database the stack runs and watches (default postgres; env BENCHWATCH_ENGINE)")
     p.add_argument("--mysql-defaults-file", help="watch this existing MySQL/MariaDB, whose [client] section (a my.cnf-style file) says how to connect; implies --engine mariadb")
+    p.add_argument("--instances", type=int, help="with --engine mariadb: embedded MariaDB instances to run side by side, "
+                   "targets mariadb-1..N, each with its own port, data directory and mysqld_exporter (default 1: target local); "
+                   "with demo --shards: PostgreSQL instances holding the shards (default 4)")
     for component, port in DEFAULT_PORTS.items():
         p.add_argument(f"--{component.replace('_', '-')}-port", type=int, dest=f"port_{component}",
                        help=f"port of {component} on 127.0.0.1 (default {port})")
@@ -31,7 +34,8 @@ def _add_stack_options(p: argparse.ArgumentParser) -> None:
 def _stack(args: argparse.Namespace) -> Stack:
     ports = {c: port for c in DEFAULT_PORTS if (port := getattr(args, f"port_{c}", None))}
     cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "pg_dsn", None),
-                      getattr(args, "engine", None), getattr(args, "mysql_defaults_file", None))
+                      getattr(args, "engine", None), getattr(args, "mysql_defaults_file", None),
+                      getattr(args, "instances", None))
     return Stack(cfg, out=say)
 
 
@@ -106,8 +110,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     have_stack = os.path.exists(stack.cfg.stack_file)
     pg_env = stack.pg_env() if have_stack and stack.cfg.engine == "postgres" else {}
     server_facts = None
+    info: dict[str, str] = {}
     if have_stack and stack.cfg.engine == "mariadb" and loadgen.for_program(argv[0]).engine == "mysql":
-        argv, server_facts = _mysql_connection(stack, argv)
+        target = stack.mysql_target_named(args.target) if args.target else stack.mysql
+        if target is None:
+            say(f"no MariaDB target {args.target!r} in this stack (its targets: "
+                f"{', '.join(t.name for t in stack.mysql_targets())})")
+            return 2
+        argv, server_facts = _mysql_connection(target, argv)
+        info["target"] = target.name  # the instance this run drives (pgbench_run_info's target)
+    if args.experiment:
+        info["experiment"] = args.experiment
     terminal = LineSafeStream(sys.stderr.buffer)
     watches = []
 
@@ -121,7 +134,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     try:
         code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
-                                latency_log=args.latency_log, stderr_sink=terminal, server_facts=server_facts)
+                                latency_log=args.latency_log, stderr_sink=terminal, server_facts=server_facts,
+                                info=info)
     finally:
         for watch in watches:
             watch.stop()
@@ -147,16 +161,15 @@ def _record_targets(stack: Stack, run, since: float | None = None) -> None:
     run.update_meta(targets=targets.merge_watched(meta.get("targets") or [], seen))
 
 
-def _mysql_connection(stack: Stack, argv: list[str]) -> tuple[list[str], dict]:
-    """sysbench pointed at the stack's MySQL through its 0600 --config-file; the server's facts for meta.json."""
+def _mysql_connection(target, argv: list[str]) -> tuple[list[str], dict]:
+    """sysbench pointed at a MariaDB of the stack through its 0600 --config-file; the server's facts for meta.json."""
     from benchwatch.engines.mysql.client import sysbench_connection
 
-    target = stack.mysql
     if not os.path.exists(target.sysbench_file):
         return argv, {}
     args, added = sysbench_connection(argv[1:], target.sysbench_file)
     if added:
-        say(f"added {' '.join(added)} to the sysbench arguments (the connection to the stack's MariaDB; "
+        say(f"added {' '.join(added)} to the sysbench arguments (the connection to the stack's MariaDB {target.name}; "
             "the password stays in that 0600 file)")
     facts = target.server_facts()
     return [argv[0], *args], facts
@@ -167,9 +180,11 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
     stack = _stack(args)
     pgbench_args = shlex.split(args.pgbench_args) if args.pgbench_args else None
+    if args.sysbench_args:
+        pgbench_args = shlex.split(args.sysbench_args)
     run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
                         echo=None if args.quiet else sys.stdout.buffer,
-                        pgbench_args=pgbench_args, interval=args.interval)
+                        pgbench_args=pgbench_args, interval=args.interval, tool=args.tool)
     say(f"run {run.run_id}: output saved in {run.path}")
     return 0
 
@@ -405,13 +420,19 @@ def _add_agent_parser(sub) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from benchwatch import demo
 
+    stack = _stack(args)
     extra = args.pgbench_args[1:] if args.pgbench_args[:1] == ["--"] else args.pgbench_args
+    if stack.cfg.engine == "mariadb":
+        if args.shards is not None or extra:
+            say("--shards and extra pgbench arguments are for the PostgreSQL demo")
+            return 2
+        return demo.demo_mariadb(stack, instances=stack.cfg.mariadb_instances, duration=args.duration or 20, say=say)
     if args.shards is None:
         if extra:
             say("extra pgbench arguments are for demo --shards")
             return 2
-        return demo.demo(_stack(args), duration=args.duration or 40, say=say)
-    return demo.demo_shards(_stack(args), shards=args.shards, instances=args.instances, duration=args.duration or 30,
+        return demo.demo(stack, duration=args.duration or 40, say=say)
+    return demo.demo_shards(stack, shards=args.shards, instances=args.instances or 4, duration=args.duration or 30,
                             clients=args.clients, jobs=args.jobs, script=args.script, extra_args=extra, say=say)
 
 
@@ -437,13 +458,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stack_options(p)
     p.add_argument("--latency-log", action="store_true",
                    help="add -l so the per-transaction log gives latency percentiles (p50/p95/p99)")
+    p.add_argument("--target", help="sysbench on a stack of several MariaDB instances: the one to drive (mariadb-1..N)")
+    p.add_argument("--experiment", help="a name shared by runs observed as one experiment (e.g. one per instance, side "
+                   "by side): pgbench_run_info's experiment label; the sysbench dashboard sums them")
     p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench ARGS...")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("attach", help="observe a pgbench started elsewhere: pgbench ... 2>&1 | benchwatch attach")
+    p = sub.add_parser("attach", help="observe a pgbench (or, with --tool sysbench, a sysbench) started elsewhere: "
+                       "pgbench ... 2>&1 | benchwatch attach")
     _add_stack_options(p)
-    p.add_argument("--interval", type=float, help="pgbench's -P interval, if not 1 and not learnt from the lines")
+    p.add_argument("--tool", choices=("pgbench", "sysbench"), default="pgbench",
+                   help="the load generator whose output comes on stdin (default pgbench)")
+    p.add_argument("--interval", type=float, help="pgbench's -P (sysbench's --report-interval), if not 1 and not learnt from the lines")
     p.add_argument("--pgbench-args", help="the pgbench arguments of that run, for the run's metadata")
+    p.add_argument("--sysbench-args", help="with --tool sysbench: the sysbench arguments of that run, for the run's metadata")
     p.add_argument("--quiet", action="store_true", help="do not echo the stream to stdout")
     p.set_defaults(func=cmd_attach)
 
@@ -458,12 +486,13 @@ def build_parser() -> argparse.ArgumentParser:
     # Listed here; main() hands its arguments to the daemon, which parses its own (collector flags included).
     sub.add_parser("exporter", add_help=False, help="the exporter daemon (started by up; benchwatch exporter --help)")
 
-    p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary")
+    p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary; "
+                       "--engine mariadb --instances 4: four MariaDB instances, four sysbench runs side by side")
     _add_stack_options(p)
-    p.add_argument("--duration", type=int, help="seconds of pgbench (default 40; 30 with --shards)")
+    p.add_argument("--duration", type=int, help="seconds of pgbench (default 40; 30 with --shards), or of each sysbench "
+                   "run with --engine mariadb (default 20)")
     p.add_argument("--shards", type=int, metavar="N",
                    help="instead: N shard databases (a power of 2) behind a PL/Proxy proxy database, pgbench calling it")
-    p.add_argument("--instances", type=int, default=4, help="with --shards: PostgreSQL instances holding the shards (default 4)")
     p.add_argument("--clients", type=int, default=8, help="with --shards: pgbench -c (default 8)")
     p.add_argument("--jobs", type=int, default=2, help="with --shards: pgbench -j (default 2)")
     p.add_argument("--script", choices=("update", "lookup"), default="update",

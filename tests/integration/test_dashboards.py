@@ -49,7 +49,8 @@ def observed_run(live_stack):
 
 def all_queries():
     out = []
-    for name in sorted(f for f in os.listdir(DASHBOARDS) if f.endswith(".json")):
+    # sysbench-innodb.json reads MariaDB: test_sysbench_dashboard.py runs its queries on a real sysbench run.
+    for name in sorted(f for f in os.listdir(DASHBOARDS) if f.endswith(".json") and f != "sysbench-innodb.json"):
         with open(os.path.join(DASHBOARDS, name), encoding="utf-8") as f:
             dash = json.load(f)
         out.extend((name, q) for q in gq.dashboard_queries(dash))

@@ -77,6 +77,7 @@ def test_progress_lines_become_samples_at_the_printed_values(mariadb_stack, prep
     assert len(lines) >= 4
     meta = json.loads(open(os.path.join(directory, "meta.json")).read())
     assert meta["tool"] == "sysbench" and meta["exit_code"] == 0
+    # meta.json "targets": the watched targets as objects (docs/targets.md), here the stack's own MariaDB
     assert [t["target"] for t in meta["targets"]] == ["local"]
     assert meta["server_version"].startswith("10.11") and meta["settings"]["innodb_log_file_size"]
     # No password anywhere the run wrote, nor in its argv.

@@ -51,7 +51,11 @@ pgbench's average. `type` is `read`, `write` or `other` (sysbench 0.5 prints no 
 `pgbench_run_info` of a sysbench run carries `script` (the test, e.g. `oltp_read_write`), `command`,
 `threads`, `duration_seconds`, `transactions` (`--events`), `rate_limit_tps`, `tables`, `table_size`,
 `percentile`, `db_driver`, `database`, `sysbench_version`, `server_version`, `mode`, `hostname`
-(each where known).
+(each where known), and, for `benchwatch run` on a MariaDB stack, `target` (the instance the run
+drives) and, with `--experiment NAME`, `experiment` (runs observed as one, e.g. one per instance).
+With `--histogram`, sysbench's latency table (hundreds of rows) is folded at the end of the run onto
+the ladder of `pgbench_latency_seconds` as `pgbench_summary_latency_histogram_events` (52 series per
+run): `histogram_quantile(0.99, pgbench_summary_latency_histogram_events{run_id="…"})`.
 
 | metric | type | meaning |
 | --- | --- | --- |

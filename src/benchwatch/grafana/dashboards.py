@@ -1,4 +1,4 @@
-"""The three Grafana dashboards as code; dashboards/generate.py writes them to dashboards/*.json.
+"""The four Grafana dashboards as code; dashboards/generate.py writes them to dashboards/*.json.
 
 Built with Grafana's schema-generated builders (benchwatch.grafana.panels).
 Every panel has a title, a description and a unit, takes its datasource from
@@ -29,7 +29,8 @@ RUN = 'run_id="$run_id"'
 TARGET = 'target=~"$target"'
 DISKS = f'device!~"{NOT_DISK_PATTERN}.*"'  # block devices that are disks a database can live on
 
-UIDS = {"run": "benchwatch-pgbench-run", "host": "benchwatch-host-io", "checkpoints": "benchwatch-checkpoints-wal"}
+UIDS = {"run": "benchwatch-pgbench-run", "host": "benchwatch-host-io", "checkpoints": "benchwatch-checkpoints-wal",
+        "sysbench": "benchwatch-sysbench-innodb"}
 
 # One colour per checkpoint reason, so a dip's cause reads at a glance.
 CHECKPOINT_REASONS = [
@@ -67,11 +68,28 @@ def run_annotation() -> PrometheusAnnotation:
             .step("1s").title_format("pgbench run {{run_id}}").text_format("pgbench {{args}}").tag_keys("script,clients"))
 
 
+def innodb_annotations() -> list[PrometheusAnnotation]:
+    """InnoDB flushing-pressure regions of every selected target (prometheus/rules/mysql.yml: dirty
+    pages at their flush point, or checkpoint age past 7/8 of its maximum), drawn over the sysbench
+    curve as checkpoint regions are over pgbench's."""
+    return [PrometheusAnnotation("InnoDB flushing pressure", f"instance:mysql_innodb_flushing_pressure:bool{{{TARGET}}} == 1",
+                                 "#FF9830").step("1s").title_format("{{target}}: InnoDB flushing pressure")
+            .text_format("dirty pages at innodb_max_dirty_pages_pct (or its low-water mark), or checkpoint age past 7/8 of its maximum")
+            .tag_keys("target")]
+
+
+def sysbench_run_annotation() -> PrometheusAnnotation:
+    return (PrometheusAnnotation("sysbench run", f'pgbench_run_info{{{RUN}}} and on(run_id) (pgbench_running{{{RUN}}} == 1)', "#73BF69")
+            .step("1s").title_format("sysbench run {{run_id}}").text_format("sysbench {{args}}").tag_keys("script,threads"))
+
+
 def dashboard_annotations(which: str) -> list[dash_b.AnnotationQuery]:
     """Every annotation of dashboard ``which`` (a key of UIDS), in the order Grafana lists their toggles.
 
     The one place to add an annotation: append it here, for the dashboards it belongs on
     (``if which == "run": out.append(...)``)."""
+    if which == "sysbench":
+        return [*innodb_annotations(), sysbench_run_annotation()]
     out: list[dash_b.AnnotationQuery] = [*checkpoint_annotations(), run_annotation()]
     return out
 
@@ -98,19 +116,29 @@ def target_variable() -> dash_b.QueryVariable:
             .current(dash_m.VariableOption(selected=True, text=["All"], value=["$__all"])).options([]))
 
 
-# Newest first, labelled "run_id — script, N clients, scale S".
-RUN_PICKER_EXPR = (
-    'sort_desc(label_replace(label_join('
-    'last_over_time(pgbench_run_start_timestamp_seconds[$__range]) * on(run_id) group_left(script, clients, scale) '
-    'last_over_time(pgbench_run_info[$__range]), '
+# Newest first, labelled "run_id — script, N clients, scale S" (pgbench) or
+# "run_id — sysbench test, N threads" (sysbench, whose run_info has threads, not clients).
+_PGBENCH_RUNS = (
+    'label_replace(label_join('
+    'last_over_time(pgbench_run_start_timestamp_seconds{tool!="sysbench"}[$__range]) * on(run_id) group_left(script, clients, scale) '
+    'last_over_time(pgbench_run_info{tool!="sysbench"}[$__range]), '
     '"display", "|", "run_id", "script", "clients", "scale"), '
-    '"display", "$1 — $2, $3 clients, scale $4", "display", "([^|]*)\\\\|([^|]*)\\\\|([^|]*)\\\\|(.*)"))'
+    '"display", "$1 — $2, $3 clients, scale $4", "display", "([^|]*)\\\\|([^|]*)\\\\|([^|]*)\\\\|(.*)")'
 )
+_SYSBENCH_RUNS = (
+    'label_replace(label_join('
+    'last_over_time(pgbench_run_start_timestamp_seconds{tool="sysbench"}[$__range]) * on(run_id) group_left(script, threads) '
+    'last_over_time(pgbench_run_info{tool="sysbench"}[$__range]), '
+    '"display", "|", "run_id", "script", "threads"), '
+    '"display", "$1 — sysbench $2, $3 threads", "display", "([^|]*)\\\\|([^|]*)\\\\|(.*)")'
+)
+RUN_PICKER_EXPR = f"sort_desc({_PGBENCH_RUNS} or {_SYSBENCH_RUNS})"
+SYSBENCH_RUN_PICKER_EXPR = f"sort_desc({_SYSBENCH_RUNS})"
 
 
-def run_variable() -> dash_b.QueryVariable:
+def run_variable(expr: str = RUN_PICKER_EXPR) -> dash_b.QueryVariable:
     return (dash_b.QueryVariable("run_id").label("Run").datasource(DS)
-            .query({"query": f"query_result({RUN_PICKER_EXPR})", "refId": "run_id"})
+            .query({"query": f"query_result({expr})", "refId": "run_id"})
             .regex('/display="(?<text>[^"]*)".*run_id="(?<value>[^"]*)"/')
             .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.DISABLED)
             .hide(dash_m.VariableHide.DONT_HIDE).multi(False).include_all(False).options([]))
@@ -366,7 +394,131 @@ def checkpoints_wal() -> dict:
                      [datasource_variable(), target_variable(), run_variable()], dashboard_annotations("checkpoints"))
 
 
-GENERATORS = {"pgbench-run.json": pgbench_run, "host-io.json": host_io, "checkpoints-wal.json": checkpoints_wal}
+def sysbench_innodb() -> dict:
+    """A sysbench run on MySQL/MariaDB: its TPS/QPS curve under InnoDB's flushing-pressure regions,
+    dirty pages and checkpoint age against their limits, flushing and redo rates, latency, errors,
+    the runs of the same experiment per instance and summed, and the host's iostat view.
+
+    The host panels read node_exporter's raw counters rather than node.yml's 1 s rules, so they do
+    not depend on which of those rules are recorded."""
+    L = Layout()
+    tps = f"pgbench_progress_tps{{{RUN}}}"
+    median = f"quantile_over_time(0.5, {tps}[$__range] @ end())"
+
+    def t(metric: str, extra: str = "") -> str:
+        return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"
+
+    # The runs of the picked run's experiment (meta.json "info": experiment and target, e.g. the
+    # four-instance demo), or the picked run alone when it belongs to none.
+    runs = (f'(pgbench_run_info{{tool="sysbench"}} and on(experiment) pgbench_run_info{{{RUN}, experiment!=""}}) '
+            f'or pgbench_run_info{{{RUN}}}')
+    per_run = f"pgbench_progress_tps * on(run_id) group_left(target) ({runs})"
+    disks = f"{TARGET}, {DISKS}"
+
+    def disk(counter: str, legend: str) -> tuple:
+        return (f"rate({counter}{{{disks}}}[$__rate_interval])", f"{{{{target}}}} {{{{device}}}} {legend}")
+
+    def await_(time_c: str, count_c: str, legend: str) -> tuple:
+        return (f"rate({time_c}{{{disks}}}[$__rate_interval]) / (rate({count_c}{{{disks}}}[$__rate_interval]) > 0)",
+                f"{{{{target}}}} {{{{device}}}} {legend}")
+
+    items: list[P.PanelBuilder] = [
+        timeseries(L, "TPS", "sysbench's own TPS, one point per progress line at sysbench's time (0 while the run is "
+                   "stalled, e.g. by a table lock), and commits+rollbacks per second counted by the selected targets' "
+                   "servers. Orange regions: InnoDB under flushing pressure (dirty pages at their limit, or checkpoint "
+                   "age past the async point); the green region is the run.", "reqps",
+                   [(tps, "sysbench TPS"), (f"sum({t('instance:mysql_transactions:rate1s')})", "server commits+rollbacks/s")],
+                   w=14, h=10),
+        timeseries(L, "QPS by type (read / write / other)", "Queries per second as sysbench printed them, split "
+                   "read/write/other (r/w/o), stacked to the total qps.", "reqps",
+                   [(f"pgbench_progress_qps{{{RUN}}}", "{{type}}")], w=10, h=10, stack=True),
+    ]
+    L.new_row()
+    items += [
+        stat(L, "TPS mean", "Mean of sysbench's TPS over the selected time range.", "reqps", f"avg_over_time({tps}[$__range])"),
+        stat(L, "TPS min", "Lowest TPS over the selected range.", "reqps", f"min_over_time({tps}[$__range])"),
+        stat(L, "TPS max", "Highest TPS over the selected range.", "reqps", f"max_over_time({tps}[$__range])"),
+        stat(L, "TPS coefficient of variation", "Stddev / mean of TPS over the selected range: 0 is perfectly steady.",
+             "percentunit", f"stddev_over_time({tps}[$__range]) / avg_over_time({tps}[$__range])", decimals=2),
+        stat(L, "Seconds below 50% of median", "How many seconds of the selected range TPS stayed under half its "
+             "median: the stalls and deep valleys.", "s",
+             f"sum_over_time(({tps} < bool 0.5 * scalar({median}))[$__range:1s])", decimals=0),
+        stat(L, "Seconds under flushing pressure", "Seconds of the selected range each selected target's InnoDB "
+             "was under flushing pressure (the orange regions).", "s",
+             f"sum by (target) (sum_over_time({t('instance:mysql_innodb_flushing_pressure:bool')}[$__range:1s]))",
+             decimals=0, legend="{{target}}"),
+    ]
+    L.new_row()
+    items += [
+        timeseries(L, "Dirty pages vs innodb_max_dirty_pages_pct", "Dirty pages as a percentage of the buffer pool's "
+                   "pages, against innodb_max_dirty_pages_pct (the limit; the page cleaner flushes at "
+                   "innodb_io_capacity_max when it is reached) and the flush point (the low-water mark when set).",
+                   "percent", [(t("instance:mysql_innodb_buffer_pool_dirty_pages:percent"), "{{target}} dirty pages"),
+                               (t("instance:mysql_innodb_max_dirty_pages:percent"), "{{target}} innodb_max_dirty_pages_pct"),
+                               (t("instance:mysql_innodb_dirty_pages_flush_point:percent"), "{{target}} flush point")]),
+        timeseries(L, "Checkpoint age vs its maximum", "Redo written since the last checkpoint (Innodb_checkpoint_age) "
+                   "against Innodb_checkpoint_max_age, with InnoDB's async flush point (7/8: the page cleaner flushes "
+                   "hard) and sync point (15/16: user threads wait for flushing). See docs/innodb.md.", "bytes",
+                   [(t("mysql_global_status_innodb_checkpoint_age"), "{{target}} checkpoint age"),
+                    (t("instance:mysql_innodb_checkpoint_async_point:bytes"), "{{target}} async point (7/8)"),
+                    (t("instance:mysql_innodb_checkpoint_sync_point:bytes"), "{{target}} sync point (15/16)"),
+                    (t("mysql_global_status_innodb_checkpoint_max_age"), "{{target}} max")]),
+    ]
+    L.new_row()
+    items += [
+        timeseries(L, "Pages flushed per second", "Buffer pool pages written to disk per second "
+                   "(Innodb_buffer_pool_pages_flushed): the page cleaner's pace, which jumps under pressure.", "short",
+                   [(t("instance:mysql_innodb_pages_flushed:rate1s"), "{{target}} pages flushed/s")], w=8),
+        timeseries(L, "Redo bytes per second", "Redo log written per second (Innodb_os_log_written): how fast the "
+                   "checkpoint age grows when flushing does not keep up.", "Bps",
+                   [(t("instance:mysql_innodb_redo_bytes:rate1s"), "{{target}} redo")], w=8),
+        timeseries(L, "Latency percentile", "The latency percentile sysbench printed for each interval "
+                   "(lat (ms,95%) by default, --percentile=N otherwise).", "s",
+                   [(f"pgbench_progress_latency_quantile_seconds{{{RUN}}}", "p{{quantile}}")], w=8),
+    ]
+    L.new_row()
+    items += [
+        timeseries(L, "Errors and reconnects per second", "Query errors sysbench ignored (--mysql-ignore-errors) and "
+                   "reconnects, per second (err/s, reconn/s).", "reqps",
+                   [(f"rate(pgbench_errors_total{{{RUN}}}[$__rate_interval])", "errors/s"),
+                    (f"rate(pgbench_reconnects_total{{{RUN}}}[$__rate_interval])", "reconnects/s")], w=8),
+        timeseries(L, "Experiment: TPS per instance and sum", "sysbench TPS of every run of the picked run's "
+                   "experiment, one line per database target it drove, and their sum (benchwatch demo --engine mariadb "
+                   "--instances 4 runs four side by side); the picked run alone when it belongs to no experiment.",
+                   "reqps", [(f"sum by (target) ({per_run})", "{{target}}"), (f"sum({per_run})", "sum")], w=8),
+        timeseries(L, "Server transactions per second by target", "Commits+rollbacks per second counted by each "
+                   "selected target's server, and their sum.", "reqps",
+                   [(f"sum by (target) ({t('instance:mysql_transactions:rate1s')})", "{{target}}"),
+                    (f"sum({t('instance:mysql_transactions:rate1s')})", "sum")], w=8),
+    ]
+    items.append(row(L, "Host I/O (iostat -x)"))
+    items += [
+        timeseries(L, "Requests per second (r/s, w/s)", "Reads and writes completed per second per disk of the "
+                   "selected targets' hosts (iostat r/s, w/s).", "iops",
+                   [disk("node_disk_reads_completed_total", "r/s"), disk("node_disk_writes_completed_total", "w/s")], w=8),
+        timeseries(L, "Throughput (rkB/s, wkB/s)", "Bytes read and written per second per disk (iostat rkB/s, wkB/s).",
+                   "Bps", [disk("node_disk_read_bytes_total", "read"), disk("node_disk_written_bytes_total", "written")], w=8),
+        timeseries(L, "Utilisation (%util)", "Share of time each disk had requests in flight (iostat %util).",
+                   "percentunit", [disk("node_disk_io_time_seconds_total", "%util")], w=8),
+        timeseries(L, "Wait per request (r_await, w_await)", "Average time a read or write took, queueing included "
+                   "(iostat r_await, w_await): climbing await in the valleys points at the disk.", "s",
+                   [await_("node_disk_read_time_seconds_total", "node_disk_reads_completed_total", "r_await"),
+                    await_("node_disk_write_time_seconds_total", "node_disk_writes_completed_total", "w_await")]),
+        timeseries(L, "CPU (avg-cpu)", "Machine-wide CPU of the selected targets' hosts, by mode (iostat avg-cpu: "
+                   "%user, %system, %iowait), as a share of all CPUs.", "percentunit",
+                   [(f'sum by (target, mode) (rate(node_cpu_seconds_total{{{TARGET}, mode=~"user|system|iowait"}}[$__rate_interval])) '
+                     f'/ on(target) group_left() count by (target) (node_cpu_seconds_total{{{TARGET}, mode="idle"}})',
+                     "{{target}} %{{mode}}")], stack=True),
+    ]
+    return dashboard(UIDS["sysbench"], "sysbench on InnoDB", "One sysbench run on MySQL/MariaDB: TPS/QPS with InnoDB "
+                     "flushing-pressure regions, dirty pages and checkpoint age against their limits, flushing and "
+                     "redo rates, latency, errors, the experiment's instances side by side, and the host's disks.",
+                     items, [datasource_variable(), target_variable(), run_variable(SYSBENCH_RUN_PICKER_EXPR)],
+                     dashboard_annotations("sysbench"))
+
+
+GENERATORS = {"pgbench-run.json": pgbench_run, "host-io.json": host_io, "checkpoints-wal.json": checkpoints_wal,
+              "sysbench-innodb.json": sysbench_innodb}
 
 
 def render_all() -> dict[str, str]:

@@ -18,6 +18,7 @@ from typing import ClassVar
 
 from benchwatch.model.pgbench_run import _ENDED_WITH_THE_RUN, METRICS, RunModel
 from benchwatch.model.samples import Sample
+from benchwatch.model.txlog import DEFAULT_BUCKETS
 from benchwatch.parse import sysbench as sb
 
 QUERY_TYPES = ("read", "write", "other")
@@ -33,6 +34,7 @@ SYSBENCH_METRICS: dict[str, tuple[str, str]] = {
     "pgbench_summary_latency_quantile_seconds": ("gauge", "The latency percentile of the whole run from sysbench's summary (quantile label)."),
     "pgbench_summary_latency_min_seconds": ("gauge", "Minimum latency of the whole run from sysbench's summary."),
     "pgbench_summary_latency_max_seconds": ("gauge", "Maximum latency of the whole run from sysbench's summary."),
+    "pgbench_summary_latency_histogram_events": ("gauge", "sysbench --histogram at the end of the run, cumulative: events with a latency of at most le seconds (le on the same ladder as pgbench_latency_seconds, +Inf all events); histogram_quantile reads it."),
 }
 
 # Counters kept per query type by this model, not in RunModel._counters.
@@ -126,11 +128,25 @@ class SysbenchRunModel(RunModel):
         return out
 
     def _finish_extra(self, ts: int) -> list[Sample]:
+        out = []
         value = self.summary.get("latency_percentile_s")
         percentile = self.summary.get("percentile")
         if isinstance(value, float) and isinstance(percentile, float):
-            return [self._set("pgbench_summary_latency_quantile_seconds", value, ts, {"quantile": _quantile(percentile)})]
-        return []
+            out.append(self._set("pgbench_summary_latency_quantile_seconds", value, ts, {"quantile": _quantile(percentile)}))
+        return out + self._histogram(ts)
+
+    def _histogram(self, ts: int) -> list[Sample]:
+        """--histogram's table (hundreds of rows) folded onto the pgbench latency ladder: a few
+        dozen series once per run, enough for histogram_quantile."""
+        if not self.histogram:
+            return []
+        out = []
+        for le in DEFAULT_BUCKETS:
+            count = sum(b.count for b in self.histogram if b.value_s <= le)
+            out.append(self._set("pgbench_summary_latency_histogram_events", float(count), ts, {"le": f"{le:g}"}))
+        total = sum(b.count for b in self.histogram)
+        out.append(self._set("pgbench_summary_latency_histogram_events", float(total), ts, {"le": "+Inf"}))
+        return out
 
 
 def info_from_summary(summary: dict[str, object]) -> dict[str, str]:

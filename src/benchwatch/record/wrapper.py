@@ -43,11 +43,13 @@ def tool_version(generator: loadgen.LoadGenerator, program: str, env: dict[str, 
 def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
                   notice: Callable[[str], None], on_start: Callable[[rundir.RunDir], None] | None = None,
                   latency_log: bool = False, stderr_sink: LineSafeStream | None = None,
-                  server_facts: dict | None = None) -> tuple[int, rundir.RunDir]:
+                  server_facts: dict | None = None, info: dict[str, str] | None = None) -> tuple[int, rundir.RunDir]:
     """Run a load generator with its output passed through and saved; returns (exit code, run directory).
 
     ``server_facts`` describes the server of a load generator that does not drive PostgreSQL
-    (the caller knows how to reach it; pgbench's server is asked here, through ``pg_env``)."""
+    (the caller knows how to reach it; pgbench's server is asked here, through ``pg_env``).
+    ``info`` becomes meta.json's "info", labels of the run's run_info series (the target a
+    sysbench run drives, the experiment it belongs to); its "experiment" is also a meta key."""
     program, args = argv[0], argv[1:]
     generator = loadgen.for_program(program)
     tool = generator.name
@@ -78,6 +80,10 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
     }
     meta.update(describe_server(env) if generator.engine == "postgres" else (server_facts or {}))
     meta["host"] = host_facts()
+    if info:
+        meta["info"] = dict(info)
+        if info.get("experiment"):
+            meta["experiment"] = info["experiment"]
     run.write_meta(meta)
     stamper = ClockStamper(run, generator.progress_elapsed)
     with open(run.file("stdout.log"), "wb") as out_file, open(run.file("stderr.log"), "wb") as err_file:
@@ -113,10 +119,12 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
 
 
 def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgbench_args: list[str] | None,
-                  interval: float | None) -> rundir.RunDir:
-    """Follow a pgbench output stream from another process (e.g. stdin of a pipe)."""
+                  interval: float | None, tool: str = "pgbench") -> rundir.RunDir:
+    """Follow a load generator's output stream from another process (e.g. stdin of a pipe):
+    pgbench's (``2>&1``: its progress is on stderr) or, with ``tool="sysbench"``, sysbench's.
+    ``pgbench_args`` are that tool's arguments, for the run's metadata."""
     run = rundir.create_run_dir(runs_dir)
-    generator = loadgen.PGBENCH  # attach reads pgbench output (issue 11 brings a --tool)
+    generator = loadgen.by_name(tool)
     facts = generator.read_argv(pgbench_args or [])
     meta = {
         "run_id": run.run_id, "mode": "attach", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),

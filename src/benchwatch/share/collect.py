@@ -38,6 +38,8 @@ from benchwatch.util import processes
 MARGIN_S = 5.0
 LOOKBACK_S = 300.0
 DASHBOARD_FILE = "pgbench-run.json"
+# The dashboard a snapshot draws, by the run's meta.json "tool" (runs without one are pgbench runs).
+DASHBOARD_FILES = {"pgbench": DASHBOARD_FILE, "sysbench": "sysbench-innodb.json"}
 
 # Devices that are not disks a database lives on.
 DISK_FILTER = f'device!~"{NOT_DISK_PATTERN}.*"'
@@ -80,6 +82,11 @@ CONTEXT_SELECTORS = [
     'node_disk_io_time_seconds_total', 'node_disk_read_time_seconds_total', 'node_disk_write_time_seconds_total',
     'node_disk_reads_completed_total', 'node_disk_writes_completed_total',
     'node_disk_read_bytes_total', 'node_disk_written_bytes_total',
+    # InnoDB (sysbench runs): the pressure regions and the settings the summary lists.
+    'instance:mysql_innodb_flushing_pressure:bool', 'mysql_global_status_innodb_checkpoint_max_age',
+    '{__name__=~"mysql_global_variables_(innodb_buffer_pool_size|innodb_log_file_size|innodb_io_capacity'
+    '|innodb_io_capacity_max|innodb_adaptive_flushing|innodb_max_dirty_pages_pct|innodb_max_dirty_pages_pct_lwm'
+    '|innodb_flush_log_at_trx_commit)"}',
 ]
 
 
@@ -132,9 +139,18 @@ def window(meta: dict) -> tuple[float, float]:
     return float(start) - MARGIN_S, float(end) + MARGIN_S
 
 
+def dashboard_file(meta: dict) -> str:
+    """The dashboard of a run's tool: pgbench-run.json, or sysbench-innodb.json for a sysbench run."""
+    return DASHBOARD_FILES.get(str(meta.get("tool") or "pgbench"), DASHBOARD_FILE)
+
+
 def load_dashboard(path: str | None = None) -> dict:
     with open(path or resources.path("dashboards", DASHBOARD_FILE), encoding="utf-8") as f:
         return json.load(f)
+
+
+def dashboard_for(meta: dict) -> dict:
+    return load_dashboard(resources.path("dashboards", dashboard_file(meta)))
 
 
 def run_targets(meta: dict) -> list[str]:
@@ -200,6 +216,8 @@ def snapshot_dashboard(dash: dict, targets: list[str] | None = None) -> dict:
     dash = json.loads(json.dumps(dash))
     own = _expand_repeats(dash.setdefault("panels", []), targets or [])
     dash["panels"] = own
+    if any(p.get("type") == "row" and str(p.get("title", "")).startswith("Host I/O") for p in own):
+        return dash  # the dashboard has its own host disk panels (sysbench on InnoDB)
     next_id = max([p.get("id", 0) for p in gq._panels(own)] + [0]) + 1
     y = max([p["gridPos"]["y"] + p["gridPos"]["h"] for p in own if "gridPos" in p] + [0])
     own.extend(_extra_panels(panels.Layout(y=y, next_id=next_id)))
@@ -352,7 +370,7 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
     run_id = replay.run_id_of(meta, run.run_id)
     start, end = window(meta)
     targets = run_targets(meta)
-    dash = snapshot_dashboard(dashboard or load_dashboard(), targets)
+    dash = snapshot_dashboard(dashboard or dashboard_for(meta), targets)
     variables = snapshot_variables(dash, run_id, targets)
     sels = selectors_for(dash, variables, start, end, run_id)
     notes: list[str] = []
@@ -398,7 +416,7 @@ def save_run_series(run_dir: str, prometheus_url: str, dashboard: dict | None = 
     meta = run.read_meta()
     start, end = window(meta)
     targets = run_targets(meta)
-    dash = snapshot_dashboard(dashboard or load_dashboard(), targets)
+    dash = snapshot_dashboard(dashboard or dashboard_for(meta), targets)
     run_id = replay.run_id_of(meta, run.run_id)
     sels = selectors_for(dash, snapshot_variables(dash, run_id, targets), start, end, run_id)
     if wait:

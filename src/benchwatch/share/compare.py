@@ -27,9 +27,24 @@ from benchwatch.share.collect import Collected
 
 SIZES = {"tps.png": (1200, 500), "sweep": (900, 500)}
 
+def _tool(s: dict) -> str:
+    return s["run"].get("tool") or "pgbench"
+
+
+def _sb(s: dict, key: str):
+    return (s.get("sysbench") or {}).get(key)
+
+
+def _sum(*values: float | None) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
 # (label, getter, formatter, better) for the side-by-side table; better: +1 higher is better, -1 lower.
 METRIC_ROWS = [
-    ("TPS (pgbench summary)", lambda s: s["tps"]["pgbench_summary_tps"], lambda v: sm.fmt_num(v), +1),
+    ("TPS (pgbench summary)", lambda s: s["tps"]["pgbench_summary_tps"] if _tool(s) == "pgbench" else None, lambda v: sm.fmt_num(v), +1),
+    ("TPS (sysbench summary)", lambda s: s["tps"]["pgbench_summary_tps"] if _tool(s) == "sysbench" else None, lambda v: sm.fmt_num(v), +1),
+    ("QPS (sysbench summary)", lambda s: _sb(s, "qps"), lambda v: sm.fmt_num(v), +1),
     ("TPS mean (progress)", lambda s: s["tps"]["mean"], lambda v: sm.fmt_num(v), +1),
     ("TPS min", lambda s: s["tps"]["min"], lambda v: sm.fmt_num(v), +1),
     ("TPS stddev", lambda s: s["tps"]["stddev"], lambda v: sm.fmt_num(v), -1),
@@ -37,9 +52,13 @@ METRIC_ROWS = [
     ("latency avg", lambda s: s["latency"]["avg_s"], sm.fmt_ms, -1),
     ("latency p95", lambda s: s["latency"]["p95_s"], sm.fmt_ms, -1),
     ("latency p99", lambda s: s["latency"]["p99_s"], sm.fmt_ms, -1),
+    ("latency percentile (sysbench summary)", lambda s: _sb(s, "latency_quantile_s"), sm.fmt_ms, -1),
+    ("errors / reconnects (sysbench)", lambda s: _sum(_sb(s, "errors"), _sb(s, "reconnects")), lambda v: sm.fmt_num(v, 0), -1),
+    ("InnoDB flushing pressure seconds", lambda s: sum(r["duration_s"] for r in s["flushing_pressure"])
+     if "flushing_pressure" in s else None, lambda v: sm.fmt_num(v, 0), -1),
     ("stall seconds (TPS 0)", lambda s: s["stalls"]["seconds"], lambda v: sm.fmt_num(v, 0), -1),
     ("seconds below 50% of median", lambda s: s["tps"]["below_half_median_s"], lambda v: sm.fmt_num(v, 0), -1),
-    ("checkpoints", lambda s: len(s["checkpoints"]), lambda v: sm.fmt_num(v, 0), 0),
+    ("checkpoints", lambda s: len(s["checkpoints"]) if _tool(s) == "pgbench" else None, lambda v: sm.fmt_num(v, 0), 0),
     ("transactions", lambda s: s["tps"]["transactions"], lambda v: sm.fmt_num(v, 0), +1),
     ("failed transactions", lambda s: s["tps"]["failed"], lambda v: sm.fmt_num(v, 0), -1),
 ]
@@ -119,8 +138,9 @@ def variant_of(s: dict, by: str, variant_key: str | None, name: str | None) -> s
     if by == "clients":
         strip = strip + LABEL_OPTIONS["threads"]  # threads usually follow clients in a sweep
     args = s["run"].get("args") or ""
-    if args.startswith("pgbench "):
-        args = args[len("pgbench "):]
+    for tool in ("pgbench ", "sysbench "):
+        if args.startswith(tool):
+            args = args[len(tool):]
     return strip_options(args, strip) or "runs"
 
 
@@ -204,11 +224,14 @@ def overlay_png(names: list[str], collected: list[Collected], path: str) -> str:
         top = max([top] + [p[1] for p in pts])
         # Each run's checkpoints as a tick band at the bottom in its colour.
         t0 = float(c.meta.get("clock_start_epoch") or c.start)
-        for row in c.summary.get("checkpoints", []):
+        # ... and, for sysbench runs, InnoDB's flushing-pressure regions the same way.
+        for row in c.summary.get("checkpoints", []) + (c.summary.get("flushing_pressure") or []):
             ax.axvspan(row["start"] - t0, max(row["end"] - t0, row["start"] - t0 + 0.15),
                        ymin=0.0 + 0.025 * i, ymax=0.02 + 0.025 * i, color=colour, alpha=0.8, lw=0)
     ax.set_ylim(0, top * 1.08)
-    ax.set_xlabel("seconds since pgbench start (bars at the bottom: each run's checkpoints)")
+    sysbench = _what(collected) == "sysbench runs"
+    ax.set_xlabel(f"seconds since {'sysbench' if sysbench else 'pgbench'} start (bars at the bottom: each run's "
+                  f"{'InnoDB flushing pressure' if sysbench else 'checkpoints'})")
     ax.set_ylabel("transactions per second")
     ax.set_title("TPS, runs aligned at their start", loc="left")
     ax.legend(loc="lower right", fontsize=9, framealpha=0.9)
@@ -280,8 +303,14 @@ def compare_model(names: list[str], collected: list[Collected], sw: dict | None)
     return {"panels": panels, "zoomMode": "seconds"}
 
 
+def _what(collected: list[Collected]) -> str:
+    """"pgbench runs", "sysbench runs", or "runs" when the tools differ."""
+    tools = {c.summary["run"].get("tool") or "pgbench" for c in collected}
+    return f"{tools.pop()} runs" if len(tools) == 1 else "runs"
+
+
 def compare_markdown(names: list[str], collected: list[Collected], sw: dict | None, pictures: list[str]) -> str:
-    parts = ["# pgbench runs compared", ""]
+    parts = [f"# {_what(collected)} compared", ""]
     for n, c in zip(names, collected):
         r = c.summary["run"]
         facts = " · ".join(x for x in [f"`{r['args']}`" if r.get("args") else None,
@@ -302,7 +331,7 @@ def compare_markdown(names: list[str], collected: list[Collected], sw: dict | No
 
 
 def compare_page(names: list[str], collected: list[Collected], sw: dict | None) -> str:
-    header = ["<h1>pgbench runs compared</h1><ul class=\"sub\">"]
+    header = [f"<h1>{_what(collected)} compared</h1><ul class=\"sub\">"]
     for n, c in zip(names, collected):
         r = c.summary["run"]
         header.append(f"<li><b>{htmlmod.escape(n)}</b>" + (f" ({htmlmod.escape(c.run_id)})" if n != c.run_id else "")
@@ -314,7 +343,7 @@ def compare_page(names: list[str], collected: list[Collected], sw: dict | None) 
     if sw and sw["values"]:
         tables.append((f"TPS by {sw['by']}", *sweep_table(sw, "tps")))
         tables.append((f"Latency average by {sw['by']}", *sweep_table(sw, "latency")))
-    return html.page("pgbench runs compared", "".join(header), compare_model(names, collected, sw),
+    return html.page(f"{_what(collected)} compared", "".join(header), compare_model(names, collected, sw),
                      html.tables_html(tables))
 
 

@@ -102,7 +102,8 @@ def build(c: Collected, name: str | None = None, expires: int = 0) -> dict:
     dash.update({"editable": False, "refresh": "", "time": {"from": _iso(c.start), "to": _iso(c.end)},
                  "snapshot": {"timestamp": _iso(time.time())},
                  "title": f"{dash.get('title', 'pgbench run')} — {c.run_id}"})
-    return {"dashboard": dash, "name": name or f"pgbench run {c.run_id}", "expires": int(expires)}
+    tool = c.summary.get("run", {}).get("tool") or "pgbench"
+    return {"dashboard": dash, "name": name or f"{tool} run {c.run_id}", "expires": int(expires)}
 
 
 class UploadError(RuntimeError):

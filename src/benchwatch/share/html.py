@@ -480,7 +480,7 @@ def page(title: str, header_html: str, model: dict, after_html: str = "") -> str
 def region_list(annotations: list[dict]) -> list[dict]:
     out = []
     for a in annotations:
-        run_region = a["name"].lower().startswith("pgbench run")
+        run_region = a["name"].lower() in ("pgbench run", "sysbench run")
         for e in a["events"]:
             out.append({"from": e["time"], "to": e["timeEnd"], "color": a["color"],
                         "alpha": 0.06 if run_region else 0.16,
@@ -558,7 +558,8 @@ def legend_html(annotations: list[dict]) -> str:
 def snapshot_page(c: Collected, notes: list[str]) -> str:
     s = c.summary
     lines = sm.header_lines(s)
-    header = [f"<h1>pgbench run {html.escape(c.run_id)}</h1>"]
+    tool = s["run"].get("tool") or "pgbench"
+    header = [f"<h1>{html.escape(tool)} run {html.escape(c.run_id)}</h1>"]
     first = lines[0]
     if first.startswith("`") and first.endswith("`"):
         header.append(f'<p class="sub"><code>{html.escape(first[1:-1])}</code></p>')
@@ -571,4 +572,4 @@ def snapshot_page(c: Collected, notes: list[str]) -> str:
     after = ["<h2>Summary</h2>", tables_html(sm.tables(s))]
     if notes:
         after.append('<h2>Data</h2><ul class="bw-notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
-    return page(f"pgbench run {c.run_id}", "".join(header), snapshot_model(c), "".join(after))
+    return page(f"{tool} run {c.run_id}", "".join(header), snapshot_model(c), "".join(after))

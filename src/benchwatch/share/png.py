@@ -42,7 +42,7 @@ def checkpoint_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str
     from the summary, coloured like the dashboard annotation that draws it (by reason)."""
     out = []
     reason_annotations = [a for a in c.annotations
-                          if not a["name"].lower().startswith("pgbench run") and "progress" not in a["name"].lower()]
+                          if not a["name"].lower().endswith(" run") and "progress" not in a["name"].lower()]
     for row in c.summary.get("checkpoints", []):
         a_ms, b_ms = row["start"] * 1000, row["end"] * 1000
         colour, name = "#8F8F8F", f"checkpoint ({row['reason']})"
@@ -53,6 +53,22 @@ def checkpoint_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str
                 break
         out.append(((a_ms - t0_ms) / 1000, (b_ms - t0_ms) / 1000, colour, name))
     return out
+
+
+def pressure_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str, str]]:
+    """(start s, end s, colour, legend) of each InnoDB flushing-pressure region of a sysbench run."""
+    colour = next((a["color"] for a in c.annotations if a["name"] == "InnoDB flushing pressure"), "#FF9830")
+    return [(r["start"] - t0_ms / 1000, r["end"] - t0_ms / 1000, colour, f"flushing pressure ({r['target']})")
+            for r in c.summary.get("flushing_pressure") or []]
+
+
+def run_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str, str]]:
+    """The regions a run's charts shade: checkpoints (pgbench), InnoDB flushing pressure (sysbench)."""
+    return checkpoint_spans(c, t0_ms) + pressure_spans(c, t0_ms)
+
+
+def _tool(c: Collected) -> str:
+    return str(c.summary["run"].get("tool") or "pgbench")
 
 
 def shade(ax, spans, seen: dict) -> None:
@@ -89,7 +105,7 @@ def _finish_run_chart(fig, ax, c: Collected, t0: float, top: float, ylabel: str,
     """Run bounds, axes, title and legend of a chart over the run's time; saves it."""
     _run_bounds(ax, c, t0)
     ax.set_ylim(bottom=0, top=top * 1.08)
-    ax.set_xlabel("seconds since pgbench start")
+    ax.set_xlabel(f"seconds since {_tool(c)} start")
     ax.set_ylabel(ylabel)
     ax.set_title(_title(c, what), loc="left")
     _legend_spans(ax)
@@ -104,8 +120,9 @@ def tps_png(c: Collected, path: str) -> str:
     xs = [(ts - t0) / 1000 for ts, _ in (s.samples if s else [])]
     ys = [v for _, v in (s.samples if s else [])]
     seen: dict = {}
-    shade(ax, checkpoint_spans(c, t0), seen)
-    ax.plot(xs, ys, color=COLORS[0], lw=1.4, marker="." if len(xs) < 120 else None, ms=4, label="pgbench TPS (-P)")
+    shade(ax, run_spans(c, t0), seen)
+    how = "--report-interval" if _tool(c) == "sysbench" else "-P"
+    ax.plot(xs, ys, color=COLORS[0], lw=1.4, marker="." if len(xs) < 120 else None, ms=4, label=f"{_tool(c)} TPS ({how})")
     median = c.summary["tps"].get("median")
     if median:
         ax.axhline(median, color="#5b6169", lw=0.8, ls="--", label=f"median {median:,.0f}")
@@ -116,8 +133,14 @@ def latency_png(c: Collected, path: str) -> str:
     t0 = _t0(c)
     fig, (ax,) = _figure(SIZES["latency.png"])
     seen: dict = {}
-    shade(ax, checkpoint_spans(c, t0), seen)
+    shade(ax, run_spans(c, t0), seen)
     top = 0.0
+    # sysbench prints a percentile per interval, not an average.
+    for quantile in [x for x in c.series if x.name == "pgbench_progress_latency_quantile_seconds" and x.labels.get("run_id") == c.run_id]:
+        ys = [v * 1000 for _, v in quantile.samples]
+        ax.plot([(ts - t0) / 1000 for ts, _ in quantile.samples], ys, color=COLORS[0], lw=1.4,
+                label=f"p{float(quantile.labels.get('quantile', '0')) * 100:g} (--report-interval)")
+        top = max([top] + ys)
     avg = one(c.series, "pgbench_progress_latency_seconds", run_id=c.run_id)
     if avg:
         ys = [v * 1000 for _, v in avg.samples]
@@ -151,12 +174,14 @@ def _panel(c: Collected, title: str) -> dict | None:
 def disk_png(c: Collected, path: str) -> str:
     t0 = _t0(c)
     fig, (ax_await, ax_util) = _figure(SIZES["disk.png"], rows=2)
-    spans = checkpoint_spans(c, t0)
+    spans = run_spans(c, t0)
     for ax, title, scale, ylabel in ((ax_await, "Disk await", 1000, "await (ms)"),
                                      (ax_util, "Disk utilisation (%util)", 100, "%util")):
         seen: dict = {}
         shade(ax, spans, seen)
-        panel = _panel(c, title)
+        # The sysbench dashboard has its own host panels (iostat's names).
+        panel = _panel(c, title) or _panel(c, {"Disk await": "Wait per request (r_await, w_await)",
+                                               "Disk utilisation (%util)": "Utilisation (%util)"}[title])
         i = 0
         top = 0.0
         for t in (panel or {}).get("targets", []):
@@ -175,7 +200,7 @@ def disk_png(c: Collected, path: str) -> str:
         ax.set_ylabel(ylabel)
         ax.set_title(_title(c, title) if ax is ax_await else title, loc="left")
         _legend_spans(ax)
-    ax_util.set_xlabel("seconds since pgbench start")
+    ax_util.set_xlabel(f"seconds since {_tool(c)} start")
     fig.tight_layout()
     return _save(fig, path)
 

@@ -197,6 +197,43 @@ def latency_percentiles(series: list[Series], run_id: str) -> dict:
         "percentile_source": "pgbench -l per-transaction log (histogram)" if pairs else None}
 
 
+def pressure_rows(series: list[Series], tps: list[tuple[int, float]], interval_s: float,
+                  start_s: float, end_s: float, around_s: float = AROUND_S) -> list[dict]:
+    """InnoDB flushing-pressure regions (instance:mysql_innodb_flushing_pressure:bool, one series per
+    target) during the run, with TPS during each and around it, as checkpoint_rows does for PostgreSQL."""
+    rows = []
+    for s in prefer_pushed([s for s in series if s.name == "instance:mysql_innodb_flushing_pressure:bool"]):
+        for a, b in boolean_regions(s):
+            if b / 1000 < start_s or a / 1000 > end_s:
+                continue
+            during = mean_over(tps, a / 1000, b / 1000, interval_s)
+            around_vals = [v for ts, v in tps
+                           if (a / 1000 - around_s <= ts / 1000 <= a / 1000)
+                           or (b / 1000 + interval_s < ts / 1000 <= b / 1000 + interval_s + around_s)]
+            around = statistics.fmean(around_vals) if around_vals else None
+            rows.append({"target": s.labels.get("target", ""), "start": a / 1000, "end": b / 1000,
+                         "duration_s": (b - a) / 1000, "tps_during": during, "tps_around": around,
+                         "change_pct": ((during / around - 1) * 100) if (during is not None and around) else None})
+    return sorted(rows, key=lambda r: (r["start"], r["target"]))
+
+
+def sysbench_figures(series: list[Series], run_id: str) -> dict:
+    """What only a sysbench run has: qps, its latency percentile, errors and reconnects."""
+    def final(name: str, **labels: str) -> float | None:
+        return last_value(one(series, name, run_id=run_id, **labels))
+
+    quantile = one(series, "pgbench_summary_latency_quantile_seconds", run_id=run_id)
+    progress_q = one(series, "pgbench_progress_latency_quantile_seconds", run_id=run_id)
+    either = quantile or progress_q
+    q_label = either.labels.get("quantile") if either else None
+    qps = {t: final("pgbench_queries_total", type=t) for t in ("read", "write", "other")}
+    return {"qps": final("pgbench_summary_qps"), "queries": qps,
+            "latency_quantile": q_label,
+            "latency_quantile_s": last_value(quantile) if quantile else None,
+            "latency_quantile_max_interval_s": max((v for _, v in progress_q.samples), default=None) if progress_q else None,
+            "errors": final("pgbench_errors_total"), "reconnects": final("pgbench_reconnects_total")}
+
+
 def settings_from(series: list[Series], end_ms: int) -> dict[str, float]:
     out = {}
     for s in sorted(series, key=lambda s: s.key):
@@ -259,6 +296,7 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
         total = sum(w for _, w in pairs)
         progress_lat = sum(v * w for v, w in pairs) / total if total else None
     info = one(series, "pgbench_run_info", run_id=run_id)
+    tool = str(meta.get("tool") or "pgbench")
     summary = {
         "run_id": run_id,
         "run": {
@@ -267,7 +305,9 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
             "end": meta.get("ended_at"),
             "duration_s": ((meta.get("ended_at") or 0) - (meta.get("clock_start_epoch") or meta.get("started_at") or 0)) or None,
             "exit_code": meta.get("exit_code"),
+            "tool": tool,
             "pgbench_version": meta.get("pgbench_version"),
+            "sysbench_version": meta.get("sysbench_version"),
             "server_version": meta.get("server_version"),
             "scale": meta.get("scale"),
             "hostname": meta.get("hostname"),
@@ -293,6 +333,11 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
         "settings": settings_from(series, int(end_s * 1000)),
         "host": host_from(series, host_extra),
     }
+    if tool == "sysbench":
+        summary["sysbench"] = sysbench_figures(series, run_id)
+        # The server's settings as the run's meta.json recorded them (InnoDB's, for MariaDB).
+        summary["server_settings"] = dict(meta.get("settings") or {})
+        summary["flushing_pressure"] = pressure_rows(series, tps, interval, start_s, end_s)
     return summary
 
 
@@ -357,6 +402,8 @@ KEY_SETTINGS = ("shared_buffers_bytes", "max_wal_size_bytes", "min_wal_size_byte
 
 def tables(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     """The summary as (title, header, rows) tables, for Markdown and HTML alike."""
+    if s["run"].get("tool") == "sysbench":
+        return sysbench_tables(s)
     out = []
     t, lat, st = s["tps"], s["latency"], s["stalls"]
     out.append(("Throughput", ["", "value"], [
@@ -399,6 +446,43 @@ def tables(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     return out
 
 
+def sysbench_tables(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+    """The summary tables of a sysbench run: throughput, latency percentile, errors, InnoDB pressure."""
+    t, st, sb = s["tps"], s["stalls"], s.get("sysbench") or {}
+    q = sb.get("latency_quantile")
+    pct = f"p{float(q) * 100:g}" if q else "percentile"
+    queries = sb.get("queries") or {}
+    out = [("Throughput", ["", "value"], [
+        ["TPS (sysbench summary)", fmt_num(t["pgbench_summary_tps"])],
+        ["TPS mean / min / max", f"{fmt_num(t['mean'])} / {fmt_num(t['min'])} / {fmt_num(t['max'])}"],
+        ["TPS stddev / CoV", f"{fmt_num(t['stddev'])} / {fmt_pct(t['cov'])}"],
+        ["TPS median", fmt_num(t["median"])],
+        ["seconds below 50% of median", fmt_num(t["below_half_median_s"], 0)],
+        ["stalls (TPS 0)", f"{st['count']}, {st['seconds']:g} s in all, longest {st['longest_s']:g} s"],
+        ["transactions", fmt_num(t["transactions"], 0)],
+        ["QPS (sysbench summary)", fmt_num(sb.get("qps"))],
+        ["queries read / write / other", " / ".join(fmt_num(queries.get(k), 0) for k in ("read", "write", "other"))],
+        ["errors / reconnects", f"{fmt_num(sb.get('errors'), 0)} / {fmt_num(sb.get('reconnects'), 0)}"],
+    ]), ("Latency", ["", "value"], [
+        ["average (sysbench summary)", fmt_ms(s["latency"]["avg_s"])],
+        [f"{pct} of the run (sysbench summary)", fmt_ms(sb.get("latency_quantile_s"))],
+        [f"worst interval's {pct}", fmt_ms(sb.get("latency_quantile_max_interval_s"))],
+    ])]
+    rows = []
+    t0 = s["run"].get("start")
+    for r in s.get("flushing_pressure") or []:
+        rows.append([r["target"], fmt_time(r["start"]), "—" if t0 is None else f"{r['start'] - t0:+.1f} s",
+                     f"{r['duration_s']:.1f} s", fmt_num(r["tps_during"]), fmt_num(r["tps_around"]),
+                     "—" if r["change_pct"] is None else f"{r['change_pct']:+.1f}%"])
+    out.append(("InnoDB flushing pressure", ["target", "start (UTC)", "run time", "duration", "TPS during",
+                                             f"TPS around (±{AROUND_S:g} s)", "change"],
+                rows or [["no flushing pressure during the run"] + [""] * 6]))
+    settings = s.get("server_settings") or {}
+    if settings:
+        out.append(("Server settings", ["setting", "value"], [[k, str(v)] for k, v in sorted(settings.items())]))
+    return out
+
+
 def header_lines(s: dict) -> list[str]:
     r = s["run"]
     host = s.get("host") or {}
@@ -411,8 +495,10 @@ def header_lines(s: dict) -> list[str]:
         hw.append("disks " + ", ".join(d["device"] + (f" ({d['model']})" if d.get("model") else "")
                                        + (" SSD" if d.get("rotational") is False else " HDD" if d.get("rotational") else "")
                                        for d in host["disks"]))
-    lines = [f"`{r['args']}`" if r.get("args") else "(pgbench arguments unknown)"]
+    tool = r.get("tool") or "pgbench"
+    lines = [f"`{r['args']}`" if r.get("args") else f"({tool} arguments unknown)"]
     facts = [f"pgbench {r['pgbench_version']}" if r.get("pgbench_version") else None,
+             f"sysbench {r['sysbench_version']}" if r.get("sysbench_version") else None,
              f"server {r['server_version']}" if r.get("server_version") else None,
              f"scale {r['scale']}" if r.get("scale") else None,
              f"started {fmt_time(r['start'], True)}" if r.get("start") else None,
@@ -435,7 +521,7 @@ def md_table(header: list[str], rows: Iterable[list[str]]) -> str:
 
 
 def to_markdown(s: dict, data_notes: list[str] | None = None, pictures: list[str] | None = None) -> str:
-    parts = [f"# pgbench run {s['run_id']}", "", *[l + "  " for l in header_lines(s)], ""]
+    parts = [f"# {s['run'].get('tool') or 'pgbench'} run {s['run_id']}", "", *[l + "  " for l in header_lines(s)], ""]
     for p in pictures or []:
         parts += [f"![{p}]({p})", ""]
     for title, header, rows in tables(s):

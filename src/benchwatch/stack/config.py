@@ -53,6 +53,13 @@ class Config:
         return {"target": self.target_name, "host": socket.gethostname()}
     engine: str = "postgres"                 # the database the stack runs or watches: postgres or mariadb
     mysql_defaults_file: str | None = None   # an existing MySQL/MariaDB's [client] file instead of the embedded one
+    # Embedded MariaDB instances (--instances N): 1 is target "local"; several are mariadb-1..N,
+    # instance i > 1 on ports["mariadb-i"] with its exporter on ports["mysqld_exporter-i"].
+    mariadb_instances: int = 1
+
+    def mariadb_names(self) -> list[str]:
+        n = max(1, self.mariadb_instances)
+        return ["local"] if n == 1 else [f"mariadb-{i}" for i in range(1, n + 1)]
 
     @property
     def runs_dir(self) -> str:
@@ -81,7 +88,7 @@ class Config:
 
 def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | None = None,
                 pg_dsn: str | None = None, engine: str | None = None,
-                mysql_defaults_file: str | None = None) -> Config:
+                mysql_defaults_file: str | None = None, instances: int | None = None) -> Config:
     state_dir = os.path.abspath(state_dir or os.environ.get("BENCHWATCH_STATE_DIR") or default_state_dir())
     cfg = Config(state_dir=state_dir)
     try:
@@ -92,6 +99,7 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.target_name = saved.get("target_name", cfg.target_name)
         cfg.engine = saved.get("engine", cfg.engine)
         cfg.mysql_defaults_file = saved.get("mysql_defaults_file")
+        cfg.mariadb_instances = int(saved.get("mariadb_instances", 1))
     except (FileNotFoundError, ValueError):
         pass
     for component in DEFAULT_PORTS:
@@ -104,4 +112,6 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
     if mysql_defaults_file:
         cfg.mysql_defaults_file, engine = os.path.abspath(mysql_defaults_file), engine or "mariadb"
     cfg.engine = engine or os.environ.get("BENCHWATCH_ENGINE") or cfg.engine
+    if instances and cfg.engine == "mariadb":  # (demo --shards has its own PostgreSQL instances)
+        cfg.mariadb_instances = instances
     return cfg

@@ -84,6 +84,22 @@ class StackError(Exception):
     """One clear line naming the fix."""
 
 
+# Components run once per MariaDB instance: instance i > 1 is "<component>-i".
+PER_INSTANCE = ("mariadb", "mysqld_exporter")
+
+
+def split_component(component: str) -> tuple[str, int]:
+    """("mariadb", 3) for "mariadb-3"; (component, 1) for every single-instance name."""
+    base, sep, number = component.rpartition("-")
+    if sep and number.isdigit() and base in PER_INSTANCE:
+        return base, int(number)
+    return component, 1
+
+
+def instance_component(base: str, index: int) -> str:
+    return base if index == 1 else f"{base}-{index}"
+
+
 def pg_bindir() -> str | None:
     explicit = os.environ.get("BENCHWATCH_PG_BINDIR")
     if explicit:
@@ -138,6 +154,8 @@ class Stack:
         return self.path("pids", f"{component}.pid")
 
     def log_file(self, component: str) -> str:
+        if split_component(component)[0] == "mariadb":
+            return self.mysql_target(split_component(component)[1]).log_file
         return self.path("logs", "postgresql.log" if component == "postgres" else f"{component}.log")
 
     @property
@@ -146,14 +164,53 @@ class Stack:
 
     @property
     def mysql(self) -> mysql_server.MySQLTarget:
-        return mysql_server.MySQLTarget(self.cfg.state_dir, self.cfg.ports["mariadb"], self.cfg.mysql_defaults_file)
+        return self.mysql_target(1)
+
+    def mysql_target(self, index: int) -> mysql_server.MySQLTarget:
+        """MariaDB instance ``index`` (1..N) of the stack, with its port and target name."""
+        names = self.cfg.mariadb_names()
+        return mysql_server.MySQLTarget(self.cfg.state_dir, self.cfg.ports.get(instance_component("mariadb", index), 0),
+                                        self.cfg.mysql_defaults_file if index == 1 else None, index=index,
+                                        name=names[index - 1] if index <= len(names) else f"mariadb-{index}")
+
+    def mysql_targets(self) -> list[mysql_server.MySQLTarget]:
+        """Every MariaDB instance the stack watches: N embedded ones, or the one existing server."""
+        if self.cfg.engine != "mariadb":
+            return []
+        if not self.mysql.embedded:
+            return [self.mysql]
+        return [self.mysql_target(i) for i in range(1, max(1, self.cfg.mariadb_instances) + 1)]
+
+    def mysql_target_named(self, name: str) -> mysql_server.MySQLTarget | None:
+        return next((t for t in self.mysql_targets() if t.name == name), None)
+
+    def _all_components(self) -> list[str]:
+        """COMPONENTS with each per-instance component repeated for instances 2..N, in start order."""
+        out: list[str] = []
+        extra = range(2, max(1, self.cfg.mariadb_instances) + 1) if self.cfg.engine == "mariadb" and not self.cfg.mysql_defaults_file else range(0)
+        for c in COMPONENTS:
+            out.append(c)
+            if c in PER_INSTANCE:
+                out += [instance_component(c, i) for i in extra]
+        return out
 
     def components(self) -> list[str]:
         """What this stack runs: the engine's server unless an existing one was given; Grafana only where installed."""
         other = {c for engine, cs in ENGINE_COMPONENTS.items() if engine != self.cfg.engine for c in cs}
-        return [c for c in COMPONENTS
-                if c not in other and (c != "postgres" or self.embedded_pg)
+        return [c for c in self._all_components()
+                if split_component(c)[0] not in other and (c != "postgres" or self.embedded_pg)
                 and (c != "mariadb" or self.mysql.embedded) and (c != "grafana" or grafana_binary() is not None)]
+
+    def _ensure_instance_ports(self) -> None:
+        """Ports of MariaDB instances 2..N (and their exporters): free ones, chosen once and kept in stack.json."""
+        used = set(self.cfg.ports.values())
+        for c in self.components():
+            if split_component(c)[1] > 1 and not self.cfg.ports.get(c):
+                port = net.free_port()
+                while port in used:
+                    port = net.free_port()
+                self.cfg.ports[c] = port
+                used.add(port)
 
     # -- connection -------------------------------------------------------------
 
@@ -211,8 +268,8 @@ class Stack:
     def pid(self, component: str) -> int | None:
         if component == "postgres":
             pid = processes.read_pid(self.path("pg", "data", "postmaster.pid"))
-        elif component == "mariadb":
-            pid = processes.read_pid(self.mysql.pid_file)
+        elif split_component(component)[0] == "mariadb":
+            pid = processes.read_pid(self.mysql_target(split_component(component)[1]).pid_file)
         else:
             pid = processes.read_pid(self.pid_file(component))
         return pid if processes.process_alive(pid) else None
@@ -227,20 +284,20 @@ class Stack:
             "mysqld_exporter": base + "/metrics",
             "benchwatch_exporter": base + "/healthz",
             "grafana": base + "/api/health",
-        }.get(component)
+        }.get(split_component(component)[0])
 
     def healthy(self, component: str) -> bool:
         if component == "postgres":
             return self.pid(component) is not None and self._pg_ready()
-        if component == "mariadb":
-            return self.pid(component) is not None and self.mysql.ready()
+        if split_component(component)[0] == "mariadb":
+            return self.pid(component) is not None and self.mysql_target(split_component(component)[1]).ready()
         url = self.health_url(component)
         return self.pid(component) is not None and url is not None and net.http_ok(url)
 
     def status(self) -> dict:
         components = {}
-        for c in COMPONENTS:
-            if c in ("postgres", "mariadb") or c not in self.components():
+        for c in self.components():
+            if split_component(c)[0] in ("postgres", "mariadb"):
                 continue
             components[c] = {"url": self.cfg.url(c), "port": self.cfg.ports[c], "pid": self.pid(c),
                              "healthy": self.healthy(c), "log_file": self.log_file(c)}
@@ -258,6 +315,12 @@ class Stack:
             if target.embedded:
                 extra["mysql"].update({"pid": self.pid("mariadb"), "port": self.cfg.ports["mariadb"],
                                        "healthy": self.healthy("mariadb"), "data_dir": target.data_dir})
+                # Every instance by its target name (one: "local"; --instances N: mariadb-1..N).
+                extra["mysql"]["instances"] = [
+                    {"target": t.name, "port": t.port, "pid": self.pid(instance_component("mariadb", t.index)),
+                     "healthy": self.healthy(instance_component("mariadb", t.index)), "data_dir": t.data_dir,
+                     "defaults_file": t.client_file, "sysbench_file": t.sysbench_file, "log_file": t.log_file}
+                    for t in self.mysql_targets()]
             pg = {"dsn": None, "embedded": False, "log_file": None}
         return {"state_dir": self.cfg.state_dir, "postgres": pg, **extra, "components": components,
                 "runs_dir": self.cfg.runs_dir,
@@ -269,6 +332,7 @@ class Stack:
 
     def up(self) -> dict:
         """Start every component that is not running; idempotent. Leaves nothing half-running on failure."""
+        self._ensure_instance_ports()
         self._preflight()
         os.makedirs(self.cfg.state_dir, exist_ok=True)
         if os.geteuid() == 0:
@@ -285,14 +349,18 @@ class Stack:
                     if not self._wait_healthy(component, 20.0):
                         raise StackError(f"{component} is running (pid {self.pid(component)}) but not healthy: see {self.log_file(component)}")
                     continue
-                getattr(self, f"_start_{component}")()
+                base, index = split_component(component)
+                if base in PER_INSTANCE:
+                    getattr(self, f"_start_{base}")(index)
+                else:
+                    getattr(self, f"_start_{component}")()
                 started.append(component)
                 if not self._wait_healthy(component, 60.0):
                     raise StackError(f"{component} failed to start: {self._log_tail(component)} (log: {self.log_file(component)})")
                 if component == "postgres":
                     self._ensure_database()  # the exporters connect to it next
-                if component == "mariadb":
-                    self.mysql.bootstrap()  # users and 0600 client files, before the exporter reads one
+                if base == "mariadb":
+                    self.mysql_target(index).bootstrap()  # users and 0600 client files, before the exporter reads one
             if self.cfg.engine == "postgres":
                 dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
             elif not self.mysql.embedded:
@@ -307,11 +375,12 @@ class Stack:
         for component in self.components():
             if self.pid(component) is not None:
                 continue
-            if binary(component) is None:
-                raise StackError(f"{component} is not installed: apt-get install {PACKAGES[component]}")
+            base = split_component(component)[0]
+            if binary(base) is None:
+                raise StackError(f"{base} is not installed: apt-get install {PACKAGES[base]}")
             port = self.cfg.ports[component]
             if not net.port_free(LISTEN_HOST, port):
-                flag = component.replace("_", "-")
+                flag = base.replace("_", "-")
                 raise StackError(f"port {port} for {component} is taken on {LISTEN_HOST}: pass --{flag}-port or set BENCHWATCH_{component.upper()}_PORT")
 
     def _wait_healthy(self, component: str, timeout: float) -> bool:
@@ -320,7 +389,8 @@ class Stack:
 
     def _starting(self, component: str) -> bool:
         # postgres writes postmaster.pid (mariadbd its pid file) a moment after it starts
-        return component in ("postgres", "mariadb") and processes.process_alive(getattr(self, "_pg_popen_pid", None))
+        return (split_component(component)[0] in ("postgres", "mariadb")
+                and processes.process_alive(getattr(self, "_pg_popen_pid", None)))
 
     def _log_tail(self, component: str, lines: int = 3) -> str:
         """The most telling lines of a component's log: its errors if it logged any, else the last lines."""
@@ -341,7 +411,7 @@ class Stack:
                                     group=user, extra_groups=[] if user else None)
         finally:
             log.close()
-        if component not in ("postgres", "mariadb"):
+        if split_component(component)[0] not in ("postgres", "mariadb"):
             with open(self.pid_file(component), "w", encoding="ascii") as f:
                 f.write(f"{proc.pid}\n")
         return proc.pid
@@ -439,12 +509,17 @@ class Stack:
             # The shared contract: a database instance is target (local: the stack's own) and host.
             "mysql": ("mysqld_exporter", {"target": "local", "host": socket.gethostname()}),
         }
+        mysql_entries = [{"targets": [f"{LISTEN_HOST}:{self.cfg.ports[instance_component('mysqld_exporter', t.index)]}"],
+                          "labels": {"component": "mysqld_exporter", "target": t.name, "host": socket.gethostname()}}
+                         for t in self.mysql_targets()]
         for name, (component, labels) in targets.items():
             if component in {c for e, cs in ENGINE_COMPONENTS.items() if e != self.cfg.engine for c in cs}:
                 with open(os.path.join(etc, "targets", f"{name}.json"), "w", encoding="utf-8") as f:
                     json.dump([], f)  # the other engine's exporter does not run: no target
                 continue
             entry = [{"targets": [f"{LISTEN_HOST}:{self.cfg.ports[component]}"], "labels": {"component": component, **labels}}]
+            if name == "mysql":
+                entry = mysql_entries  # one exporter per MariaDB instance, each with its target name
             with open(os.path.join(etc, "targets", f"{name}.json"), "w", encoding="utf-8") as f:
                 json.dump(entry, f, indent=2)
         return os.path.join(etc, "prometheus.yml")
@@ -501,21 +576,22 @@ class Stack:
             *POSTGRES_EXPORTER_FLAGS,
         ], env=env)
 
-    def _start_mariadb(self) -> None:
-        target = self.mysql
+    def _start_mariadb(self, index: int = 1) -> None:
+        target = self.mysql_target(index)
         try:
             target.prepare()
             argv = target.argv()
         except mysql_server.MySQLError as e:
             raise StackError(str(e)) from None
-        self._pg_popen_pid = self._spawn("mariadb", argv, env=self._base_env())
+        self._pg_popen_pid = self._spawn(instance_component("mariadb", index), argv, env=self._base_env())
 
-    def _start_mysqld_exporter(self) -> None:
-        target = self.mysql
+    def _start_mysqld_exporter(self, index: int = 1) -> None:
+        target = self.mysql_target(index)
         if not target.embedded:
             target.write_exporter_file()  # the user's [client] section, in a file of ours
-        self._spawn("mysqld_exporter", mysql_exporter.argv(
-            installed("mysqld_exporter"), target.exporter_file, f"{LISTEN_HOST}:{self.cfg.ports['mysqld_exporter']}"),
+        component = instance_component("mysqld_exporter", index)
+        self._spawn(component, mysql_exporter.argv(
+            installed("mysqld_exporter"), target.exporter_file, f"{LISTEN_HOST}:{self.cfg.ports[component]}"),
             env=self._base_env())
 
     def _start_benchwatch_exporter(self) -> None:
@@ -557,7 +633,7 @@ class Stack:
 
     def down(self) -> list[str]:
         stopped = []
-        for component in reversed(COMPONENTS):
+        for component in reversed(self._all_components()):
             if self.pid(component) is not None:
                 self._stop(component)
                 stopped.append(component)
@@ -568,7 +644,7 @@ class Stack:
         if component == "postgres":
             # Fast shutdown: roll back open transactions, checkpoint, exit.
             processes.stop_pid(pid, signal.SIGINT, timeout=60.0)
-        elif component == "mariadb":
+        elif split_component(component)[0] == "mariadb":
             processes.stop_pid(pid, signal.SIGTERM, timeout=60.0)  # a clean shutdown; it removes its pid file
         else:
             processes.stop_pid(pid, signal.SIGTERM, timeout=20.0)

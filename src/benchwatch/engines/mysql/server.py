@@ -6,6 +6,9 @@ Layout under the stack's state dir:
   secrets/sysbench.cnf          the same connection as sysbench --config-file options (0600)
   secrets/mysqld_exporter.cnf   [client] section for the exporter's own user (0600)
   logs/mariadb.log              the server's error log
+With several instances (``up --engine mariadb --instances N``), instance i > 1 has the same
+files with an ``-i`` suffix: mysql-i/, secrets/mysql-i-client.cnf, secrets/sysbench-i.cnf,
+secrets/mysqld_exporter-i.cnf, logs/mariadb-i.log.
 
 Passwords are generated here and only ever written to those 0600 files or
 fed to the mariadb client on stdin: never argv, logs, labels or snapshots.
@@ -129,44 +132,54 @@ class MySQLTarget:
     state_dir: str
     port: int
     defaults_file: str | None = None
+    index: int = 1          # instance number of the stack (1..N); 1 keeps the single-instance file names
+    name: str = "local"     # its target label
 
     # -- paths ------------------------------------------------------------------
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.state_dir, *parts)
 
+    def _suffixed(self, stem: str, ext: str = "") -> str:
+        return f"{stem}{ext}" if self.index == 1 else f"{stem}-{self.index}{ext}"
+
     @property
     def embedded(self) -> bool:
         return not self.defaults_file
 
     @property
+    def home(self) -> str:
+        return self.path(self._suffixed("mysql"))
+
+    @property
     def data_dir(self) -> str:
-        return self.path("mysql", "data")
+        return os.path.join(self.home, "data")
 
     @property
     def socket(self) -> str:
-        return self.path("mysql", "mysqld.sock")
+        return os.path.join(self.home, "mysqld.sock")
 
     @property
     def pid_file(self) -> str:
-        return self.path("mysql", "mariadbd.pid")
+        return os.path.join(self.home, "mariadbd.pid")
 
     @property
     def log_file(self) -> str:
-        return self.path("logs", "mariadb.log")
+        return self.path("logs", self._suffixed("mariadb", ".log"))
 
     @property
     def client_file(self) -> str:
         """The benchmark user's [client] file: the embedded server's, or the user's own."""
-        return self.defaults_file or self.path("secrets", "mysql-client.cnf")
+        own = "mysql-client.cnf" if self.index == 1 else f"mysql-{self.index}-client.cnf"
+        return self.defaults_file or self.path("secrets", own)
 
     @property
     def sysbench_file(self) -> str:
-        return self.path("secrets", "sysbench.cnf")
+        return self.path("secrets", self._suffixed("sysbench", ".cnf"))
 
     @property
     def exporter_file(self) -> str:
-        return self.path("secrets", "mysqld_exporter.cnf")
+        return self.path("secrets", self._suffixed("mysqld_exporter", ".cnf"))
 
     # -- status -----------------------------------------------------------------
 
@@ -219,10 +232,10 @@ class MySQLTarget:
     def prepare(self) -> None:
         """mariadb-install-db on first start; the directories the server user must own."""
         user = self._os_user()
-        os.makedirs(self.path("mysql"), exist_ok=True)
+        os.makedirs(self.home, exist_ok=True)
         os.makedirs(self.path("logs"), exist_ok=True)
         if user:
-            shutil.chown(self.path("mysql"), user, user)
+            shutil.chown(self.home, user, user)
             # The error log is opened by the server user.
             if not os.path.exists(self.log_file):
                 open(self.log_file, "a").close()
@@ -236,7 +249,7 @@ class MySQLTarget:
                 "--auth-root-authentication-method=socket"]
         if user:
             argv.append(f"--user={user}")
-        r = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, cwd=self.path("mysql"))
+        r = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, cwd=self.home)
         if r.returncode != 0:
             tail = (r.stderr.strip() or r.stdout.strip()).splitlines()[-1:] or [str(r.returncode)]
             raise MySQLError(f"mariadb-install-db failed: {tail[0]}")
