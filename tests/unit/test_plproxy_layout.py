@@ -58,11 +58,15 @@ def test_scripts_make_one_proxy_call_per_transaction():
         assert len(sql) == 1 and sql[0].startswith("SELECT ") and "(:aid" in sql[0], script
 
 
-def test_demo_arguments(monkeypatch):
+def test_demo_arguments(monkeypatch, tmp_path):
+    from benchwatch.stack.config import load_config
+    from benchwatch.stack.native import Stack
+
     calls = {}
     monkeypatch.setattr("benchwatch.demo.demo_shards", lambda stack, **kw: calls.setdefault("shards", kw) and 0)
     monkeypatch.setattr("benchwatch.demo.demo", lambda stack, **kw: calls.setdefault("plain", kw) and 0)
-    monkeypatch.setattr(cli, "_stack", lambda args: None)
+    monkeypatch.delenv("BENCHWATCH_ENGINE", raising=False)
+    monkeypatch.setattr(cli, "_stack", lambda args: Stack(load_config(str(tmp_path))))
     parser = cli.build_parser()
     args = parser.parse_args(["demo", "--shards", "16", "--", "-R", "2000"])
     args.func(args)
