@@ -167,7 +167,10 @@ class CostBench:
 
     def configure(self, variant: str) -> None:
         """Every watched run starts from freshly started watchers, whatever ran before."""
-        if variant == self.current:
+        # Also when the same watched variant ran just before (the order rotates, so every
+        # other round starts with the variant the last one ended on): else the previous
+        # run's end (the exporter archiving its series from Prometheus) lands in this window.
+        if variant == self.current == "bare":
             return
         self.live.stop_watchers()
         self.backends = {}
@@ -489,6 +492,22 @@ def spread(values: list[float]) -> str:
             f"min {min(values):.3f}  max {max(values):.3f}")
 
 
+# Student's t, two-sided 95 %, by degrees of freedom (n - 1 pairs); 1.96 beyond the table.
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26, 10: 2.23, 11: 2.20,
+       12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 19: 2.09, 24: 2.06, 29: 2.05}
+
+
+def confidence(ratios: list[float]) -> str:
+    """The 95 % confidence interval of the mean ratio (pairs of one round each, so alternation cancels drift)."""
+    if len(ratios) < 2:
+        return ""
+    df = len(ratios) - 1
+    t = T95.get(df) or next((T95[k] for k in sorted(T95) if k >= df), 1.96)
+    half = t * statistics.stdev(ratios) / len(ratios) ** 0.5
+    mean = statistics.mean(ratios)
+    return f"  95 % CI of the mean {mean - half:.3f}-{mean + half:.3f}"
+
+
 def report(results: list[dict], variants: list[str]) -> None:
     watched_variants = [v for v in variants if v != "bare"]
     watched = [r for r in results if r["variant"] != "bare"]
@@ -535,7 +554,7 @@ def report(results: list[dict], variants: list[str]) -> None:
     for v in watched_variants:
         ratios = [t[v] / t["bare"] for t in by_round.values() if v in t and "bare" in t]
         if ratios:
-            print(f"  {v}/bare: {spread(ratios)}  (n={len(ratios)})")
+            print(f"  {v}/bare: {spread(ratios)}  (n={len(ratios)}){confidence(ratios)}")
     bare = [t["bare"] for t in by_round.values() if "bare" in t]
     if len(bare) > 1:
         print(f"  run-to-run noise of bare alone: stdev {statistics.stdev(bare) / statistics.mean(bare) * 100:.1f} % of its mean")

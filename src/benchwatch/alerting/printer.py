@@ -68,7 +68,9 @@ class AlertPrinter:
 
     def __init__(self, run_id: str, on_line: Callable[[str], None], *,
                  alertmanager_url: str | None = None, fetch: Callable[[], list[dict]] | None = None,
-                 interval: float = 0.5, include_stack_alerts: bool = True):
+                 interval: float = 1.0, include_stack_alerts: bool = True):
+        # 1 s: alerts fire 2-4 s after their cause; polling twice as often cost the
+        # wrapper and Alertmanager ~1 ms/s more (docs/benchmarks.md, cost of watching).
         if fetch is None:
             if alertmanager_url is None:
                 raise ValueError("give alertmanager_url or fetch")

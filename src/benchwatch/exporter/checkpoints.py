@@ -77,6 +77,10 @@ class CheckpointCollector:
             self.sink(out)
         return len(out)
 
+    def watch_paths(self) -> list[str]:
+        """The server log (by name: a rotation to a new file is seen too)."""
+        return [self.path]
+
     def _check_rotation(self) -> None:
         f = self.follower
         try:

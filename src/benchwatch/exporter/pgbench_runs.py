@@ -110,6 +110,7 @@ class PgbenchRunsCollector:
         self.following: dict[str, RunFollower] = {}
         self.ended: list[RunFollower] = []
         self.seen: set[str] = set()
+        self.pending: set[str] = set()  # run directories without meta.json yet
         self._last_scan = 0.0
 
     def poll(self) -> int:
@@ -130,17 +131,31 @@ class PgbenchRunsCollector:
                     self.on_finished(follower.run)
         return produced
 
+    def watch_paths(self) -> list[str]:
+        """What to wake on: new run directories, meta.json of those not described yet, the followed runs' files.
+
+        Not the transaction logs: they are written all the time, and are read with
+        each progress line and at least once a second anyway."""
+        paths = [self.runs_dir]
+        paths += [os.path.join(self.runs_dir, name, rundir.META) for name in self.pending]
+        for follower in self.following.values():
+            paths += [f.path for f in follower.followers.values()]
+            paths.append(follower.run.file(rundir.META))
+        return paths
+
     def _discover(self) -> None:
         try:
             names = os.listdir(self.runs_dir)
         except FileNotFoundError:
             return
+        self.pending.clear()
         for name in names:
             if name in self.seen:
                 continue
             run = rundir.RunDir(os.path.join(self.runs_dir, name))
             meta = run.read_meta()
             if not meta:
+                self.pending.add(name)
                 continue  # meta.json not written yet: look again next scan
             self.seen.add(name)
             if meta.get("mode") == "import" or os.path.exists(run.file(INGESTED_MARKER)):

@@ -22,6 +22,7 @@ from grafana_foundation_sdk.cog import builder as cog_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from benchwatch.grafana import panels as P
+from benchwatch.grafana import rules
 from benchwatch.grafana.panels import DATASOURCE_UID, DS, Layout, PrometheusAnnotation, row, stat, table, timeseries
 from benchwatch.record.host import NOT_DISK_PATTERN
 
@@ -145,7 +146,8 @@ def run_variable(expr: str = RUN_PICKER_EXPR) -> dash_b.QueryVariable:
 
 
 def device_variable() -> dash_b.QueryVariable:
-    query = f"label_values(instance_device:node_disk_io_time_seconds:rate1s{{{TARGET}}}, device)"
+    # The counter the %util rule rates: the same devices, without the rule.
+    query = f"label_values(node_disk_io_time_seconds_total{{{TARGET}}}, device)"
     return (dash_b.QueryVariable("device").label("Device").datasource(DS).query({"query": query, "refId": "device"})
             .regex("").refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.ALPHABETICAL_ASC)
             .hide(dash_m.VariableHide.DONT_HIDE).multi(True).include_all(True).all_value(".*")
@@ -176,11 +178,12 @@ def dashboard(uid: str, title: str, description: str, items: list[P.PanelBuilder
 def target_rows(L: Layout) -> list[P.PanelBuilder]:
     """A total row over the selected targets, then one row per target (repeated by the `target` variable):
     its disks, checkpoints, WAL and server-side commits."""
-    commits = f'instance_datname:pg_xact_commit:rate1s{{{TARGET}, datname!~"template.*"}}'
-    wal = f"instance:pg_wal_bytes:rate1s{{{TARGET}}}"
-    checkpointer = f"instance:pg_checkpoint_buffers_written:rate1s{{{TARGET}}}"
+    # Recording rules' expressions at query time (benchwatch.grafana.rules): 1 s resolution.
+    commits = rules.expr("instance_datname:pg_xact_commit:rate1s", f'{TARGET}, datname!~"template.*"')
+    wal = rules.expr("instance:pg_wal_bytes:rate1s", TARGET)
+    checkpointer = rules.expr("instance:pg_checkpoint_buffers_written:rate1s", TARGET)
     # Targets sharing a host share its disks: count each (host, device) once.
-    written = f"max by (host, device) (instance_device:node_disk_written_bytes:rate1s{{{TARGET}, {DISKS}}})"
+    written = f"max by (host, device) {rules.expr('instance_device:node_disk_written_bytes:rate1s', f'{TARGET}, {DISKS}')}"
     items: list[P.PanelBuilder] = [row(L, "All selected targets")]
     items += [
         timeseries(L, "Server commits per second by target", "Commits per second counted by each selected target's "
@@ -200,7 +203,7 @@ def target_rows(L: Layout) -> list[P.PanelBuilder]:
     one = TARGET  # inside a repeated row $target is that row's single value
 
     def per_device(rule: str, legend: str) -> tuple:
-        return (f"instance_device:{rule}{{{one}, {DISKS}}}", f"{{{{device}}}} {legend}")
+        return (rules.expr(f"instance_device:{rule}", f"{one}, {DISKS}"), f"{{{{device}}}} {legend}")
 
     items.append(row(L, "Target: $target", repeat="target"))
     items += [
@@ -216,12 +219,12 @@ def target_rows(L: Layout) -> list[P.PanelBuilder]:
                    [(f"sum by (datname) ({commits})", "{{datname}}")], w=8, h=7),
         timeseries(L, "$target: buffers written per second", "Who writes this target's dirty shared buffers: the "
                    "checkpointer, the background writer, or the backends themselves.", "short",
-                   [(f"instance:pg_checkpoint_buffers_written:rate1s{{{one}}}", "checkpointer"),
-                    (f"instance:pg_bgwriter_buffers_clean:rate1s{{{one}}}", "bgwriter"),
-                    (f"instance:pg_backend_buffers_written:rate1s{{{one}}}", "backends")], w=8, h=7, stack=True),
+                   [(rules.expr("instance:pg_checkpoint_buffers_written:rate1s", one), "checkpointer"),
+                    (rules.expr("instance:pg_bgwriter_buffers_clean:rate1s", one), "bgwriter"),
+                    (rules.expr("instance:pg_backend_buffers_written:rate1s", one), "backends")], w=8, h=7, stack=True),
         timeseries(L, "$target: WAL bytes per second", "WAL this target generates per second (pg_stat_wal); it jumps "
                    "right after each checkpoint (full-page images).", "Bps",
-                   [(f"instance:pg_wal_bytes:rate1s{{{one}}}", "WAL")], w=8, h=7),
+                   [(rules.expr("instance:pg_wal_bytes:rate1s", one), "WAL")], w=8, h=7),
         timeseries(L, "$target: WAL since the last checkpoint", "WAL written since the last checkpoint's redo point "
                    "against max_wal_size: a requested checkpoint starts where it nears max_wal_size / "
                    "(1 + checkpoint_completion_target).", "bytes",
@@ -301,10 +304,10 @@ def host_io() -> dict:
     sel = f'{TARGET}, device=~"$device"'
 
     def per_device(rule: str, legend: str) -> tuple:
-        return (f"instance_device:{rule}{{{sel}}}", f"{{{{target}}}} {{{{device}}}} {legend}")
+        return (rules.expr(f"instance_device:{rule}", sel), f"{{{{target}}}} {{{{device}}}} {legend}")
 
     def cpu(rule: str, legend: str) -> tuple:
-        return (f"instance:{rule}{{{TARGET}}}", f"{{{{target}}}} {legend}")
+        return (rules.expr(f"instance:{rule}", TARGET), f"{{{{target}}}} {legend}")
 
     items: list[P.PanelBuilder] = [
         timeseries(L, "Requests per second (r/s, w/s)", "Read and write requests completed per second per device, "
@@ -343,12 +346,15 @@ def checkpoints_wal() -> dict:
     def t(metric: str, extra: str = "") -> str:
         return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"
 
+    def r(record: str) -> str:  # a recording rule's expression at query time: 1 s resolution
+        return rules.expr(record, TARGET)
+
     items: list[P.PanelBuilder] = [
         timeseries(L, "Checkpoints per minute: timed vs requested", "Timed checkpoints come from checkpoint_timeout; "
                    "requested ones from max_wal_size running out (or CHECKPOINT). Mostly requested means max_wal_size is "
                    "too small for the write rate.", "short", [
-                       (t("instance:pg_checkpoints_timed:rate1m") + " * 60", "{{target}} timed/min"),
-                       (t("instance:pg_checkpoints_requested:rate1m") + " * 60", "{{target}} requested/min")]),
+                       (r("instance:pg_checkpoints_timed:rate1m") + " * 60", "{{target}} timed/min"),
+                       (r("instance:pg_checkpoints_requested:rate1m") + " * 60", "{{target}} requested/min")]),
         timeseries(L, "Checkpoint write and sync time", "Write and sync phase of each checkpoint from the server log "
                    "(log_checkpoints), at its end. A long sync stalls the disk for everyone.", "s", [
                        (t("pg_checkpoint_last_duration_seconds", 'phase="write"'), "{{target}} write"),
@@ -359,18 +365,18 @@ def checkpoints_wal() -> dict:
     items += [
         timeseries(L, "Buffers written per second", "Who writes dirty shared buffers: the checkpointer, the background "
                    "writer, or the backends themselves (the last one hurts latency).", "short", [
-                       (t("instance:pg_checkpoint_buffers_written:rate1s"), "{{target}} checkpointer"),
-                       (t("instance:pg_bgwriter_buffers_clean:rate1s"), "{{target}} bgwriter"),
-                       (t("instance:pg_backend_buffers_written:rate1s"), "{{target}} backends")], stack=True),
+                       (r("instance:pg_checkpoint_buffers_written:rate1s"), "{{target}} checkpointer"),
+                       (r("instance:pg_bgwriter_buffers_clean:rate1s"), "{{target}} bgwriter"),
+                       (r("instance:pg_backend_buffers_written:rate1s"), "{{target}} backends")], stack=True),
         timeseries(L, "WAL bytes per second", "WAL generated per second (pg_stat_wal). Right after a checkpoint it jumps: "
                    "first changes to each page write a full-page image.", "Bps",
-                   [(t("instance:pg_wal_bytes:rate1s"), "{{target}} WAL")]),
+                   [(r("instance:pg_wal_bytes:rate1s"), "{{target}} WAL")]),
     ]
     L.new_row()
     items += [
         timeseries(L, "Full-page image ratio", "Full-page images per WAL record: high just after each checkpoint "
                    "(full_page_writes), the WAL cost of checkpointing often.", "percentunit",
-                   [(t("instance:pg_wal_fpi_per_record:ratio1s"), "{{target}} FPI per record")]),
+                   [(r("instance:pg_wal_fpi_per_record:ratio1s"), "{{target}} FPI per record")]),
         timeseries(L, "Checkpoint distance against max_wal_size", "WAL written since the last checkpoint's redo point, "
                    "and the distance of each completed checkpoint, against max_wal_size; a requested checkpoint starts "
                    "near max_wal_size / (1 + checkpoint_completion_target).", "bytes", [
