@@ -61,7 +61,7 @@ PG_SETTINGS = {
 NODE_COLLECTORS = ("cpu", "diskstats", "meminfo", "loadavg")
 # postgres_exporter: settings come from the run's metadata, database sizes are unused;
 # both cost a catalog query per second (bench/bench_watch_cost.py).
-POSTGRES_EXPORTER_FLAGS = ("--disable-settings-metrics", "--no-collector.database")
+POSTGRES_EXPORTER_FLAGS = ("--disable-default-metrics", "--disable-settings-metrics", "--no-collector.database")
 
 PACKAGES = {
     "postgres": "postgresql",
