@@ -178,3 +178,7 @@ def test_central_down_for_a_minute_during_a_run_loses_nothing_the_agents_collect
     meta = rundir.find_run(stack.cfg.runs_dir, None).read_meta()
     recorded = {t["target"]: t["host"] for t in meta["targets"]}
     assert recorded == dict(AGENT_TARGETS, local=socket.gethostname()), meta["targets"]
+    # The series budget of a run: <= 200 series (pgbench -P 1, no latency log: the common case).
+    r = central.benchwatch("targets", "--json", "--series")
+    runs = json.loads(r.stdout)["series"]["runs"]
+    assert 0 < runs[meta["run_id"]]["series"] <= 200, runs
