@@ -22,6 +22,7 @@ DEFAULT_PORTS = {
     "postgres_exporter": 19187,
     "benchwatch_exporter": 19188,
     "grafana": 13000,
+    "supervisor": 19189,
 }
 
 

@@ -6,6 +6,8 @@ State layout under ``state_dir``:
   pg/data, pg/socket    the embedded PostgreSQL cluster (owned by postgres when we are root)
   logs/<component>.log  every component's output; logs/postgresql.log is the server log
   pids/<component>.pid  what `down` stops, by PID
+  supervisor/           what the supervisor restarts (components.json, 0600) and its restart counts
+                        (state.json); see benchwatch.stack.supervisor
   prometheus/etc/       prometheus.yml and rules linked from the repository, targets/*.json generated
   prometheus/data, alertmanager/data
   alertmanager/alertmanager.yml  the repository's config with this stack's webhook URL (0600)
@@ -29,10 +31,17 @@ from dataclasses import dataclass
 from benchwatch import resources
 from benchwatch.engines.postgres import dsn
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
+from benchwatch.stack import supervisor
 from benchwatch.stack.config import LISTEN_HOST, Config
 from benchwatch.util import net, processes
 
-COMPONENTS = ("postgres", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "benchwatch_exporter", "grafana")
+# The supervisor comes last: it starts watching once everything is up, and `down` stops it first.
+COMPONENTS = ("postgres", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "benchwatch_exporter", "grafana",
+              "supervisor")
+
+# Prometheus re-sends firing alerts this often (default 1m): an Alertmanager that was
+# restarted during a drop hears of it within seconds, not a minute.
+ALERT_RESEND_DELAY = "5s"
 
 # Embedded server settings: checkpoints often enough that a one-minute demo shows them.
 PG_SETTINGS = {
@@ -97,7 +106,7 @@ def binary(component: str) -> str | None:
     if component == "postgres":
         bindir = pg_bindir()
         return os.path.join(bindir, "postgres") if bindir else None
-    if component == "benchwatch_exporter":
+    if component in ("benchwatch_exporter", "supervisor"):
         return sys.executable
     if component == "prometheus":
         return prometheus_binary()  # BENCHWATCH_PROMETHEUS may name another build
@@ -205,6 +214,7 @@ class Stack:
             "node_exporter": base + "/metrics",
             "postgres_exporter": base + "/metrics",
             "benchwatch_exporter": base + "/healthz",
+            "supervisor": base + "/metrics",
             "grafana": base + "/api/health",
         }.get(component)
 
@@ -214,18 +224,27 @@ class Stack:
         url = self.health_url(component)
         return self.pid(component) is not None and url is not None and net.http_ok(url)
 
+    def restarts(self) -> dict[str, dict]:
+        """The supervisor's record per component: {"restarts": n, "last_restart": epoch, "last_exit": "..."}."""
+        return supervisor.read_state(self.path("supervisor"))
+
     def status(self) -> dict:
         components = {}
+        restarts = self.restarts()
         for c in COMPONENTS:
             if c == "postgres" or (c == "grafana" and c not in self.components()):
                 continue
             components[c] = {"url": self.cfg.url(c), "port": self.cfg.ports[c], "pid": self.pid(c),
-                             "healthy": self.healthy(c), "log_file": self.log_file(c)}
+                             "healthy": self.healthy(c), "log_file": self.log_file(c),
+                             "restarts": restarts.get(c, {}).get("restarts", 0),
+                             "last_restart": restarts.get(c, {}).get("last_restart")}
         pg = {"dsn": self.public_dsn(), "embedded": self.embedded_pg,
               "log_file": self.log_file("postgres") if self.embedded_pg else None}
         if self.embedded_pg:
             pg.update({"pid": self.pid("postgres"), "port": self.cfg.ports["postgres"],
-                       "healthy": self.healthy("postgres"), "data_dir": self.path("pg", "data")})
+                       "healthy": self.healthy("postgres"), "data_dir": self.path("pg", "data"),
+                       "restarts": restarts.get("postgres", {}).get("restarts", 0),
+                       "last_restart": restarts.get("postgres", {}).get("last_restart")})
         grafana = grafana_binary()
         return {"state_dir": self.cfg.state_dir, "postgres": pg, "components": components,
                 "runs_dir": self.cfg.runs_dir,
@@ -246,6 +265,10 @@ class Stack:
         if self.cfg.pg_dsn:
             self._write_secret("pg_dsn", self.cfg.pg_dsn)
         self.cfg.save()
+        # The supervisor would race us restarting what we start: it pauses while up works,
+        # and up starts it again last.
+        if self.pid("supervisor") is not None:
+            self._stop("supervisor")
         started: list[str] = []
         try:
             for component in self.components():
@@ -295,19 +318,22 @@ class Stack:
         errors = [l for l in all_lines if "level=error" in l or "ERROR" in l or "FATAL" in l]
         return " | ".join((errors or all_lines)[-lines:]) or "no output"
 
+    def component_spec(self, component: str, argv: list[str], env: dict[str, str] | None = None,
+                       user: str | None = None) -> supervisor.ComponentSpec:
+        """How the component is started, the same way by up and by the supervisor."""
+        postgres = component == "postgres"
+        return supervisor.ComponentSpec(
+            name=component, argv=argv, env=env, cwd=self.cfg.state_dir, user=user, log_file=self.log_file(component),
+            pid_file=None if postgres else self.pid_file(component),
+            pid_source=self.path("pg", "data", "postmaster.pid") if postgres else None)
+
     def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
                user: str | None = None) -> int:
-        log = open(self.log_file(component), "ab")
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                    start_new_session=True, cwd=self.cfg.state_dir, user=user,
-                                    group=user, extra_groups=[] if user else None)
-        finally:
-            log.close()
-        if component != "postgres":
-            with open(self.pid_file(component), "w", encoding="ascii") as f:
-                f.write(f"{proc.pid}\n")
-        return proc.pid
+        spec = self.component_spec(component, argv, env, user)
+        if component != "supervisor":
+            # Recorded before the start: a component that dies at once is still restarted.
+            supervisor.register(self.path("supervisor"), spec)
+        return supervisor.spawn(spec).pid
 
     def _base_env(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
@@ -399,6 +425,7 @@ class Stack:
             "node": ("node_exporter", {}),
             "postgres": ("postgres_exporter", {"postgres_server": pg_instance}),
             "benchwatch": ("benchwatch_exporter", {}),
+            "supervisor": ("supervisor", {}),
         }
         for name, (component, labels) in targets.items():
             entry = [{"targets": [f"{LISTEN_HOST}:{self.cfg.ports[component]}"], "labels": {"component": component, **labels}}]
@@ -411,7 +438,8 @@ class Stack:
         retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION", "30y")
         self._spawn("prometheus", prometheus_argv(
             installed("prometheus"), config=config, data_dir=self.path("prometheus", "data"), retention=retention,
-            listen=f"{LISTEN_HOST}:{self.cfg.ports['prometheus']}", extra=["--web.enable-lifecycle"]),
+            listen=f"{LISTEN_HOST}:{self.cfg.ports['prometheus']}",
+            extra=["--web.enable-lifecycle", f"--rules.alert.resend-delay={ALERT_RESEND_DELAY}"]),
             env=self._base_env())
 
     def _start_alertmanager(self) -> None:
@@ -491,6 +519,10 @@ class Stack:
                    BENCHWATCH_DASHBOARDS_DIR=resources.path("dashboards"))
         argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
         self._spawn("grafana", argv + [f"--homepath={home}"], env=env)
+
+    def _start_supervisor(self) -> None:
+        self._spawn("supervisor", [sys.executable, "-m", "benchwatch", "supervise", f"--dir={self.path('supervisor')}",
+                                   f"--listen={LISTEN_HOST}:{self.cfg.ports['supervisor']}"], env=self._base_env())
 
     # -- down -------------------------------------------------------------------
 
