@@ -41,6 +41,10 @@ class ExporterOptions:
     clock: Callable[[], float] = time.time
     # Prometheus' base URL when finished runs' series are to be saved in their run directory.
     archive_url: str | None = None
+    # The sink's delivery marks and backlog (benchwatch.sink.remote_write.BufferedRemoteWriter.mark):
+    # how a collector learns what Prometheus has acknowledged, and when to stop reading ahead.
+    mark: Callable[[Callable[[], None]], None] | None = None
+    backlog: Callable[[], int] | None = None
 
 
 @dataclass(frozen=True)

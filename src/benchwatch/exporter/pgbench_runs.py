@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterable
 
 from benchwatch.exporter import ExporterOptions, register_collector
+from benchwatch.exporter.delivery import DeliveryLog
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.exporter.run_archiver import RunArchiver
 from benchwatch.model import catalogue, replay
@@ -27,6 +28,25 @@ INGESTED_MARKER = ".ingested"
 _TXLOG_SUFFIX = re.compile(r"\.\d+(\.\d+)?")
 # Ended runs kept on /metrics; older ones live on in Prometheus and the run directory.
 KEEP_ENDED = 10
+# Bytes read per file per poll: a long backlog (a restart, a 1M-line attach) is
+# caught up in slices rather than turned into millions of samples at once.
+READ_SLICE = 1 << 20
+# Samples waiting for Prometheus beyond which no more lines are read: the run
+# directory holds the rest, so the queue stays bounded and nothing is dropped.
+MAX_BACKLOG = 100_000
+
+
+def _consumed(follower: LineFollower) -> int:
+    """Bytes of the file turned into samples: up to the last complete line read."""
+    return follower.offset - len(follower.partial)
+
+
+def _read_prefix(path: str, size: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
 
 
 class RunFollower:
@@ -39,6 +59,50 @@ class RunFollower:
         self.txlog = TxlogAggregator(run.run_id) if self.txlog_prefix else None
         self.txlog_files: dict[str, LineFollower] = {}
         self.done = False
+        self.delivery = DeliveryLog(run.path)
+        acked = self.delivery.load()
+        if acked:
+            self._resume(acked, meta)
+
+    def _resume(self, acked: dict[str, int], meta: dict) -> None:
+        """Rebuild the model from the bytes Prometheus already has, sending none of them again."""
+        if meta.get("clock_start_epoch") is not None:
+            self.model.start_epoch = float(meta["clock_start_epoch"])
+        arrival = meta.get("ended_at")
+        for name, follower in self.followers.items():
+            size = acked.get(name, 0)
+            if size:
+                replay.feed_lines(self.model, replay.split_lines(_read_prefix(follower.path, size)), arrival)
+                follower.offset = size
+        if self.txlog is not None:
+            for path, size in acked.items():
+                if os.path.isabs(path) and size:
+                    follower = self.txlog_files[path] = LineFollower(path)
+                    self.txlog.expect(path)
+                    data = _read_prefix(path, size)
+                    self.txlog.feed(path, data[:data.rfind(b"\n") + 1])
+                    follower.offset = size
+            self.txlog.samples(final=False)  # windows already sent
+
+    def offsets(self) -> dict[str, int]:
+        """What this follower has turned into samples so far, per file (txlog files by absolute path)."""
+        out = {name: _consumed(f) for name, f in self.followers.items() if f.offset}
+        out.update({os.path.abspath(path): _consumed(f) for path, f in self.txlog_files.items() if f.offset})
+        return out
+
+    def on_delivered(self):
+        """A callback recording this moment's offsets (and, once the run is done, .ingested) when called."""
+        offsets, final = self.offsets(), self.done
+
+        def record() -> None:
+            self.delivery.save(offsets)
+            if final:
+                try:
+                    with open(self.run.file(INGESTED_MARKER), "w", encoding="ascii") as f:
+                        f.write(f"{time.time()}\n")
+                except OSError:
+                    pass
+        return record
 
     def _poll_txlog(self, final: bool) -> list[Sample]:
         """pgbench's per-thread transaction logs (<prefix>.<pid>, <prefix>.<pid>.<n>): every file, then one samples() call."""
@@ -55,7 +119,7 @@ class RunFollower:
                 self.txlog_files[path] = LineFollower(path)
                 self.txlog.expect(path)
         for path, follower in self.txlog_files.items():
-            data = follower.read_chunk()
+            data = follower.read_chunk(READ_SLICE)
             if data:
                 self.txlog.feed(path, data)
             if final:
@@ -65,7 +129,7 @@ class RunFollower:
         return self.txlog.samples(final=final)
 
     def poll(self, now: float) -> list[Sample]:
-        batches = [(name, f.read_lines()) for name, f in self.followers.items()]
+        batches = [(name, f.read_lines(READ_SLICE)) for name, f in self.followers.items()]
         # Read meta after the lines: the writer stamps pgbench's clock start into
         # meta.json before it writes the first progress line.
         meta = self.run.read_meta()
@@ -75,6 +139,10 @@ class RunFollower:
         for _name, lines in batches:
             out.extend(replay.feed_lines(self.model, lines, now))
         ended = meta.get("state") != rundir.RUNNING or not processes.process_alive(meta.get("pid"))
+        if ended and any(self._unread(f) for f in [*self.followers.values(), *self.txlog_files.values()]):
+            # Still catching up (slices of READ_SLICE): the end comes once everything is read.
+            out.extend(self._poll_txlog(final=False))
+            return out
         if ended:
             # Whatever the writer left unterminated, then the end of the run.
             for follower in self.followers.values():
@@ -85,16 +153,19 @@ class RunFollower:
                 out.extend(replay.feed_lines(self.model, lines, now))
             out.extend(replay.close(self.model, meta.get("ended_at", now), meta.get("exit_code")))
             out.extend(self._poll_txlog(final=True))
+            # .ingested is written once Prometheus has acknowledged these last samples (on_delivered).
             self.done = True
-            try:
-                with open(self.run.file(INGESTED_MARKER), "w", encoding="ascii") as f:
-                    f.write(f"{now}\n")
-            except OSError:
-                pass
         else:
             out.extend(self.model.tick(now))
             out.extend(self._poll_txlog(final=False))
         return out
+
+    @staticmethod
+    def _unread(follower: LineFollower) -> bool:
+        try:
+            return os.stat(follower.path).st_size > follower.offset
+        except OSError:
+            return False
 
 
 class PgbenchRunsCollector:
@@ -102,9 +173,15 @@ class PgbenchRunsCollector:
 
     def __init__(self, runs_dir: str, sink: Callable[[list[Sample]], None],
                  clock: Callable[[], float] = time.time, rescan_s: float = 0.5,
-                 on_finished: Callable[[rundir.RunDir], None] | None = None):
+                 on_finished: Callable[[rundir.RunDir], None] | None = None,
+                 mark: Callable[[Callable[[], None]], None] | None = None,
+                 backlog: Callable[[], int] | None = None):
+        """``mark(callback)``: call back once everything given to ``sink`` so far is delivered
+        (without it the sink is taken to deliver at once); ``backlog()``: samples not yet delivered."""
         self.runs_dir = runs_dir
         self.sink = sink
+        self.mark = mark
+        self.backlog = backlog
         self.on_finished = on_finished
         self.clock = clock
         self.rescan_s = rescan_s
@@ -120,10 +197,16 @@ class PgbenchRunsCollector:
             self._discover()
         produced = 0
         for run_id, follower in list(self.following.items()):
+            if self.backlog is not None and self.backlog() > MAX_BACKLOG:
+                break  # the rest waits in the run directories
             samples = follower.poll(now)
             if samples:
                 produced += len(samples)
                 self.sink(samples)
+            if self.mark is not None:
+                self.mark(follower.on_delivered())
+            else:
+                follower.on_delivered()()
             if follower.done:
                 del self.following[run_id]
                 self.ended = (self.ended + [follower])[-KEEP_ENDED:]
@@ -170,4 +253,5 @@ def _build(options: ExporterOptions) -> PgbenchRunsCollector:
     if options.archive_url:
         archiver = RunArchiver(options.archive_url)
         options.registry.register(archiver)
-    return PgbenchRunsCollector(options.runs_dir, options.sink, clock=options.clock, on_finished=archiver)
+    return PgbenchRunsCollector(options.runs_dir, options.sink, clock=options.clock, on_finished=archiver,
+                                mark=options.mark, backlog=options.backlog)
