@@ -8,12 +8,14 @@ latest value of every series for scrapers that do not take remote write.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
 from collections.abc import Callable, Iterable
 
 from benchwatch.exporter import ExporterOptions, register_collector
+from benchwatch.exporter import self_metrics as sm
 from benchwatch.exporter.delivery import DeliveryLog
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.exporter.run_archiver import RunArchiver
@@ -23,6 +25,8 @@ from benchwatch.model.samples import Sample
 from benchwatch.model.txlog import TxlogAggregator
 from benchwatch.record import rundir
 from benchwatch.util import processes
+
+log = logging.getLogger("benchwatch.exporter")
 
 INGESTED_MARKER = ".ingested"
 _TXLOG_SUFFIX = re.compile(r"\.\d+(\.\d+)?")
@@ -188,7 +192,14 @@ class PgbenchRunsCollector:
         self.following: dict[str, RunFollower] = {}
         self.ended: list[RunFollower] = []
         self.seen: set[str] = set()
+        # run id -> why it is not followed (damaged meta.json, a follower that raised): one bad
+        # run is set aside, counted and logged once; the others go on.
+        self.unreadable: dict[str, str] = {}
         self._last_scan = 0.0
+
+    def _set_aside(self, run_id: str, error: Exception) -> None:
+        self.unreadable[run_id] = f"{type(error).__name__}: {error}"
+        log.error("run %s is not followed: %s", run_id, self.unreadable[run_id])
 
     def poll(self) -> int:
         now = self.clock()
@@ -199,7 +210,12 @@ class PgbenchRunsCollector:
         for run_id, follower in list(self.following.items()):
             if self.backlog is not None and self.backlog() > MAX_BACKLOG:
                 break  # the rest waits in the run directories
-            samples = follower.poll(now)
+            try:
+                samples = follower.poll(now)
+            except Exception as e:  # a damaged run directory; raw files stay for import
+                del self.following[run_id]
+                self._set_aside(run_id, e)
+                continue
             if samples:
                 produced += len(samples)
                 self.sink(samples)
@@ -223,13 +239,21 @@ class PgbenchRunsCollector:
             if name in self.seen:
                 continue
             run = rundir.RunDir(os.path.join(self.runs_dir, name))
-            meta = run.read_meta()
+            try:
+                meta = run.read_meta()
+            except (rundir.CorruptMeta, OSError) as e:
+                self.seen.add(name)
+                self._set_aside(name, e)
+                continue
             if not meta:
                 continue  # meta.json not written yet: look again next scan
             self.seen.add(name)
             if meta.get("mode") == "import" or os.path.exists(run.file(INGESTED_MARKER)):
                 continue
-            self.following[name] = RunFollower(run)
+            try:
+                self.following[name] = RunFollower(run)
+            except Exception as e:  # meta.json of the wrong shape (argv not a list, ...)
+                self._set_aside(name, e)
 
     def collect(self) -> Iterable:
         by_name: dict[str, list] = {}
@@ -244,6 +268,9 @@ class PgbenchRunsCollector:
             for s in members:
                 family.add_metric([s.labels.get(k, "") for k in labels], s.value)
             families.append(family)
+        unreadable = sm.family(sm.RUNS_UNREADABLE)
+        unreadable.add_metric([], len(self.unreadable))
+        families.append(unreadable)
         return families
 
 
