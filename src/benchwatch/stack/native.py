@@ -265,10 +265,11 @@ class Stack:
         if self.cfg.pg_dsn:
             self._write_secret("pg_dsn", self.cfg.pg_dsn)
         self.cfg.save()
-        # The supervisor would race us restarting what we start: it pauses while up works,
-        # and up starts it again last.
-        if self.pid("supervisor") is not None:
-            self._stop("supervisor")
+        # The supervisor would race us restarting what we start: it pauses while up works.
+        with supervisor.paused(self.path("supervisor")):
+            return self._up()
+
+    def _up(self) -> dict:
         started: list[str] = []
         try:
             for component in self.components():

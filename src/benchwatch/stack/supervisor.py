@@ -43,6 +43,8 @@ log = logging.getLogger("benchwatch.supervisor")
 
 SPECS = "components.json"
 STATE = "state.json"
+# Holds the pid of a process (``up``) that is starting components itself: no restarts while it lives.
+PAUSE = "paused.pid"
 TICK_S = 0.25
 # A component that ran this long before dying is restarted at once; one that dies sooner backs off.
 STABLE_S = 10.0
@@ -94,6 +96,25 @@ def register(directory: str, spec: ComponentSpec) -> None:
     specs = _read_json(path)
     specs[spec.name] = {k: v for k, v in spec.__dict__.items() if k != "name"}
     _write_private(path, specs)
+
+
+class paused:
+    """``with supervisor.paused(dir):`` no restarts meanwhile (or until this process dies): up starts what is down."""
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, PAUSE)
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        with open(self.path, "w", encoding="ascii") as f:
+            f.write(f"{os.getpid()}\n")
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
 
 
 def read_state(directory: str) -> dict[str, dict]:
@@ -172,6 +193,8 @@ class Supervisor:
 
     def tick(self) -> None:
         self._load_specs()
+        if processes.process_alive(processes.read_pid(os.path.join(self.directory, PAUSE))):
+            return  # up is at work
         now = self.clock()
         changed = False
         for name, spec in list(self.specs.items()):
