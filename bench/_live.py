@@ -28,7 +28,8 @@ BENCHWATCH = os.path.join(ROOT, "benchwatch")
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 NPROC = os.cpu_count() or 1
 # Everything but the system under test: PostgreSQL stays up for bare runs.
-WATCHERS = ("prometheus", "alertmanager", "node_exporter", "postgres_exporter", "benchwatch_exporter")
+# The supervisor last: stop_watchers stops it first, or it would start the others again.
+WATCHERS = ("prometheus", "alertmanager", "node_exporter", "postgres_exporter", "benchwatch_exporter", "supervisor")
 
 
 def _terminate(signum, frame):
@@ -112,6 +113,7 @@ class BenchStack(throwaway.ThrowawayStack):
         pid = self.stack.pid("benchwatch_exporter")
         argv = processes.process_cmdline(pid)
         args = argv[argv.index("exporter"):]  # [python, -m, benchwatch, exporter, --flags...]
+        self.stack._stop("supervisor")  # it would start the stopped exporter again; up restarts it
         self.stack._stop("benchwatch_exporter")
         self.wait_ports_free()
         code = ("import sys; import benchwatch.exporter.server as s; s.POLL_INTERVAL_S = float(sys.argv[1]); "

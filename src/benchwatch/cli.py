@@ -60,10 +60,12 @@ def _print_status(status: dict) -> None:
     if mysql:
         print(f"mariadb     {mysql['defaults_file']}" + (f"  pid {mysql.get('pid')}  log {mysql['log_file']}" if mysql["embedded"] else "  (external)"))
     else:
-        print(f"postgres    {pg['dsn']}" + (f"  pid {pg.get('pid')}  log {pg['log_file']}" if pg.get("embedded") else "  (external)"))
+        print(f"postgres    {pg['dsn']}" + (f"  pid {pg.get('pid')}  log {pg['log_file']}" if pg.get("embedded") else "  (external)")
+              + (f"  restarted {pg['restarts']}x" if pg.get("restarts") else ""))
     for name, c in status["components"].items():
         state = "healthy" if c["healthy"] else ("running, not healthy" if c["pid"] else "not running")
-        print(f"{name:<20} {c['url']:<26} pid {c['pid'] or '-':<8} {state}")
+        restarts = f"  restarted {c['restarts']}x" if c.get("restarts") else ""
+        print(f"{name:<20} {c['url']:<26} pid {c['pid'] or '-':<8} {state}{restarts}")
     if not status["grafana"]["installed"]:
         print(f"grafana     {status['grafana']['hint']}")
     print(f"runs        {status['runs_dir']}")
@@ -485,6 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     # Listed here; main() hands its arguments to the daemon, which parses its own (collector flags included).
     sub.add_parser("exporter", add_help=False, help="the exporter daemon (started by up; benchwatch exporter --help)")
+    sub.add_parser("supervise", add_help=False, help="the supervisor that restarts dead components (started by up)")
 
     p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary; "
                        "--engine mariadb --instances 4: four MariaDB instances, four sysbench runs side by side")
@@ -526,6 +529,10 @@ def main(argv: list[str] | None = None) -> int:
         from benchwatch.exporter import server
 
         return server.main(argv[1:])
+    if argv[:1] == ["supervise"]:
+        from benchwatch.stack import supervisor
+
+        return supervisor.main(argv[1:])
     parser = build_parser()
     argv = _passthrough(argv, "psql")
     args = parser.parse_args(argv)

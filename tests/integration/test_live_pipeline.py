@@ -159,7 +159,9 @@ def _wait_progress_lines(live, run_dir_holder: dict, proc: subprocess.Popen, cou
     assert processes.wait_until(lambda: newest_run() is not None, timeout, 0.05)
     run_id = newest_run()
     stderr_path = os.path.join(runs_dir, run_id, "stderr.log")
-    assert processes.wait_until(lambda: len(printed_progress(stderr_path)) >= count, timeout, 0.05)
+    # meta.json comes first, stderr.log a moment later (after the alert printer is set up).
+    assert processes.wait_until(lambda: os.path.exists(stderr_path) and len(printed_progress(stderr_path)) >= count,
+                                timeout, 0.05)
     run_dir_holder["path"] = os.path.join(runs_dir, run_id)
     return run_id
 

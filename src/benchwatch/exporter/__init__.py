@@ -43,6 +43,10 @@ class ExporterOptions:
     archive_url: str | None = None
     # target/host (the shared labelling contract) for series about the database, e.g. checkpoints.
     database_labels: dict[str, str] = field(default_factory=dict)
+    # The sink's delivery marks and backlog (benchwatch.sink.remote_write.BufferedRemoteWriter.mark):
+    # how a collector learns what Prometheus has acknowledged, and when to stop reading ahead.
+    mark: Callable[[Callable[[], None]], None] | None = None
+    backlog: Callable[[], int] | None = None
 
 
 @dataclass(frozen=True)

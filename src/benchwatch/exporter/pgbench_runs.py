@@ -8,12 +8,15 @@ latest value of every series for scrapers that do not take remote write.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import time
 from collections.abc import Callable, Iterable
 
 from benchwatch.exporter import ExporterOptions, register_collector
+from benchwatch.exporter import self_metrics as sm
+from benchwatch.exporter.delivery import DeliveryLog
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.exporter.run_archiver import RunArchiver
 from benchwatch.model import catalogue, replay
@@ -22,10 +25,31 @@ from benchwatch.model.txlog import TxlogAggregator
 from benchwatch.record import rundir
 from benchwatch.util import processes
 
+log = logging.getLogger("benchwatch.exporter")
+
 INGESTED_MARKER = ".ingested"
 _TXLOG_SUFFIX = re.compile(r"\.\d+(\.\d+)?")
 # Ended runs kept on /metrics; older ones live on in Prometheus and the run directory.
 KEEP_ENDED = 10
+# Bytes read per file per poll: a long backlog (a restart, a 1M-line attach) is
+# caught up in slices rather than turned into millions of samples at once.
+READ_SLICE = 1 << 20
+# Samples waiting for Prometheus beyond which no more lines are read: the run
+# directory holds the rest, so the queue stays bounded and nothing is dropped.
+MAX_BACKLOG = 100_000
+
+
+def _consumed(follower: LineFollower) -> int:
+    """Bytes of the file turned into samples: up to the last complete line read."""
+    return follower.offset - len(follower.partial)
+
+
+def _read_prefix(path: str, size: int) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read(size)
+    except OSError:
+        return b""
 
 
 class RunFollower:
@@ -38,6 +62,50 @@ class RunFollower:
         self.txlog = TxlogAggregator(run.run_id) if self.txlog_prefix else None
         self.txlog_files: dict[str, LineFollower] = {}
         self.done = False
+        self.delivery = DeliveryLog(run.path)
+        acked = self.delivery.load()
+        if acked:
+            self._resume(acked, meta)
+
+    def _resume(self, acked: dict[str, int], meta: dict) -> None:
+        """Rebuild the model from the bytes Prometheus already has, sending none of them again."""
+        if meta.get("clock_start_epoch") is not None:
+            self.model.start_epoch = float(meta["clock_start_epoch"])
+        arrival = meta.get("ended_at")
+        for name, follower in self.followers.items():
+            size = acked.get(name, 0)
+            if size:
+                replay.feed_lines(self.model, replay.split_lines(_read_prefix(follower.path, size)), arrival)
+                follower.offset = size
+        if self.txlog is not None:
+            for path, size in acked.items():
+                if os.path.isabs(path) and size:
+                    follower = self.txlog_files[path] = LineFollower(path)
+                    self.txlog.expect(path)
+                    data = _read_prefix(path, size)
+                    self.txlog.feed(path, data[:data.rfind(b"\n") + 1])
+                    follower.offset = size
+            self.txlog.samples(final=False)  # windows already sent
+
+    def offsets(self) -> dict[str, int]:
+        """What this follower has turned into samples so far, per file (txlog files by absolute path)."""
+        out = {name: _consumed(f) for name, f in self.followers.items() if f.offset}
+        out.update({os.path.abspath(path): _consumed(f) for path, f in self.txlog_files.items() if f.offset})
+        return out
+
+    def on_delivered(self):
+        """A callback recording this moment's offsets (and, once the run is done, .ingested) when called."""
+        offsets, final = self.offsets(), self.done
+
+        def record() -> None:
+            self.delivery.save(offsets)
+            if final:
+                try:
+                    with open(self.run.file(INGESTED_MARKER), "w", encoding="ascii") as f:
+                        f.write(f"{time.time()}\n")
+                except OSError:
+                    pass
+        return record
 
     def _poll_txlog(self, final: bool) -> list[Sample]:
         """pgbench's per-thread transaction logs (<prefix>.<pid>, <prefix>.<pid>.<n>): every file, then one samples() call."""
@@ -54,7 +122,7 @@ class RunFollower:
                 self.txlog_files[path] = LineFollower(path)
                 self.txlog.expect(path)
         for path, follower in self.txlog_files.items():
-            data = follower.read_chunk()
+            data = follower.read_chunk(READ_SLICE)
             if data:
                 self.txlog.feed(path, data)
             if final:
@@ -64,7 +132,7 @@ class RunFollower:
         return self.txlog.samples(final=final)
 
     def poll(self, now: float) -> list[Sample]:
-        batches = [(name, f.read_lines()) for name, f in self.followers.items()]
+        batches = [(name, f.read_lines(READ_SLICE)) for name, f in self.followers.items()]
         # Read meta after the lines: the writer stamps pgbench's clock start into
         # meta.json before it writes the first progress line.
         meta = self.run.read_meta()
@@ -74,6 +142,10 @@ class RunFollower:
         for _name, lines in batches:
             out.extend(replay.feed_lines(self.model, lines, now))
         ended = meta.get("state") != rundir.RUNNING or not processes.process_alive(meta.get("pid"))
+        if ended and any(self._unread(f) for f in [*self.followers.values(), *self.txlog_files.values()]):
+            # Still catching up (slices of READ_SLICE): the end comes once everything is read.
+            out.extend(self._poll_txlog(final=False))
+            return out
         if ended:
             # Whatever the writer left unterminated, then the end of the run.
             for follower in self.followers.values():
@@ -84,16 +156,19 @@ class RunFollower:
                 out.extend(replay.feed_lines(self.model, lines, now))
             out.extend(replay.close(self.model, meta.get("ended_at", now), meta.get("exit_code")))
             out.extend(self._poll_txlog(final=True))
+            # .ingested is written once Prometheus has acknowledged these last samples (on_delivered).
             self.done = True
-            try:
-                with open(self.run.file(INGESTED_MARKER), "w", encoding="ascii") as f:
-                    f.write(f"{now}\n")
-            except OSError:
-                pass
         else:
             out.extend(self.model.tick(now))
             out.extend(self._poll_txlog(final=False))
         return out
+
+    @staticmethod
+    def _unread(follower: LineFollower) -> bool:
+        try:
+            return os.stat(follower.path).st_size > follower.offset
+        except OSError:
+            return False
 
 
 class PgbenchRunsCollector:
@@ -101,9 +176,15 @@ class PgbenchRunsCollector:
 
     def __init__(self, runs_dir: str, sink: Callable[[list[Sample]], None],
                  clock: Callable[[], float] = time.time, rescan_s: float = 0.5,
-                 on_finished: Callable[[rundir.RunDir], None] | None = None):
+                 on_finished: Callable[[rundir.RunDir], None] | None = None,
+                 mark: Callable[[Callable[[], None]], None] | None = None,
+                 backlog: Callable[[], int] | None = None):
+        """``mark(callback)``: call back once everything given to ``sink`` so far is delivered
+        (without it the sink is taken to deliver at once); ``backlog()``: samples not yet delivered."""
         self.runs_dir = runs_dir
         self.sink = sink
+        self.mark = mark
+        self.backlog = backlog
         self.on_finished = on_finished
         self.clock = clock
         self.rescan_s = rescan_s
@@ -111,7 +192,14 @@ class PgbenchRunsCollector:
         self.ended: list[RunFollower] = []
         self.seen: set[str] = set()
         self.pending: set[str] = set()  # run directories without meta.json yet
+        # run id -> why it is not followed (damaged meta.json, a follower that raised): one bad
+        # run is set aside, counted and logged once; the others go on.
+        self.unreadable: dict[str, str] = {}
         self._last_scan = 0.0
+
+    def _set_aside(self, run_id: str, error: Exception) -> None:
+        self.unreadable[run_id] = f"{type(error).__name__}: {error}"
+        log.error("run %s is not followed: %s", run_id, self.unreadable[run_id])
 
     def poll(self) -> int:
         now = self.clock()
@@ -120,10 +208,21 @@ class PgbenchRunsCollector:
             self._discover()
         produced = 0
         for run_id, follower in list(self.following.items()):
-            samples = follower.poll(now)
+            if self.backlog is not None and self.backlog() > MAX_BACKLOG:
+                break  # the rest waits in the run directories
+            try:
+                samples = follower.poll(now)
+            except Exception as e:  # a damaged run directory; raw files stay for import
+                del self.following[run_id]
+                self._set_aside(run_id, e)
+                continue
             if samples:
                 produced += len(samples)
                 self.sink(samples)
+            if self.mark is not None:
+                self.mark(follower.on_delivered())
+            else:
+                follower.on_delivered()()
             if follower.done:
                 del self.following[run_id]
                 self.ended = (self.ended + [follower])[-KEEP_ENDED:]
@@ -153,14 +252,22 @@ class PgbenchRunsCollector:
             if name in self.seen:
                 continue
             run = rundir.RunDir(os.path.join(self.runs_dir, name))
-            meta = run.read_meta()
+            try:
+                meta = run.read_meta()
+            except (rundir.CorruptMeta, OSError) as e:
+                self.seen.add(name)
+                self._set_aside(name, e)
+                continue
             if not meta:
                 self.pending.add(name)
                 continue  # meta.json not written yet: look again next scan
             self.seen.add(name)
             if meta.get("mode") == "import" or os.path.exists(run.file(INGESTED_MARKER)):
                 continue
-            self.following[name] = RunFollower(run)
+            try:
+                self.following[name] = RunFollower(run)
+            except Exception as e:  # meta.json of the wrong shape (argv not a list, ...)
+                self._set_aside(name, e)
 
     def collect(self) -> Iterable:
         by_name: dict[str, list] = {}
@@ -175,6 +282,9 @@ class PgbenchRunsCollector:
             for s in members:
                 family.add_metric([s.labels.get(k, "") for k in labels], s.value)
             families.append(family)
+        unreadable = sm.family(sm.RUNS_UNREADABLE)
+        unreadable.add_metric([], len(self.unreadable))
+        families.append(unreadable)
         return families
 
 
@@ -184,4 +294,5 @@ def _build(options: ExporterOptions) -> PgbenchRunsCollector:
     if options.archive_url:
         archiver = RunArchiver(options.archive_url)
         options.registry.register(archiver)
-    return PgbenchRunsCollector(options.runs_dir, options.sink, clock=options.clock, on_finished=archiver)
+    return PgbenchRunsCollector(options.runs_dir, options.sink, clock=options.clock, on_finished=archiver,
+                                mark=options.mark, backlog=options.backlog)

@@ -19,6 +19,7 @@ RW_PENDING = "benchwatch_exporter_remote_write_pending_samples"
 RUNS_SAVED = "benchwatch_exporter_run_series_saved_total"
 RUNS_SAVE_FAILURES = "benchwatch_exporter_run_series_save_failures_total"
 ALERT_NOTIFICATIONS = "benchwatch_exporter_alert_notifications_total"
+RUNS_UNREADABLE = "benchwatch_exporter_unreadable_runs"
 
 # name -> (type, help).
 SELF_METRICS = {
@@ -34,6 +35,8 @@ SELF_METRICS = {
     RUNS_SAVED: ("counter", "Finished runs whose series were saved to their run directory."),
     RUNS_SAVE_FAILURES: ("counter", "Finished runs whose series could not be saved."),
     ALERT_NOTIFICATIONS: ("counter", "Alerts received from Alertmanager's webhook, by status."),
+    RUNS_UNREADABLE: ("gauge", "Run directories set aside (damaged meta.json, a run that could not be read): logged, "
+                               "not followed; their raw output stays for import."),
 }
 
 

@@ -159,7 +159,8 @@ class Exporter:
             archive_url = remote_write_url[:-len(WRITE_PATH)]
         options = ExporterOptions(runs_dir=runs_dir, sink=self.writer.enqueue, registry=self.registry,
                                   server_log=server_log, clock=clock, archive_url=archive_url,
-                                  database_labels=dict(database_labels or {}))
+                                  database_labels=dict(database_labels or {}),
+                                  mark=self.writer.mark, backlog=lambda: self.writer.stats().pending)
         self.collectors: dict[str, Collector] = {}
         for name, spec in registered.items():
             collector = spec.factory(options) if enabled[name] else None

@@ -19,6 +19,7 @@ Rules that make the stored curve trustworthy:
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterable
@@ -274,7 +275,9 @@ class RunModel:
             value = getattr(event, attr)
             if value is not None:
                 out.append(self._set(name, value, ts))
-        self._counters["pgbench_transactions_total"] += round(event.tps * covered)
+        done = event.tps * covered
+        if math.isfinite(done):  # pgbench prints "NaN tps" / "inf tps" for an empty or zero-length interval
+            self._counters["pgbench_transactions_total"] += round(done)
         self._counters["pgbench_progress_lines_total"] += 1
         changed = ["pgbench_transactions_total", "pgbench_progress_lines_total"]
         for name, attr in _PROGRESS_COUNTERS:

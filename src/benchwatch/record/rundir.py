@@ -87,6 +87,10 @@ def new_run_id(now: float | None = None, after: str | None = None) -> str:
     return f"{_stamp(ms)}-{secrets.token_hex(2)}"
 
 
+class CorruptMeta(ValueError):
+    """meta.json exists but holds no JSON object (written atomically, so this is damage, not a race)."""
+
+
 @dataclass
 class RunDir:
     path: str
@@ -99,11 +103,17 @@ class RunDir:
         return os.path.join(self.path, name)
 
     def read_meta(self) -> dict[str, Any]:
+        """meta.json's object; {} when there is none yet. Raises :class:`CorruptMeta` when it is no JSON object."""
         try:
-            with open(self.file(META), encoding="utf-8") as f:
-                return json.load(f)
+            with open(self.file(META), "rb") as f:
+                meta = json.loads(f.read())
         except FileNotFoundError:
             return {}
+        except ValueError as e:  # not JSON, not UTF-8
+            raise CorruptMeta(f"{self.file(META)}: {e}") from None
+        if not isinstance(meta, dict):
+            raise CorruptMeta(f"{self.file(META)}: a JSON {type(meta).__name__}, not an object")
+        return meta
 
     def write_meta(self, meta: dict[str, Any]) -> None:
         # Atomic replace: the exporter may read meta.json at any moment.
@@ -141,7 +151,10 @@ def _start_key(run: RunDir) -> str:
     name = run.run_id
     if _stamp_ms(name) is not None:
         return sort_key(name)
-    started = run.read_meta().get("started_at")
+    try:
+        started = run.read_meta().get("started_at")
+    except CorruptMeta:
+        return name
     if not isinstance(started, (int, float)):
         return name
     return f"{_stamp(int(round(started * 1000)))}-{name}"

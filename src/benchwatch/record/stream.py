@@ -16,6 +16,64 @@ from typing import BinaryIO
 from benchwatch.record import rundir
 
 
+class SaveFailures:
+    """Says once, and clearly, what could not be saved (a full disk), and keeps the run going.
+
+    pgbench's output must still reach the terminal byte for byte and its exit code stay as it
+    is: a failed write of the saved copy or of meta.json is reported here, never raised."""
+
+    def __init__(self, notice: Callable[[str], None]):
+        self.notice = notice
+        self.failed: list[str] = []
+        self.lock = threading.Lock()
+
+    def failure(self, what: str, error: OSError, saved_bytes: int | None = None) -> None:
+        with self.lock:
+            first = not self.failed
+            self.failed.append(what)
+        if first:
+            kept = f" (the first {saved_bytes} bytes are saved and intact)" if saved_bytes is not None else ""
+            self.notice(f"cannot save {what}: {error.strerror or error}{kept}; the run goes on and its output "
+                        "still reaches the terminal, but the rest is not saved, nor sent to Prometheus")
+
+
+class SavedCopy:
+    """The run directory's copy of a stream: stops writing at the first failure, said once via SaveFailures."""
+
+    def __init__(self, f: BinaryIO, path: str, failures: SaveFailures | None):
+        self.f, self.path, self.failures = f, path, failures
+        self.written = 0
+        self.broken = False
+
+    def write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        view = memoryview(data)
+        try:
+            while view:
+                n = self.f.write(view)  # unbuffered files may take part of it (the disk filling up)
+                n = len(view) if n is None else n
+                self.written += n
+                view = view[n:]
+            self.f.flush()  # each chunk to the file now: the exporter follows it, and a full disk shows here
+        except OSError as e:
+            self._fail(e)
+
+    def flush(self) -> None:
+        if self.broken:
+            return
+        try:
+            self.f.flush()
+        except OSError as e:
+            self._fail(e)
+
+    def _fail(self, error: OSError) -> None:
+        self.broken = True
+        if self.failures is None:
+            raise error
+        self.failures.failure(self.path, error, self.written)
+
+
 class ClockStamper:
     """Writes clock_start_epoch into meta.json when the first progress line arrives.
 
@@ -23,8 +81,9 @@ class ClockStamper:
     benchwatch.parse.loadgen), None for lines that are not progress lines."""
 
     def __init__(self, run: rundir.RunDir, elapsed: Callable[[bytes], float | None],
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time, failures: SaveFailures | None = None):
         self.run = run
+        self.failures = failures
         self.elapsed = elapsed
         self.clock = clock
         self.stamped = False
@@ -41,7 +100,12 @@ class ClockStamper:
                 return
             # With --progress-timestamp the line carries epoch seconds: it is its own clock.
             if elapsed <= 1e8:
-                self.run.update_meta(clock_start_epoch=round(self.clock() - elapsed, 6))
+                try:
+                    self.run.update_meta(clock_start_epoch=round(self.clock() - elapsed, 6))
+                except OSError as e:
+                    if self.failures is None:
+                        raise
+                    self.failures.failure(self.run.file(rundir.META), e)
             self.stamped = True
 
 

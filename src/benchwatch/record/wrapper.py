@@ -24,7 +24,7 @@ from benchwatch.engines.postgres.settings import describe_server
 from benchwatch.parse import loadgen
 from benchwatch.record import rundir
 from benchwatch.record.host import host_facts
-from benchwatch.record.stream import ClockStamper, LineSafeStream, pump
+from benchwatch.record.stream import ClockStamper, LineSafeStream, SavedCopy, SaveFailures, pump
 
 
 def _tool_version(argv: list[str], env: dict[str, str]) -> str | None:
@@ -84,16 +84,27 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
         meta["info"] = dict(info)
         if info.get("experiment"):
             meta["experiment"] = info["experiment"]
-    run.write_meta(meta)
-    stamper = ClockStamper(run, generator.progress_elapsed)
-    with open(run.file("stdout.log"), "wb") as out_file, open(run.file("stderr.log"), "wb") as err_file:
+    failures = SaveFailures(notice)
+    try:
+        run.write_meta(meta)
+    except OSError as e:
+        failures.failure(run.file(rundir.META), e)
+    stamper = ClockStamper(run, generator.progress_elapsed, failures=failures)
+    # Unbuffered: nothing is left in a buffer for close() to fail on when the disk is full.
+    with open(run.file("stdout.log"), "wb", buffering=0) as out_raw, \
+            open(run.file("stderr.log"), "wb", buffering=0) as err_raw:
+        out_file = SavedCopy(out_raw, out_raw.name, failures)
+        err_file = SavedCopy(err_raw, err_raw.name, failures)
         if on_start:
             on_start(run)  # after the files exist: it announces where the output is saved
         try:
             proc = subprocess.Popen([resolved] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         except OSError as e:
             notice(f"cannot start {program}: {e.strerror}")
-            run.update_meta(state=rundir.FINISHED, exit_code=127, ended_at=time.time(), error=str(e))
+            try:
+                run.update_meta(state=rundir.FINISHED, exit_code=127, ended_at=time.time(), error=str(e))
+            except OSError as meta_error:
+                failures.failure(run.file(rundir.META), meta_error)
             return 127, run
         # Ctrl-C reaches pgbench from the terminal; we stay to record the end.
         old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -114,7 +125,10 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
     exit_code = code if code >= 0 else 128 - code  # killed by signal N: the shell's 128+N
-    run.update_meta(state=rundir.FINISHED, exit_code=exit_code, ended_at=time.time())
+    try:
+        run.update_meta(state=rundir.FINISHED, exit_code=exit_code, ended_at=time.time())
+    except OSError as e:  # the exporter then ends the run when this process is gone
+        failures.failure(run.file(rundir.META), e)
     return exit_code, run
 
 

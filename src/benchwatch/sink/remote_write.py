@@ -27,7 +27,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http.client import HTTPException
 
@@ -382,6 +382,11 @@ class BufferedRemoteWriter:
         self.rejected_samples = 0
         self._in_flight = 0  # taken off the queue by flush, not yet delivered nor given up
         self.last_error: RemoteWriteError | None = None
+        # Delivery marks: samples are numbered as enqueued; a mark fires once every sample
+        # numbered before it has left the queue (sent, or given up on and counted).
+        self._enqueued_total = 0
+        self._resolved_total = 0
+        self._marks: deque[tuple[int, Callable[[], None]]] = deque()
 
     @property
     def pending(self) -> int:
@@ -399,8 +404,30 @@ class BufferedRemoteWriter:
 
     def enqueue(self, samples: Iterable[Sample]) -> None:
         with self._lock:
+            before = len(self._pending)
             self._pending.extend(samples)
+            self._enqueued_total += len(self._pending) - before
             self._trim()
+
+    def mark(self, on_delivered: Callable[[], None]) -> None:
+        """Call ``on_delivered`` (from a later :meth:`flush`) once every sample enqueued so far has
+        been acknowledged by the receiver, or given up on (rejected, dropped: both counted).
+
+        How a producer learns that what it read is safe: the pgbench run follower records its
+        file offsets there."""
+        with self._lock:
+            self._marks.append((self._enqueued_total, on_delivered))
+
+    def _fire_marks(self) -> None:
+        due = []
+        with self._lock:
+            while self._marks and self._marks[0][0] <= self._resolved_total:
+                due.append(self._marks.popleft()[1])
+        for callback in due:
+            try:
+                callback()
+            except Exception:  # a producer's bookkeeping must not stop delivery
+                self.logger.exception("delivery callback failed")
 
     def _trim(self) -> None:
         excess = len(self._pending) - self.max_pending
@@ -409,6 +436,7 @@ class BufferedRemoteWriter:
             for _ in range(excess):
                 popleft()
             self.dropped_samples += excess
+            self._resolved_total += excess
             self.logger.warning(
                 "remote write to %s: queue full, dropped %d oldest samples", self.writer.safe_url, excess
             )
@@ -448,6 +476,7 @@ class BufferedRemoteWriter:
                             self._trim()
                         else:
                             self.rejected_samples += len(batch)
+                            self._resolved_total += len(batch)
                     if exc.retryable:
                         self.logger.warning("%s; keeping %d samples for the next flush", exc, self.pending)
                         break
@@ -461,6 +490,7 @@ class BufferedRemoteWriter:
                     with self._lock:
                         self._in_flight = 0
                         self.rejected_samples += len(batch) - len(valid)
+                        self._resolved_total += len(batch) - len(valid)
                         self._pending.extendleft(reversed(valid))
                     budget += len(valid)  # strictly fewer than taken: progress
                     self.logger.error(
@@ -471,6 +501,7 @@ class BufferedRemoteWriter:
                     with self._lock:
                         self._in_flight = 0
                         self.rejected_samples += len(batch)
+                        self._resolved_total += len(batch)
                     self.logger.error(
                         "remote write to %s: dropped %d samples: %s: %s",
                         self.writer.safe_url, len(batch), type(exc).__name__, exc,
@@ -479,7 +510,11 @@ class BufferedRemoteWriter:
                     with self._lock:
                         self._in_flight = 0
                         self.sent_samples += len(batch)
+                        self._resolved_total += len(batch)
                     delivered += len(batch)
+                    # Right after each acknowledged batch: a crash loses the least bookkeeping.
+                    self._fire_marks()
+            self._fire_marks()  # marks set with nothing (more) pending
         finally:
             self._flush_lock.release()
         return delivered

@@ -25,6 +25,7 @@ DEFAULT_PORTS = {
     "grafana": 13000,
     "mariadb": 13306,           # only with --engine mariadb
     "mysqld_exporter": 19104,   # only with --engine mariadb
+    "supervisor": 19189,
 }
 ENGINES = ("postgres", "mariadb")
 

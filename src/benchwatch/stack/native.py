@@ -6,6 +6,8 @@ State layout under ``state_dir``:
   pg/data, pg/socket    the embedded PostgreSQL cluster (owned by postgres when we are root)
   logs/<component>.log  every component's output; logs/postgresql.log is the server log
   pids/<component>.pid  what `down` stops, by PID
+  supervisor/           what the supervisor restarts (components.json, 0600) and its restart counts
+                        (state.json); see benchwatch.stack.supervisor
   prometheus/etc/       prometheus.yml and rules linked from the repository, targets/*.json generated
   prometheus/data, alertmanager/data
   alertmanager/alertmanager.yml  the repository's config with this stack's webhook URL (0600)
@@ -32,13 +34,19 @@ from benchwatch.engines.mysql import exporter as mysql_exporter
 from benchwatch.engines.mysql import server as mysql_server
 from benchwatch.engines.postgres import dsn
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
+from benchwatch.stack import supervisor
 from benchwatch.stack.config import LISTEN_HOST, Config
 from benchwatch.util import net, processes
 
+# The supervisor comes last: it starts watching once everything is up, and `down` stops it first.
 COMPONENTS = ("postgres", "mariadb", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "mysqld_exporter",
-              "benchwatch_exporter", "grafana")
+              "benchwatch_exporter", "grafana", "supervisor")
 # Components of one engine only (Config.engine); the rest serve both.
 ENGINE_COMPONENTS = {"postgres": ("postgres", "postgres_exporter"), "mariadb": ("mariadb", "mysqld_exporter")}
+
+# Prometheus re-sends firing alerts this often (default 1m): an Alertmanager that was
+# restarted during a drop hears of it within seconds, not a minute.
+ALERT_RESEND_DELAY = "5s"
 
 # Embedded server settings: checkpoints often enough that a one-minute demo shows them.
 PG_SETTINGS = {
@@ -121,7 +129,7 @@ def binary(component: str) -> str | None:
     if component == "postgres":
         bindir = pg_bindir()
         return os.path.join(bindir, "postgres") if bindir else None
-    if component == "benchwatch_exporter":
+    if component in ("benchwatch_exporter", "supervisor"):
         return sys.executable
     if component == "prometheus":
         return prometheus_binary()  # BENCHWATCH_PROMETHEUS may name another build
@@ -283,6 +291,7 @@ class Stack:
             "postgres_exporter": base + "/metrics",
             "mysqld_exporter": base + "/metrics",
             "benchwatch_exporter": base + "/healthz",
+            "supervisor": base + "/metrics",
             "grafana": base + "/api/health",
         }.get(split_component(component)[0])
 
@@ -294,18 +303,27 @@ class Stack:
         url = self.health_url(component)
         return self.pid(component) is not None and url is not None and net.http_ok(url)
 
+    def restarts(self) -> dict[str, dict]:
+        """The supervisor's record per component: {"restarts": n, "last_restart": epoch, "last_exit": "..."}."""
+        return supervisor.read_state(self.path("supervisor"))
+
     def status(self) -> dict:
         components = {}
+        restarts = self.restarts()
         for c in self.components():
             if split_component(c)[0] in ("postgres", "mariadb"):
                 continue
             components[c] = {"url": self.cfg.url(c), "port": self.cfg.ports[c], "pid": self.pid(c),
-                             "healthy": self.healthy(c), "log_file": self.log_file(c)}
+                             "healthy": self.healthy(c), "log_file": self.log_file(c),
+                             "restarts": restarts.get(c, {}).get("restarts", 0),
+                             "last_restart": restarts.get(c, {}).get("last_restart")}
         pg = {"dsn": self.public_dsn(), "embedded": self.embedded_pg,
               "log_file": self.log_file("postgres") if self.embedded_pg else None}
         if self.embedded_pg:
             pg.update({"pid": self.pid("postgres"), "port": self.cfg.ports["postgres"],
-                       "healthy": self.healthy("postgres"), "data_dir": self.path("pg", "data")})
+                       "healthy": self.healthy("postgres"), "data_dir": self.path("pg", "data"),
+                       "restarts": restarts.get("postgres", {}).get("restarts", 0),
+                       "last_restart": restarts.get("postgres", {}).get("last_restart")})
         grafana = grafana_binary()
         extra = {}
         if self.cfg.engine == "mariadb":
@@ -342,6 +360,11 @@ class Stack:
         if self.cfg.pg_dsn:
             self._write_secret("pg_dsn", self.cfg.pg_dsn)
         self.cfg.save()
+        # The supervisor would race us restarting what we start: it pauses while up works.
+        with supervisor.paused(self.path("supervisor")):
+            return self._up()
+
+    def _up(self) -> dict:
         started: list[str] = []
         try:
             for component in self.components():
@@ -402,19 +425,24 @@ class Stack:
         errors = [l for l in all_lines if "level=error" in l or "ERROR" in l or "FATAL" in l]
         return " | ".join((errors or all_lines)[-lines:]) or "no output"
 
+    def component_spec(self, component: str, argv: list[str], env: dict[str, str] | None = None,
+                       user: str | None = None) -> supervisor.ComponentSpec:
+        """How the component is started, the same way by up and by the supervisor."""
+        base, index = split_component(component)
+        # The database servers write their own pid files.
+        own = (self.path("pg", "data", "postmaster.pid") if base == "postgres"
+               else self.mysql_target(index).pid_file if base == "mariadb" else None)
+        return supervisor.ComponentSpec(
+            name=component, argv=argv, env=env, cwd=self.cfg.state_dir, user=user, log_file=self.log_file(component),
+            pid_file=None if own else self.pid_file(component), pid_source=own)
+
     def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
                user: str | None = None) -> int:
-        log = open(self.log_file(component), "ab")
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                    start_new_session=True, cwd=self.cfg.state_dir, user=user,
-                                    group=user, extra_groups=[] if user else None)
-        finally:
-            log.close()
-        if split_component(component)[0] not in ("postgres", "mariadb"):
-            with open(self.pid_file(component), "w", encoding="ascii") as f:
-                f.write(f"{proc.pid}\n")
-        return proc.pid
+        spec = self.component_spec(component, argv, env, user)
+        if component != "supervisor":
+            # Recorded before the start: a component that dies at once is still restarted.
+            supervisor.register(self.path("supervisor"), spec)
+        return supervisor.spawn(spec).pid
 
     def _base_env(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
@@ -508,6 +536,7 @@ class Stack:
             "benchwatch": ("benchwatch_exporter", {}),
             # The shared contract: a database instance is target (local: the stack's own) and host.
             "mysql": ("mysqld_exporter", {"target": "local", "host": socket.gethostname()}),
+            "supervisor": ("supervisor", {}),
         }
         mysql_entries = [{"targets": [f"{LISTEN_HOST}:{self.cfg.ports[instance_component('mysqld_exporter', t.index)]}"],
                           "labels": {"component": "mysqld_exporter", "target": t.name, "host": socket.gethostname()}}
@@ -529,7 +558,8 @@ class Stack:
         retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION", "30y")
         self._spawn("prometheus", prometheus_argv(
             installed("prometheus"), config=config, data_dir=self.path("prometheus", "data"), retention=retention,
-            listen=f"{LISTEN_HOST}:{self.cfg.ports['prometheus']}", extra=["--web.enable-lifecycle"]),
+            listen=f"{LISTEN_HOST}:{self.cfg.ports['prometheus']}",
+            extra=["--web.enable-lifecycle", f"--rules.alert.resend-delay={ALERT_RESEND_DELAY}"]),
             env=self._base_env())
 
     def _start_alertmanager(self) -> None:
@@ -628,6 +658,10 @@ class Stack:
                    BENCHWATCH_DASHBOARDS_DIR=resources.path("dashboards"))
         argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
         self._spawn("grafana", argv + [f"--homepath={home}"], env=env)
+
+    def _start_supervisor(self) -> None:
+        self._spawn("supervisor", [sys.executable, "-m", "benchwatch", "supervise", f"--dir={self.path('supervisor')}",
+                                   f"--listen={LISTEN_HOST}:{self.cfg.ports['supervisor']}"], env=self._base_env())
 
     # -- down -------------------------------------------------------------------
 

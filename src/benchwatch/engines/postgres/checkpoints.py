@@ -190,7 +190,8 @@ class CheckpointModel:
             total = fields.get("total_seconds")
             o = self._start(out, kind, "unknown", t1 - (round(total * 1000) if total else 1))
             self.unmatched["complete_without_start"] += 1
-        self._heartbeats(out, t1, inclusive=False)
+        # Bounded like tick's: a garbled time stamp (a year off) must not mean billions of heartbeats.
+        self._heartbeats(out, min(t1, o.start_ms + MAX_HEARTBEAT_MS), inclusive=False)
         labels = {"kind": o.kind, "reason": o.reason}
         end = self._emit(out, IN_PROGRESS, labels, 0, t1)
         if end != t1:
@@ -213,7 +214,7 @@ class CheckpointModel:
                   "write_seconds": fmt("write_seconds"), "sync_seconds": fmt("sync_seconds"),
                   "buffers": fmt("buffers_written")}
         at = o.start_ms
-        while at < end:
+        while at < min(end, o.start_ms + MAX_HEARTBEAT_MS):
             self._emit(out, INFO, labels, 1, at)
             at += HEARTBEAT_MS
         last = self._emit(out, INFO, labels, 1, end)

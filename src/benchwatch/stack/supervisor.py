@@ -1,0 +1,299 @@
+"""A small process supervisor: restarts components that die, with backoff, and counts the restarts.
+
+Started by ``up`` as one more component (``supervisor``); works like systemd's
+``Restart=always`` or compose's ``restart: unless-stopped`` on a machine
+without either. It knows nothing of PostgreSQL or Prometheus: its directory
+holds a list of components, each with what it takes to start one again:
+
+  <dir>/components.json  name -> {argv, env, cwd, user, log_file, pid_file, pid_source}
+                         (0600: env may hold a Grafana admin password); written by
+                         whoever starts the components (:func:`register`), re-read
+                         when it changes, so components may come and go
+  <dir>/state.json       name -> {restarts, last_restart, last_exit, ...}; kept
+                         across supervisor restarts, read by ``status``
+
+Whether a component runs is whether the process in its pid file (or
+``pid_source``, e.g. PostgreSQL's postmaster.pid) is alive. A dead one is
+started again at once; one that dies again within :data:`STABLE_S` waits
+1, 2, 4 ... :data:`MAX_BACKOFF_S` seconds first. ``/metrics`` shows
+``benchwatch_component_restarts_total{component}`` and
+``benchwatch_component_running{component}``.
+
+SIGTERM stops the supervisor alone: the components keep running, and ``down``
+stops them in order. ``down`` stops the supervisor first, so nothing comes back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from benchwatch.util import processes
+
+log = logging.getLogger("benchwatch.supervisor")
+
+SPECS = "components.json"
+STATE = "state.json"
+# Holds the pid of a process (``up``) that is starting components itself: no restarts while it lives.
+PAUSE = "paused.pid"
+TICK_S = 0.25
+# A component that ran this long before dying is restarted at once; one that dies sooner backs off.
+STABLE_S = 10.0
+MAX_BACKOFF_S = 30.0
+
+RESTARTS = "benchwatch_component_restarts_total"
+RUNNING = "benchwatch_component_running"
+
+
+@dataclass
+class ComponentSpec:
+    """How to start one component again: what ``Popen`` needs, and where its pid is."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    user: str | None = None
+    log_file: str | None = None
+    pid_file: str | None = None  # written by whoever starts it
+    pid_source: str | None = None  # read instead when the program writes its own (first word is the pid)
+
+    @property
+    def pid_path(self) -> str | None:
+        return self.pid_source or self.pid_file
+
+
+def _write_private(path: str, data: dict) -> None:
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=2, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def _read_json(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (FileNotFoundError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def register(directory: str, spec: ComponentSpec) -> None:
+    """Add or replace a component in a supervisor's list (the supervisor picks it up on its next tick)."""
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    path = os.path.join(directory, SPECS)
+    specs = _read_json(path)
+    specs[spec.name] = {k: v for k, v in spec.__dict__.items() if k != "name"}
+    _write_private(path, specs)
+
+
+class paused:
+    """``with supervisor.paused(dir):`` no restarts meanwhile (or until this process dies): up starts what is down."""
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, PAUSE)
+
+    def __enter__(self):
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        with open(self.path, "w", encoding="ascii") as f:
+            f.write(f"{os.getpid()}\n")
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+
+def read_state(directory: str) -> dict[str, dict]:
+    """What the supervisor last recorded per component (restarts and when); {} before it ever ran."""
+    return _read_json(os.path.join(directory, STATE))
+
+
+def spawn(spec: ComponentSpec) -> subprocess.Popen:
+    """Start a component as its spec says: own session, output appended to its log, pid file written."""
+    log_f = open(spec.log_file, "ab") if spec.log_file else subprocess.DEVNULL
+    try:
+        proc = subprocess.Popen(spec.argv, stdin=subprocess.DEVNULL, stdout=log_f, stderr=log_f, env=spec.env,
+                                start_new_session=True, cwd=spec.cwd, user=spec.user, group=spec.user,
+                                extra_groups=[] if spec.user else None)
+    finally:
+        if spec.log_file:
+            log_f.close()  # type: ignore[union-attr]
+    if spec.pid_file:
+        with open(spec.pid_file, "w", encoding="ascii") as f:
+            f.write(f"{proc.pid}\n")
+    return proc
+
+
+@dataclass
+class _Watch:
+    restarts: int = 0
+    streak: int = 0  # deaths in a row that came within STABLE_S of a start
+    started: float | None = None  # when we last started it (monotonic)
+    next_attempt: float = 0.0  # monotonic time before which it is not started again
+    down_since: float | None = None
+    last_restart: float | None = None  # wall clock, for status
+    last_exit: str | None = None
+    last_error: str | None = None
+    child: subprocess.Popen | None = field(default=None, repr=False)
+
+
+class Supervisor:
+    def __init__(self, directory: str, clock: Callable[[], float] = time.monotonic):
+        self.directory = directory
+        self.clock = clock
+        self.lock = threading.Lock()
+        self.specs: dict[str, ComponentSpec] = {}
+        self._specs_mtime: float | None = None
+        self.watches: dict[str, _Watch] = {}
+        for name, saved in read_state(directory).items():
+            self.watches[name] = _Watch(restarts=int(saved.get("restarts", 0)), last_restart=saved.get("last_restart"),
+                                        last_exit=saved.get("last_exit"))
+
+    def _load_specs(self) -> None:
+        path = os.path.join(self.directory, SPECS)
+        try:
+            mtime = os.stat(path).st_mtime_ns
+        except FileNotFoundError:
+            return
+        if mtime == self._specs_mtime:
+            return
+        self._specs_mtime = mtime
+        specs = {}
+        for name, raw in _read_json(path).items():
+            try:
+                specs[name] = ComponentSpec(name=name, **raw)
+            except TypeError:
+                log.error("component %s: unreadable entry in %s, not supervised", name, path)
+        with self.lock:
+            self.specs = specs
+            for name in specs:
+                self.watches.setdefault(name, _Watch())
+
+    def pid(self, spec: ComponentSpec) -> int | None:
+        watch = self.watches.get(spec.name)
+        if watch and watch.child is not None and watch.child.poll() is None:
+            return watch.child.pid  # our own child: poll() reaps it when it dies
+        path = spec.pid_path
+        pid = processes.read_pid(path) if path else None
+        return pid if processes.process_alive(pid) else None
+
+    def tick(self) -> None:
+        self._load_specs()
+        if processes.process_alive(processes.read_pid(os.path.join(self.directory, PAUSE))):
+            return  # up is at work
+        now = self.clock()
+        changed = False
+        for name, spec in list(self.specs.items()):
+            watch = self.watches[name]
+            if self.pid(spec) is not None:
+                watch.down_since = None
+                continue
+            if watch.down_since is None:
+                watch.down_since = now
+                if watch.child is not None and watch.child.returncode is not None:
+                    code = watch.child.returncode
+                    watch.last_exit = f"signal {-code}" if code < 0 else f"exit code {code}"
+                else:
+                    watch.last_exit = "died"  # not our child: its status went to whoever started it
+                quick = watch.started is not None and now - watch.started < STABLE_S
+                watch.streak = watch.streak + 1 if quick else 0
+                delay = 0.0 if watch.streak == 0 else min(2.0 ** (watch.streak - 1), MAX_BACKOFF_S)
+                watch.next_attempt = now + delay
+                log.warning("%s is not running (%s); starting it again in %.0f s", name, watch.last_exit, delay)
+            if now < watch.next_attempt:
+                continue
+            try:
+                watch.child = spawn(spec)
+                watch.last_error = None
+            except OSError as e:
+                watch.last_error = str(e)
+                log.error("could not start %s: %s", name, e)
+            watch.started = now
+            watch.down_since = None
+            watch.restarts += 1
+            watch.last_restart = time.time()
+            changed = True
+            log.warning("restarted %s (restart %d)", name, watch.restarts)
+        if changed:
+            self.save_state()
+
+    def save_state(self) -> None:
+        with self.lock:
+            state = {name: {"restarts": w.restarts, "last_restart": w.last_restart, "last_exit": w.last_exit,
+                            "last_error": w.last_error} for name, w in self.watches.items()}
+        try:
+            _write_private(os.path.join(self.directory, STATE), state)
+        except OSError as e:  # a full disk must not stop the restarts themselves
+            log.error("could not save %s: %s", STATE, e)
+
+    def metrics_text(self) -> bytes:
+        lines = [f"# HELP {RESTARTS} Times the supervisor started a component again after it died.",
+                 f"# TYPE {RESTARTS} counter"]
+        with self.lock:
+            items = sorted(self.watches.items())
+            specs = dict(self.specs)
+        for name, w in items:
+            lines.append(f'{RESTARTS}{{component="{name}"}} {w.restarts}')
+        lines += [f"# HELP {RUNNING} 1 if the component's process is alive, as the supervisor last saw it.",
+                  f"# TYPE {RUNNING} gauge"]
+        for name, w in items:
+            if name in specs:
+                lines.append(f'{RUNNING}{{component="{name}"}} {0 if w.down_since is not None else 1}')
+        return ("\n".join(lines) + "\n").encode()
+
+    def run(self, host: str, port: int, stop: threading.Event) -> None:
+        supervisor = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = supervisor.metrics_text() if self.path.startswith("/metrics") else b"benchwatch supervisor: /metrics\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, fmt, *args):
+                pass
+
+        httpd = ThreadingHTTPServer((host, port), Handler)
+        httpd.daemon_threads = True
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        log.info("supervising %s; metrics on http://%s:%d/metrics", os.path.join(self.directory, SPECS), host, port)
+        try:
+            while not stop.is_set():
+                self.tick()
+                stop.wait(TICK_S)
+        finally:
+            self.save_state()
+            httpd.shutdown()
+            log.info("stopped (components keep running)")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="benchwatch supervise",
+                                     description="Restart the components listed in DIR/components.json when they die (started by up).")
+    parser.add_argument("--dir", required=True, help="the supervisor's directory (components.json, state.json)")
+    parser.add_argument("--listen", default="127.0.0.1:19189", help="address of /metrics")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    host, _, port = args.listen.rpartition(":")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    Supervisor(args.dir).run(host or "127.0.0.1", int(port), stop)
+    return 0
