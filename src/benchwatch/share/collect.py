@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from benchwatch import resources
 from benchwatch.engines.postgres import dsn
+from benchwatch.explain import causes
 from benchwatch.grafana import panels
 from benchwatch.grafana.panels import DATASOURCE_UID
 from benchwatch.model import replay
@@ -76,6 +77,7 @@ CONTEXT_SELECTORS = [
     'node_disk_io_time_seconds_total', 'node_disk_read_time_seconds_total', 'node_disk_write_time_seconds_total',
     'node_disk_reads_completed_total', 'node_disk_writes_completed_total',
     'node_disk_read_bytes_total', 'node_disk_written_bytes_total',
+    *causes.SELECTORS,  # the evidence benchwatch explain weighs for each dip
 ]
 
 
@@ -314,6 +316,20 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
     s = summary.build(series, meta, run_id, (start, end), host_extra(run, meta), statement_order(run))
     s["source"] = used
     return Collected(run_id, meta, start, end, used, dash, panels, annotations, series, s, notes, run.path)
+
+
+def explain_series(run: rundir.RunDir, prometheus: str | None, source: str = "auto") -> tuple[list[Series], dict, str, str]:
+    """What ``benchwatch explain`` reads: (series, meta, run_id, "prometheus" or "raw"), from the
+    stack's Prometheus while it has the run, else rebuilt from the run directory like a snapshot."""
+    meta = run.read_meta()
+    run_id = replay.run_id_of(meta, run.run_id)
+    start, end = window(meta)
+    if prometheus and source != "raw" and prometheus_has_run(prometheus, run_id, start, end):
+        return fetch(prometheus, causes.run_selectors(run_id), start - 60, end), meta, run_id, "prometheus"
+    if source == "prometheus":
+        raise RuntimeError(f"Prometheus at {prometheus} has no data for run {run_id}")
+    series, _notes = series_from_run_dir(run)
+    return series, meta, run_id, "raw"
 
 
 # -- saving a run's series for later -------------------------------------------------
