@@ -59,8 +59,14 @@ class DipWatcher:
         self.done: set[str] = set()
         self._busy = threading.Lock()
         self._last = 0.0
+        self._outbox: list[Sample] = []  # filled by the analysis thread, sent by poll()
+        self._outbox_lock = threading.Lock()
 
     def poll(self) -> None:
+        with self._outbox_lock:
+            ready, self._outbox = self._outbox, []
+        if ready:
+            self.sink(ready)  # in the poll loop, which flushes the writer right after
         now = self.clock()
         if now - self._last < EVERY_S or self._busy.locked():
             return
@@ -132,7 +138,8 @@ class DipWatcher:
             state.exported.append((d["start"], d["end"]))
             out.extend(dip_samples(run_id, len(state.exported), d))
         if out:
-            self.sink(out)
+            with self._outbox_lock:
+                self._outbox.extend(out)
         if not running:
             del self.runs[state.run.run_id]
             self.done.add(state.run.run_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 
+from benchwatch.explain import annotation as dip
 from benchwatch.grafana.panels import DATASOURCE_UID, DS, Layout, stat, table, targets, timeseries
 
 RUN = 'run_id="$run_id"'
@@ -57,6 +58,13 @@ def run_annotation() -> dict:
         "titleFormat": "pgbench run {{run_id}}", "textFormat": "pgbench {{args}}", "tagKeys": "script,clients",
         "useValueForTime": False,
     }
+
+
+def dip_annotation() -> dict:
+    """Each finished TPS dip of the run, its cause in the title (benchwatch.explain.annotation)."""
+    return {"name": dip.NAME, "datasource": DS, "enable": True, "iconColor": dip.COLOUR, "expr": dip.EXPR,
+            "step": "1s", "titleFormat": dip.TITLE, "textFormat": dip.TEXT, "tagKeys": dip.TAG_KEYS,
+            "useValueForTime": False}
 
 
 def datasource_variable() -> dict:
@@ -157,7 +165,8 @@ def pgbench_run() -> dict:
                         f"pgbench_statement_latency_seconds{{{RUN}}}",
                         {"script": "script", "statement": "statement", "Value": "latency"}))
     return dashboard(UIDS["run"], "pgbench run", "One pgbench run: TPS curve with checkpoint regions, latency, failures.",
-                     panels, [datasource_variable(), run_variable()], checkpoint_annotations() + [run_annotation()])
+                     panels, [datasource_variable(), run_variable()],
+                     checkpoint_annotations() + [run_annotation(), dip_annotation()])
 
 
 def device_variable() -> dict:
