@@ -248,7 +248,10 @@ class Signals:
 
         if self.locks:
             total = _sum_by_time(self.locks.values())
-            base = statistics.median(_window_values(total, self.ctx.run_start, self.ctx.run_end) or [0.0])
+            # A wait event nobody waits on has no row, hence no sample: those seconds count as 0.
+            seen = _window_values(total, self.ctx.run_start, self.ctx.run_end)
+            seen += [0.0] * max(0, int(self.ctx.run_end - self.ctx.run_start) - len(seen))
+            base = statistics.median(seen or [0.0])
             peak = max(_window_values(total, lo, end) or [0.0])
             clients = self.ctx.clients or max(1.0, peak)
             if peak >= base + 1:
