@@ -220,7 +220,7 @@ def test_manual_checkpoint_with_many_dirty_buffers(roomy_server):
 def test_vacuum_full_of_a_big_table_is_io(live_stack):
     live = live_stack
     live.psql("DROP TABLE IF EXISTS bw_big; CREATE TABLE bw_big AS "
-              "SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 800000) g")
+              "SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 1500000) g")
     live.psql("CHECKPOINT")
     run = Run(live, 35, rate=None)
     try:

@@ -27,6 +27,9 @@ from benchwatch.record.host import NOT_DISKS
 LEAD_S = 3.0          # a cause may start this long before the TPS falls
 AFTERMATH_S = 5.0     # a checkpoint still costs this long after it ends (full-page images)
 MIN_SCORE = 0.2
+# How far above its run median a disk measure must rise (as well as doubling) to count:
+# %util as a share, await in seconds, writes in bytes per second.
+DISK_FLOORS = {"util": 0.2, "await": 0.001, "written": 8 * 2**20}
 STALL_FACTOR = 1.5    # as the run model: no line for 1.5 intervals is a stall
 
 WEIGHTS = {
@@ -39,7 +42,7 @@ SELECTORS = [
     "pg_checkpoint_in_progress", "pg_checkpoint_info",
     "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up",
     "node_disk_io_time_seconds_total", "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total",
-    "node_disk_reads_completed_total", "node_disk_writes_completed_total",
+    "node_disk_reads_completed_total", "node_disk_writes_completed_total", "node_disk_written_bytes_total",
 ]
 
 
@@ -160,7 +163,8 @@ class Signals:
         return {k: _sum_by_time(v) for k, v in out.items()}
 
     def _disks(self, series: list[Series]) -> dict[str, dict[str, Timeline]]:
-        """Per device: util (share of the second busy, iostat %util / 100) and await (seconds per I/O)."""
+        """Per device: util (share of the second busy, iostat %util / 100), await (seconds per I/O) and
+        written (bytes per second: a fast or cached disk may absorb a write burst without queueing)."""
         by_dev: dict[str, dict[str, Series]] = {}
         for s in prefer_pushed(series):
             if s.name.startswith("node_disk_") and not NOT_DISKS.match(s.labels.get("device", "")):
@@ -178,8 +182,9 @@ class Signals:
                           for t in sorted(rt) if rc.get(t, 0.0) + wc.get(t, 0.0) > 0]
             else:
                 await_ = []
-            if util or await_:
-                out[dev] = {"util": util, "await": await_}
+            written = rates(m["node_disk_written_bytes_total"]) if "node_disk_written_bytes_total" in m else []
+            if util or await_ or written:
+                out[dev] = {"util": util, "await": await_, "written": written}
         return out
 
     def _line_gaps(self, series: list[Series]) -> list[tuple[float, float]]:
@@ -247,22 +252,26 @@ class Signals:
                 add("target_down", down, 1.0, f"target {target} down (pg_up 0) for {down:.0f} s", target=target)
 
         if self.locks:
+            # Sessions waiting on average, in the dip against the whole run (seconds without a
+            # row count as 0), per client: a lock that holds every client scores near 1, the
+            # odd row-lock wait of tpcb-like's updates near 0.
             total = _sum_by_time(self.locks.values())
-            # A wait event nobody waits on has no row, hence no sample: those seconds count as 0.
-            seen = _window_values(total, self.ctx.run_start, self.ctx.run_end)
-            seen += [0.0] * max(0, int(self.ctx.run_end - self.ctx.run_start) - len(seen))
-            base = statistics.median(seen or [0.0])
+            run_s = max(1.0, self.ctx.run_end - self.ctx.run_start)
+            usual = sum(_window_values(total, self.ctx.run_start, self.ctx.run_end)) / run_s
+            waiting = sum(_window_values(total, start, end)) / max(1.0, end - start)
             peak = max(_window_values(total, lo, end) or [0.0])
             clients = self.ctx.clients or max(1.0, peak)
-            if peak >= base + 1:
+            if waiting > usual and peak >= 1:
                 events = sorted(((max(_window_values(tl, lo, end) or [0.0]), ev) for ev, tl in self.locks.items()),
                                 reverse=True)
                 top = ", ".join(f"{ev} {n:.0f}" for n, ev in events if n > 0)
-                add("lock", _active_seconds(total, lambda v: v >= base + 1, lo, end),
-                    min(1.0, (peak - base) / max(clients, 1)),
-                    f"up to {peak:.0f} sessions waiting on locks ({top}), {base:.0f} usually",
-                    peak_sessions=peak, baseline_sessions=base)
+                add("lock", _active_seconds(total, lambda v: v >= 1, lo, end),
+                    min(1.0, (waiting - usual) / max(clients, 1)),
+                    f"up to {peak:.0f} sessions waiting on locks ({top}), {waiting:.1f} on average in the dip, "
+                    f"{usual:.2f} over the run", peak_sessions=peak, mean_sessions=round(waiting, 3),
+                    run_mean_sessions=round(usual, 3))
 
+        before = len(found)
         for c in self.checkpoints:
             a, b = max(lo, c["start"]), min(end, c["end"] + AFTERMATH_S)
             if b <= a:
@@ -279,6 +288,13 @@ class Signals:
             add("checkpoint", b - a, strength, text, reason=c["reason"], start=c["start"], end=c["end"],
                 **{k: c[k] for k in ("buffers", "write_seconds", "sync_seconds") if k in c})
 
+        ckpts = sorted(found[before:], key=lambda c: -c.score)
+        if len(ckpts) > 1:  # several checkpoints in one dip (a WAL storm): one candidate, the strongest
+            ckpts[0].evidence += f" (and {len(ckpts) - 1} more checkpoint(s) in the dip)"
+            ckpts[0].details["checkpoints"] = len(ckpts)
+            del found[before:]
+            found.append(ckpts[0])
+
         if self.autovacuum:
             peak = max(_window_values(self.autovacuum, lo, end) or [0.0])
             if peak > 0:
@@ -292,13 +308,14 @@ class Signals:
         best_disk = None
         for dev, tls in self.disks.items():
             for what, tl in tls.items():
-                got = _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=0.2 if what == "util" else 0.002)
+                got = _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=DISK_FLOORS[what])
                 if got and (best_disk is None or got[0] * got[1] > best_disk[0] * best_disk[1]):
                     best_disk = (*got, dev, what)
         if best_disk:
             active_s, strength, peak, base, dev, what = best_disk
-            shown = (f"%util {peak * 100:.0f}% ({base * 100:.0f}% usually)" if what == "util"
-                     else f"await {peak * 1000:.1f} ms ({base * 1000:.1f} ms usually)")
+            shown = {"util": f"%util {peak * 100:.0f}% ({base * 100:.0f}% usually)",
+                     "await": f"await {peak * 1000:.1f} ms ({base * 1000:.1f} ms usually)",
+                     "written": f"writes {peak / 2**20:.0f} MiB/s ({base / 2**20:.1f} MiB/s usually)"}[what]
             add("disk", active_s, strength, f"disk {dev}: {shown}", device=dev, measure=what,
                 peak=round(peak, 4), baseline=round(base, 4))
 
@@ -320,5 +337,7 @@ def _deviation(tl: Timeline, run_start: float, run_end: float, lo: float, hi: fl
     peak = max(_window_values(tl, lo, hi) or [0.0])
     if peak < 2 * base or peak - base < floor:
         return None
-    threshold = base + (peak - base) / 2
+    # Active wherever it is as far above the median as a candidate must peak: a burst
+    # that stays high but below its first spike still counts.
+    threshold = max(2 * base, base + floor)
     return _active_seconds(tl, lambda v: v >= threshold, lo, hi), 1 - base / peak, peak, base
