@@ -256,8 +256,9 @@ class Signals:
             # row count as 0), per client: a lock that holds every client scores near 1, the
             # odd row-lock wait of tpcb-like's updates near 0.
             total = _sum_by_time(self.locks.values())
-            run_s = max(1.0, self.ctx.run_end - self.ctx.run_start)
-            usual = sum(_window_values(total, self.ctx.run_start, self.ctx.run_end)) / run_s
+            outside = max(1.0, self.ctx.run_end - self.ctx.run_start - (end - lo))
+            usual = max(0.0, sum(_window_values(total, self.ctx.run_start, self.ctx.run_end))
+                        - sum(_window_values(total, lo, end))) / outside
             waiting = sum(_window_values(total, start, end)) / max(1.0, end - start)
             peak = max(_window_values(total, lo, end) or [0.0])
             clients = self.ctx.clients or max(1.0, peak)
@@ -278,9 +279,12 @@ class Signals:
                 continue
             forced = any(w in c["reason"] for w in ("immediate", "force"))
             edge = lo <= c["start"] <= end or lo <= c["end"] <= end
-            strength = 1.0 if forced else 0.5 if edge else 0.25
+            # Merely under way (a spread checkpoint writes slowly for minutes): below MIN_SCORE alone.
+            strength = 1.0 if forced else 0.5 if edge else 0.15
             figures = ", ".join(f"{k.replace('_seconds', '')} {c[k]} s" for k in ("write_seconds", "sync_seconds") if k in c)
-            text = f"checkpoint ({c['reason']}) {c['start'] - start:+.1f} s from the dip, lasting {c['end'] - c['start']:.1f} s"
+            lag = c["start"] - start
+            text = (f"checkpoint ({c['reason']}) started {abs(lag):.1f} s {'before' if lag < 0 else 'after'} the dip began, "
+                    f"lasting {c['end'] - c['start']:.1f} s")
             if "buffers" in c:
                 text += f", {c['buffers']} buffers written"
             if figures:
