@@ -269,3 +269,48 @@ def test_signals_ignore_what_ended_long_before_the_run():
                 [(T0 - 600, 5)])
     ctx = report.context(META, run_with_dip(), "r")
     assert causes.Signals(run_with_dip() + [old], ctx).locks == {}
+
+
+def test_live_watcher_writes_the_leading_cause_then_the_finished_dip(tmp_path):
+    """The exporter's dips collector against a real Prometheus holding a live run: a lock under way."""
+    from benchwatch.exporter.dips import DipWatcher
+    from benchwatch.model.samples import sample
+    from benchwatch.sink.remote_write import RemoteWriter
+    from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, start_prometheus
+
+    now = float(int(__import__("time").time()))
+    start = now - 40
+    runs = str(tmp_path / "runs")
+    run = rundir.create_run_dir(runs, "live")
+    run.write_meta({"run_id": "live", "mode": "run", "argv": ["pgbench", "-c", "2", "-P", "1"], "progress_interval": 1.0,
+                    "clock_start_epoch": start, "state": rundir.RUNNING, "pid": os.getpid(), "pgbench_version": "15.18"})
+    # 1000 tps, an unexplained 2 s dip at 10 s, then TPS 0 for the last 5 s with both clients waiting on a lock.
+    tps = [0.0 if 10 <= i < 12 or i >= 35 else 1000.0 for i in range(40)]
+    samples = [sample("pgbench_progress_tps", {"run_id": "live"}, v, int((start + i + 1) * 1000)) for i, v in enumerate(tps)]
+    samples.append(sample("pgbench_run_info", {"run_id": "live", "clients": "2"}, 1.0, int((start + 1) * 1000)))
+    samples += [sample("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"}, 2.0,
+                       int((start + i) * 1000)) for i in range(36, 41)]
+    with start_prometheus(tmp_path / "prom", REMOTE_WRITE_CONFIG, ["--web.enable-remote-write-receiver"]) as prom:
+        RemoteWriter(prom.remote_write_url).send(samples)
+        clock = [now]
+        watcher = DipWatcher(runs, prom.url, sink=lambda s: None, clock=lambda: clock[0])
+        watcher._pass()
+        out = watcher._outbox
+        leading = [s for s in out if s.name == "pgbench_dip_leading_cause_info"]
+        assert len(leading) == 1 and dict(leading[0].labels)["cause"] == "lock", out
+        assert "relation 2" in dict(leading[0].labels)["evidence"]
+        finished = [s for s in out if s.name == "pgbench_dip_info"]
+        assert {dict(s.labels)["cause"] for s in finished} == {report.NO_CAUSE}
+        assert finished[0].timestamp_ms == int((start + 10) * 1000) and is_stale_marker(finished[-1].value)
+        # The run ends: after the settling time the lock dip is written and the leading series ended.
+        watcher._outbox = []
+        run.write_meta({**run.read_meta(), "state": rundir.FINISHED, "ended_at": now + 1, "exit_code": 0})
+        clock[0] = now + 1
+        watcher._pass()
+        assert watcher._outbox == [] and "live" in watcher.runs  # settling
+        clock[0] = now + 4
+        watcher._pass()
+        out = watcher._outbox
+        assert any(s.name == "pgbench_dip_leading_cause_info" and is_stale_marker(s.value) for s in out), out
+        assert not any(s.name == "pgbench_dip_info" and dict(s.labels)["cause"] == report.NO_CAUSE for s in out)
+        assert "live" not in watcher.runs and "live" in watcher.done

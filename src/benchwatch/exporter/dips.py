@@ -35,8 +35,10 @@ DIP_METRICS: dict[str, tuple[str, str]] = {
 }
 
 EVERY_S = 1.0
-# Past this many dips a run's later ones are left to benchwatch explain: a run stays a few dozen series.
+# Past this many dips (and leading-cause label sets) a run's later ones are left to benchwatch
+# explain: with its own series, a run stays well under 200.
 MAX_DIPS = 30
+MAX_LEADING = 40
 # How far back the live analysis reads: the detector's window and the signals' baselines.
 LOOKBACK_S = 120.0
 # After a run ends, wait this long for its last samples to land before the final pass.
@@ -48,6 +50,7 @@ class _RunState:
         self.run = run
         self.leading: tuple[tuple[str, str], ...] | None = None  # labels of the leading-cause series being written
         self.exported: list[tuple[float, float]] = []
+        self.leading_sets = 0
         self.ended_at: float | None = None
 
 
@@ -125,6 +128,10 @@ class DipWatcher:
                                     "evidence": current["evidence"] or "no signal stands out"}.items()))
             if state.leading is not None and dict(state.leading)["cause"] == current["cause"]:
                 leading = state.leading  # same cause: keep one series (its first evidence) rather than one per second
+            elif state.leading_sets >= MAX_LEADING:
+                leading = None
+            else:
+                state.leading_sets += 1
         if state.leading is not None and state.leading != leading:
             out.append(Sample("pgbench_dip_leading_cause_info", state.leading, STALE_NAN, now_ms))
         if leading is not None:

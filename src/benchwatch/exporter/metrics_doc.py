@@ -68,7 +68,8 @@ The dip detector of `benchwatch explain` ([explain.md](explain.md)) run on each 
 second, from what Prometheus holds; remote-written, never on /metrics. Both carry `run_id`, `cause`
 (`lock`, `checkpoint`, `client_stall`, `disk`, ..., or `no cause found`) and `evidence` (a sentence);
 `pgbench_dip_info` also `dip` (its number in the run) and `level` (`deep`: below 50% of the steady
-level, `mild`: below 80%). At most 30 dips per run are written; `benchwatch explain` lists them all.
+level, `mild`: below 80%). At most 30 dips and 40 leading-cause label sets per run are written;
+`benchwatch explain` lists every dip.
 
 | metric | type | meaning |
 | --- | --- | --- |
