@@ -92,7 +92,7 @@ def detect(samples: list[tuple[int, float]], interval_s: float = 1.0, *, ongoing
     if sum(1 for p in points if _full(p, interval_s)) < MIN_LINES:
         return []
     first_pass = _baselines(points, interval_s, set(), window_s)
-    low = {i for i, p in enumerate(points) if first_pass[i] and p.tps < MILD * first_pass[i]}
+    low = {i for i, (p, b) in enumerate(zip(points, first_pass)) if b and p.tps < MILD * b}
     # Too few lines left around a point without the low ones: keep the first pass's level there.
     base = [b if b is not None else a for a, b in zip(first_pass, _baselines(points, interval_s, low, window_s))]
     base = [b if b is not None else _nearest(base, i) for i, b in enumerate(base)]
