@@ -219,8 +219,10 @@ def test_manual_checkpoint_with_many_dirty_buffers(roomy_server):
 
 def test_vacuum_full_of_a_big_table_is_io(live_stack):
     live = live_stack
+    # ~650 MB of wide rows (1800 bytes, under the TOAST threshold): rewriting it is I/O
+    # (reads, writes, and as much WAL), little CPU per megabyte.
     live.psql("DROP TABLE IF EXISTS bw_big; CREATE TABLE bw_big AS "
-              "SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 1500000) g")
+              "SELECT g, repeat('x', 1800) AS pad FROM generate_series(1, 350000) g")
     live.psql("CHECKPOINT")
     run = Run(live, 35, rate=None)
     try:

@@ -272,6 +272,32 @@ class Signals:
                     f"{usual:.2f} over the run", peak_sessions=peak, mean_sessions=round(waiting, 3),
                     run_mean_sessions=round(usual, 3))
 
+        # The disk: the device whose measures (%util, await, writes) rose most, active whenever
+        # any of them was up; it goes first, since it also qualifies WAL-requested checkpoints.
+        best_disk = None
+        for dev, tls in self.disks.items():
+            measures = {what: got for what, tl in tls.items()
+                        if (got := _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=DISK_FLOORS[what]))}
+            if not measures:
+                continue
+            what = max(measures, key=lambda w: measures[w][1])
+            up: set[int] = set()
+            for w in measures:
+                threshold = measures[w][4]
+                up |= {round(t) for t, v in tls[w] if v >= threshold and lo < t <= end + 1}
+            active_s = float(len(up))
+            _, strength, peak, base, _ = measures[what]
+            if best_disk is None or active_s * strength > best_disk[0] * best_disk[1]:
+                best_disk = (active_s, strength, peak, base, dev, what)
+        if best_disk:
+            active_s, strength, peak, base, dev, what = best_disk
+            shown = {"util": f"%util {peak * 100:.0f}% ({base * 100:.0f}% usually)",
+                     "await": f"await {peak * 1000:.1f} ms ({base * 1000:.1f} ms usually)",
+                     "written": f"writes {peak / 2**20:.0f} MiB/s ({base / 2**20:.1f} MiB/s usually)"}[what]
+            add("disk", active_s, strength, f"disk {dev}: {shown}", device=dev, measure=what,
+                peak=round(peak, 4), baseline=round(base, 4))
+        write_surge = best_disk is not None
+
         before = len(found)
         for c in self.checkpoints:
             a, b = max(lo, c["start"]), min(end, c["end"] + AFTERMATH_S)
@@ -281,6 +307,8 @@ class Signals:
             edge = lo <= c["start"] <= end or lo <= c["end"] <= end
             # Merely under way (a spread checkpoint writes slowly for minutes): below MIN_SCORE alone.
             strength = 1.0 if forced else 0.5 if edge else 0.15
+            if c["reason"].startswith(("wal", "xlog")) and write_surge:
+                strength = min(strength, 0.25)  # requested by the WAL of that surge: its consequence
             figures = ", ".join(f"{k.replace('_seconds', '')} {c[k]} s" for k in ("write_seconds", "sync_seconds") if k in c)
             lag = c["start"] - start
             text = (f"checkpoint ({c['reason']}) started {abs(lag):.1f} s {'before' if lag < 0 else 'after'} the dip began, "
@@ -309,33 +337,19 @@ class Signals:
             self._baseline_signal(add, "wal_fpi", self.fpi, lo, end, lambda peak, base:
                                   f"full-page images {peak:.0f}/s after a checkpoint, {base:.0f}/s usually")
 
-        best_disk = None
-        for dev, tls in self.disks.items():
-            for what, tl in tls.items():
-                got = _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=DISK_FLOORS[what])
-                if got and (best_disk is None or got[0] * got[1] > best_disk[0] * best_disk[1]):
-                    best_disk = (*got, dev, what)
-        if best_disk:
-            active_s, strength, peak, base, dev, what = best_disk
-            shown = {"util": f"%util {peak * 100:.0f}% ({base * 100:.0f}% usually)",
-                     "await": f"await {peak * 1000:.1f} ms ({base * 1000:.1f} ms usually)",
-                     "written": f"writes {peak / 2**20:.0f} MiB/s ({base / 2**20:.1f} MiB/s usually)"}[what]
-            add("disk", active_s, strength, f"disk {dev}: {shown}", device=dev, measure=what,
-                peak=round(peak, 4), baseline=round(base, 4))
-
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
 
     def _baseline_signal(self, add, cause: str, tl: Timeline, lo: float, end: float, text) -> None:
         got = _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=1.0)
         if got:
-            active_s, strength, peak, base = got
+            active_s, strength, peak, base, _ = got
             add(cause, active_s, strength, text(peak, base), peak=round(peak, 3), baseline=round(base, 3))
 
 
 def _deviation(tl: Timeline, run_start: float, run_end: float, lo: float, hi: float,
-               floor: float) -> tuple[float, float, float, float] | None:
-    """(active seconds, strength, peak, baseline) of a measure that rose well above the run's median:
+               floor: float) -> tuple[float, float, float, float, float] | None:
+    """(active seconds, strength, peak, baseline, threshold) of a measure that rose well above the run's median:
     at least twice it and by more than ``floor``; strength 1 - baseline/peak."""
     base = statistics.median(_window_values(tl, run_start, run_end) or [0.0])
     peak = max(_window_values(tl, lo, hi) or [0.0])
@@ -344,4 +358,4 @@ def _deviation(tl: Timeline, run_start: float, run_end: float, lo: float, hi: fl
     # Active wherever it is as far above the median as a candidate must peak: a burst
     # that stays high but below its first spike still counts.
     threshold = max(2 * base, base + floor)
-    return _active_seconds(tl, lambda v: v >= threshold, lo, hi), 1 - base / peak, peak, base
+    return _active_seconds(tl, lambda v: v >= threshold, lo, hi), 1 - base / peak, peak, base, threshold
