@@ -29,9 +29,9 @@ RATE = "150"
 class Run:
     """``benchwatch run -- pgbench …`` in the background; the run id from its first message."""
 
-    def __init__(self, live, seconds: int, rate: str | None = RATE):
+    def __init__(self, live, seconds: int, rate: str | None = RATE, clients: int = 2):
         self.live = live
-        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", "pgbench", "-n", "-c", "2", "-j", "2", "-P", "1",
+        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", "pgbench", "-n", "-c", str(clients), "-j", "2", "-P", "1",
                                       *(["-R", rate] if rate else []), "-T", str(seconds)],
                                      env=live.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.stderr: list[bytes] = []
@@ -202,7 +202,9 @@ def test_manual_checkpoint_with_many_dirty_buffers(roomy_server):
               "SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 1800000) g")
     live.psql("CHECKPOINT")
     live.psql("UPDATE bw_dirty SET pad = repeat('y', 200)")
-    run = Run(live, 30, rate=None)
+    # Unthrottled, 4 clients: commits queue behind the checkpoint's writes (with -R the box has
+    # headroom enough to keep the rate through it).
+    run = Run(live, 30, rate=None, clients=4)
     try:
         run.wait_lines(10)
         began = time.time()
