@@ -311,6 +311,31 @@ def _passthrough(argv: list[str], command: str) -> list[str]:
     return argv[:i] + ["--"] + argv[i:]
 
 
+def cmd_explain(args: argparse.Namespace) -> int:
+    from benchwatch.explain import report
+    from benchwatch.record import rundir
+    from benchwatch.share.collect import explain_series
+
+    stack = _stack(args)
+    run = rundir.find_run(stack.cfg.runs_dir, args.run_id)
+    if run is None:
+        say(f"no run {args.run_id} in {stack.cfg.runs_dir}" if args.run_id else f"no run yet in {stack.cfg.runs_dir}")
+        return 2
+    prometheus = None if args.source == "raw" else (args.prometheus or stack.cfg.url("prometheus"))
+    try:
+        series, meta, run_id, used = explain_series(run, prometheus, args.source)
+    except (RuntimeError, OSError) as e:
+        say(f"explain {run.run_id}: {e}")
+        return 1
+    result = report.explain(series, meta, run_id, ongoing=meta.get("state") == rundir.RUNNING)
+    result["source"] = used
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        sys.stdout.write(report.text_table(result))
+    return 0
+
+
 def cmd_targets(args: argparse.Namespace) -> int:
     from benchwatch.query import targets
     from benchwatch.query.prometheus import PrometheusError
@@ -488,6 +513,15 @@ def build_parser() -> argparse.ArgumentParser:
     # Listed here; main() hands its arguments to the daemon, which parses its own (collector flags included).
     sub.add_parser("exporter", add_help=False, help="the exporter daemon (started by up; benchwatch exporter --help)")
     sub.add_parser("supervise", add_help=False, help="the supervisor that restarts dead components (started by up)")
+
+    p = sub.add_parser("explain", help="every TPS dip of a run with its most likely cause (docs/explain.md)")
+    _add_stack_options(p)
+    p.add_argument("run_id", nargs="?", help="the run (default: the latest)")
+    p.add_argument("--json", action="store_true", help="one JSON object: dips, causes, evidence, scores")
+    p.add_argument("--source", choices=("auto", "prometheus", "raw"), default="auto",
+                   help="auto: the stack's Prometheus if it has the run, else the run directory (pgbench output, series/*.csv)")
+    p.add_argument("--prometheus", metavar="URL", help="the Prometheus to read (default: the stack's)")
+    p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary; "
                        "--engine mariadb --instances 4: four MariaDB instances, four sysbench runs side by side")

@@ -26,22 +26,32 @@ DASHBOARDS = os.path.join(REPO_ROOT, "dashboards")
 
 @pytest.fixture(scope="module")
 def observed_run(live_stack):
-    """A run exercising every panel: -R/-L (lag, skipped), --max-tries (retried), -l (percentiles), -r, a CHECKPOINT."""
+    """A run exercising every panel and annotation: -R/-L (lag, skipped), --max-tries (retried), -l (percentiles),
+    -r, a CHECKPOINT, and a 3 s lock on pgbench_branches (a TPS dip for the dips annotation)."""
     env = live_stack.pg_env()
 
     def checkpoint_later():
         time.sleep(8)
         subprocess.run([os.path.join(pg_bindir(), "psql"), "-X", "-qc", "CHECKPOINT"], env=env, capture_output=True)
 
-    t = threading.Thread(target=checkpoint_later)
-    t.start()
+    def lock_later():
+        time.sleep(12)
+        subprocess.run([os.path.join(pg_bindir(), "psql"), "-X", "-qc",
+                        "BEGIN; LOCK TABLE pgbench_branches; SELECT pg_sleep(3); COMMIT;"], env=env, capture_output=True)
+
+    threads = [threading.Thread(target=checkpoint_later), threading.Thread(target=lock_later)]
+    for t in threads:
+        t.start()
     r = live_stack.benchwatch("run", "--", "pgbench", "-n", "-r", "-l", "-P", "1", "-c", "4", "-j", "2", "-T", "20",
                               "-R", "800", "-L", "50", "--max-tries", "3")
-    t.join()
+    for t in threads:
+        t.join()
     assert r.returncode == 0, r.stderr
     run_id = [l.split()[2].rstrip(":") for l in r.stderr.decode().splitlines() if l.startswith("benchwatch: run ")][0]
     ok = processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     assert ok
+    # The exporter writes each finished dip within a few seconds of the run's end.
+    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_dip_info{{run_id="{run_id}"}}[5m]')), 15, 0.2)
     meta = json.load(open(os.path.join(live_stack.state_dir, "runs", run_id, "meta.json")))
     # The range a user would look at: the run, with a little margin.
     return run_id, meta["clock_start_epoch"] - 5, meta["ended_at"] + 5

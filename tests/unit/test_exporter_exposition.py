@@ -216,11 +216,11 @@ def test_collector_flags_come_from_the_registry():
     parser = server.build_parser()
     base = ["--runs-dir", "r", "--remote-write-url", "http://127.0.0.1:9/api/v1/write"]
     assert enabled_collectors(parser.parse_args(base)) == {name: spec.default for name, spec in load_collectors().items()}
-    assert list(load_collectors()) == ["pgbench_runs", "checkpoints"]
+    assert list(load_collectors()) == ["pgbench_runs", "checkpoints", "dips"]
     args = parser.parse_args(base + ["--no-collector.checkpoints", "--collector.pgbench_runs"])
-    assert enabled_collectors(args) == {"pgbench_runs": True, "checkpoints": False}
-    args = parser.parse_args(base + ["--no-collector.pgbench_runs"])
-    assert enabled_collectors(args) == {"pgbench_runs": False, "checkpoints": True}
+    assert enabled_collectors(args) == {"pgbench_runs": True, "checkpoints": False, "dips": True}
+    args = parser.parse_args(base + ["--no-collector.pgbench_runs", "--no-collector.dips"])
+    assert enabled_collectors(args) == {"pgbench_runs": False, "checkpoints": True, "dips": False}
 
 
 def test_collector_flags_in_the_daemon_help():

@@ -61,7 +61,7 @@ class CollectorSpec:
 # name -> spec, filled by load_collectors().
 COLLECTORS: dict[str, CollectorSpec] = {}
 # The modules that register collectors; their order is the order of polling and of /metrics.
-COLLECTOR_MODULES = ("pgbench_runs", "checkpoints")
+COLLECTOR_MODULES = ("pgbench_runs", "checkpoints", "dips")
 
 
 def register_collector(name: str, help: str, *, default: bool = True):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from benchwatch.engines.postgres import checkpoints as checkpoint_model
-from benchwatch.exporter import checkpoints
+from benchwatch.exporter import checkpoints, dips
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.model.pgbench_run import METRICS
 from benchwatch.model.sysbench_run import SYSBENCH_METRICS
@@ -90,10 +90,25 @@ too-frequent series have no `kind`.
 """
 
 
+DIPS_HEADER = """
+## TPS dips (benchwatch exporter, `dips` collector)
+
+The dip detector of `benchwatch explain` ([explain.md](explain.md)) run on each live run about once a
+second, from what Prometheus holds; remote-written, never on /metrics. Both carry `run_id`, `cause`
+(`lock`, `checkpoint`, `client_stall`, `disk`, ..., or `no cause found`) and `evidence` (a sentence);
+`pgbench_dip_info` also `dip` (its number in the run) and `level` (`deep`: below 50% of the steady
+level, `mild`: below 80%). At most 30 dips and 40 leading-cause label sets per run are written;
+`benchwatch explain` lists every dip.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
+
 SELF_HEADER = """
 ## The exporter itself (on its /metrics only)
 
-`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`: the collectors
+`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`, `dips`: the collectors
 switched by `--[no-]collector.NAME`), like node_exporter's `node_scrape_collector_*`; a collector that
 raises is counted and the others go on. The daemon's
 process is described by client_python's standard `process_*` (CPU, resident memory, open files) and
@@ -112,6 +127,7 @@ def _rows(catalogue: dict) -> str:
 def render() -> str:
     return (HEADER + _rows(METRICS) + SYSBENCH_HEADER + _rows(SYSBENCH_METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
             + CHECKPOINTS_HEADER + _rows(checkpoint_model.METRICS)
+            + DIPS_HEADER + _rows(dips.DIP_METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
 
 

@@ -21,6 +21,7 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.cog import builder as cog_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
+from benchwatch.explain import annotation as dip
 from benchwatch.grafana import panels as P
 from benchwatch.grafana import rules
 from benchwatch.grafana.panels import DATASOURCE_UID, DS, Layout, PrometheusAnnotation, row, stat, table, timeseries
@@ -79,6 +80,12 @@ def innodb_annotations() -> list[PrometheusAnnotation]:
             .tag_keys("target")]
 
 
+def dip_annotation() -> PrometheusAnnotation:
+    """Each finished TPS dip of the run, its cause in the title (benchwatch.explain.annotation)."""
+    return (PrometheusAnnotation(dip.NAME, dip.EXPR, dip.COLOUR).step("1s").title_format(dip.TITLE)
+            .text_format(dip.TEXT).tag_keys(dip.TAG_KEYS))
+
+
 def sysbench_run_annotation() -> PrometheusAnnotation:
     return (PrometheusAnnotation("sysbench run", f'pgbench_run_info{{{RUN}}} and on(run_id) (pgbench_running{{{RUN}}} == 1)', "#73BF69")
             .step("1s").title_format("sysbench run {{run_id}}").text_format("sysbench {{args}}").tag_keys("script,threads"))
@@ -92,6 +99,8 @@ def dashboard_annotations(which: str) -> list[dash_b.AnnotationQuery]:
     if which == "sysbench":
         return [*innodb_annotations(), sysbench_run_annotation()]
     out: list[dash_b.AnnotationQuery] = [*checkpoint_annotations(), run_annotation()]
+    if which == "run":
+        out.append(dip_annotation())
     return out
 
 

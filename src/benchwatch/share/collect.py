@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 from benchwatch import resources
 from benchwatch.engines.postgres import dsn
+from benchwatch.explain import causes
 from benchwatch.grafana import panels
 from benchwatch.grafana.panels import DATASOURCE_UID
 from benchwatch.model import replay
@@ -87,6 +88,7 @@ CONTEXT_SELECTORS = [
     '{__name__=~"mysql_global_variables_(innodb_buffer_pool_size|innodb_log_file_size|innodb_io_capacity'
     '|innodb_io_capacity_max|innodb_adaptive_flushing|innodb_max_dirty_pages_pct|innodb_max_dirty_pages_pct_lwm'
     '|innodb_flush_log_at_trx_commit)"}',
+    *causes.SELECTORS,  # the evidence benchwatch explain weighs for each dip
 ]
 
 
@@ -402,6 +404,20 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
     s = summary.build(series, meta, run_id, (start, end), host_extra(run, meta), statement_order(run))
     s["source"] = used
     return Collected(run_id, meta, start, end, used, dash, panels, annotations, series, s, notes, run.path, targets)
+
+
+def explain_series(run: rundir.RunDir, prometheus: str | None, source: str = "auto") -> tuple[list[Series], dict, str, str]:
+    """What ``benchwatch explain`` reads: (series, meta, run_id, "prometheus" or "raw"), from the
+    stack's Prometheus while it has the run, else rebuilt from the run directory like a snapshot."""
+    meta = run.read_meta()
+    run_id = replay.run_id_of(meta, run.run_id)
+    start, end = window(meta)
+    if prometheus and source != "raw" and prometheus_has_run(prometheus, run_id, start, end):
+        return fetch(prometheus, causes.run_selectors(run_id), start - 60, end), meta, run_id, "prometheus"
+    if source == "prometheus":
+        raise RuntimeError(f"Prometheus at {prometheus} has no data for run {run_id}")
+    series, _notes = series_from_run_dir(run)
+    return series, meta, run_id, "raw"
 
 
 # -- saving a run's series for later -------------------------------------------------

@@ -15,6 +15,7 @@ import math
 import statistics
 from collections.abc import Iterable
 
+from benchwatch.explain import report as explain_report
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
@@ -330,6 +331,7 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
                     **latency_percentiles(series, run_id)},
         "statements": order_statements(statement_rows(series, run_id), statement_order),
         "checkpoints": checkpoint_rows(series, tps, interval, start_s, end_s),
+        "dips": explain_report.explain(series, {**meta, "progress_interval": interval}, run_id)["dips"],
         "settings": settings_from(series, int(end_s * 1000)),
         "host": host_from(series, host_extra),
     }
@@ -439,6 +441,10 @@ def tables(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     out.append(("Checkpoints", ["start (UTC)", "run time", "reason", "duration", "write / sync", "buffers", "distance",
                                 "TPS during", f"TPS around (±{AROUND_S:g} s)", "change"],
                 rows or [["no checkpoint during the run"] + [""] * 9]))
+    if "dips" in s:  # summaries written before dips were explained have none
+        out.append(("Dips and their causes", explain_report.HEADER,
+                    explain_report.rows({"dips": s["dips"], "run_start": s["run"].get("start")})
+                    or [["no TPS dip below 80% of the steady level"] + [""] * (len(explain_report.HEADER) - 1)]))
     settings = s.get("settings") or {}
     srows = [list(fmt_setting(k, settings[k])) for k in KEY_SETTINGS if k in settings]
     if srows:

@@ -1,0 +1,361 @@
+"""Candidate causes of a dip, from the run's raw series, each scored and with its evidence.
+
+score = weight x overlap x strength, each of overlap and strength in 0..1:
+
+- overlap: the seconds the signal was active within the dip and the LEAD_S
+  seconds before it, over the dip's length (capped at 1);
+- strength: how far the signal left its own baseline (the run's median), or a
+  fixed figure for a state that has no baseline (a checkpoint, a stall);
+- weight: lower for signals that are usually a symptom of something more
+  specific (disk busy, full-page images after a checkpoint).
+
+Candidates below MIN_SCORE are left out; a dip whose best candidate is
+below it has "no cause found". docs/explain.md lists every signal.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from benchwatch.model.samples import is_stale_marker
+from benchwatch.query.frames import boolean_regions, prefer_pushed
+from benchwatch.query.series import Series
+from benchwatch.record.host import NOT_DISKS
+
+LEAD_S = 3.0          # a cause may start this long before the TPS falls
+AFTERMATH_S = 5.0     # a checkpoint still costs this long after it ends (full-page images)
+MIN_SCORE = 0.2
+# How far above its run median a disk measure must rise (as well as doubling) to count:
+# %util as a share, await in seconds, writes in bytes per second.
+DISK_FLOORS = {"util": 0.2, "await": 0.001, "written": 8 * 2**20}
+STALL_FACTOR = 1.5    # as the run model: no line for 1.5 intervals is a stall
+
+WEIGHTS = {
+    "client_stall": 1.0, "clients_aborted": 1.0, "target_down": 1.0, "lock": 1.0, "checkpoint": 1.0,
+    "autovacuum": 0.6, "disk": 0.8, "wal_fpi": 0.5,
+}
+
+# Series the signals read (raw, as stored), for fetching from Prometheus and saving with a run.
+SELECTORS = [
+    "pg_checkpoint_in_progress", "pg_checkpoint_info",
+    "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up",
+    "node_disk_io_time_seconds_total", "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total",
+    "node_disk_reads_completed_total", "node_disk_writes_completed_total", "node_disk_written_bytes_total",
+]
+
+
+def run_selectors(run_id: str) -> list[str]:
+    """Everything explaining a run reads: its own pgbench_* series and the signals."""
+    return [f'{{__name__=~"pgbench_.*",run_id="{run_id}"}}', *SELECTORS]
+
+
+@dataclass
+class Candidate:
+    cause: str
+    score: float
+    overlap: float
+    strength: float
+    evidence: str
+    details: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {"cause": self.cause, "score": round(self.score, 3), "overlap": round(self.overlap, 3),
+                "strength": round(self.strength, 3), "evidence": self.evidence, "details": self.details}
+
+
+Timeline = list[tuple[float, float]]  # (Unix seconds, value), time order
+
+
+def _clean(s: Series) -> Timeline:
+    return [(ts / 1000, v) for ts, v in s.samples if not is_stale_marker(v) and v == v]
+
+
+def _named(series: list[Series], name: str) -> list[Series]:
+    return [s for s in prefer_pushed(series) if s.name == name]
+
+
+def rates(s: Series) -> Timeline:
+    """Per-second rate between consecutive samples of a counter (a reset restarts it), at the later sample."""
+    out: Timeline = []
+    pts = _clean(s)
+    for (t0, v0), (t1, v1) in zip(pts, pts[1:]):
+        if t1 > t0:
+            out.append((t1, (v1 - v0 if v1 >= v0 else v1) / (t1 - t0)))
+    return out
+
+
+def _sum_by_time(timelines: Iterable[Timeline]) -> Timeline:
+    acc: dict[float, float] = {}
+    for tl in timelines:
+        for t, v in tl:
+            key = round(t)  # scrapes of one job land within the same second
+            acc[key] = acc.get(key, 0.0) + v
+    return sorted(acc.items())
+
+
+def _active_seconds(tl: Timeline, active, lo: float, hi: float, step: float = 1.0) -> float:
+    """Seconds within [lo, hi] where the timeline is active; each sample stands for the second before it."""
+    total = 0.0
+    for t, v in tl:
+        if active(v):
+            a, b = max(lo, t - step), min(hi, t)
+            total += max(0.0, b - a)
+    return total
+
+
+def _window_values(tl: Timeline, lo: float, hi: float) -> list[float]:
+    return [v for t, v in tl if lo <= t <= hi + 1.0]
+
+
+@dataclass
+class Context:
+    """What the signals need to know about the run."""
+    run_id: str
+    interval_s: float
+    run_start: float
+    run_end: float
+    clients: int | None = None
+    pgbench_major: int | None = None
+
+
+class Signals:
+    """Every signal of a run, computed once from its series; ``candidates(dip)`` scores them for a dip."""
+
+    def __init__(self, series: list[Series], ctx: Context):
+        self.ctx = ctx
+        in_run = (ctx.run_start - 60, ctx.run_end + 5)
+        series = [s for s in series if s.samples and s.samples[-1][0] / 1000 >= in_run[0]]
+        self.checkpoints = self._checkpoints(series)
+        self.locks = self._waits(series)
+        self.autovacuum = _sum_by_time(_clean(s) for s in _named(series, "pg_autovacuum_workers"))
+        self.fpi = _sum_by_time(rates(s) for s in _named(series, "pg_stat_wal_wal_fpi"))
+        self.disks = self._disks(series)
+        self.down = {(s.labels.get("target") or s.labels.get("instance") or "postgres"): _clean(s)
+                     for s in _named(series, "pg_up")}
+        self.gaps = self._line_gaps(series)
+        self.aborts = self._aborts(series)
+
+    # -- signals ------------------------------------------------------------------------------
+
+    def _checkpoints(self, series: list[Series]) -> list[dict]:
+        info = [(s.labels, boolean_regions(s)) for s in _named(series, "pg_checkpoint_info")]
+        out = []
+        for s in _named(series, "pg_checkpoint_in_progress"):
+            for a, b in boolean_regions(s):
+                row = {"start": a / 1000, "end": b / 1000, "reason": s.labels.get("reason", "unknown"),
+                       "kind": s.labels.get("kind", "checkpoint")}
+                for labels, regions in info:
+                    if labels.get("reason") == row["reason"] and any(abs(ia - a) <= 1500 for ia, _ in regions):
+                        row.update({k: labels[k] for k in ("buffers", "write_seconds", "sync_seconds", "total_seconds")
+                                    if k in labels})
+                        break
+                out.append(row)
+        return sorted(out, key=lambda r: r["start"])
+
+    def _waits(self, series: list[Series]) -> dict[str, Timeline]:
+        """Sessions waiting on heavyweight locks, per wait_event ("relation", "transactionid", "tuple", ...)."""
+        out: dict[str, list[Timeline]] = {}
+        for s in _named(series, "pg_stat_activity_waits_sessions"):
+            if s.labels.get("wait_event_type") == "Lock":
+                out.setdefault(s.labels.get("wait_event", "?"), []).append(_clean(s))
+        return {k: _sum_by_time(v) for k, v in out.items()}
+
+    def _disks(self, series: list[Series]) -> dict[str, dict[str, Timeline]]:
+        """Per device: util (share of the second busy, iostat %util / 100), await (seconds per I/O) and
+        written (bytes per second: a fast or cached disk may absorb a write burst without queueing)."""
+        by_dev: dict[str, dict[str, Series]] = {}
+        for s in prefer_pushed(series):
+            if s.name.startswith("node_disk_") and not NOT_DISKS.match(s.labels.get("device", "")):
+                key = f"{s.labels.get('instance', '')}|{s.labels.get('device', '')}"
+                by_dev.setdefault(key, {})[s.name] = s
+        out = {}
+        for key, m in by_dev.items():
+            dev = key.split("|", 1)[1]
+            util = rates(m["node_disk_io_time_seconds_total"]) if "node_disk_io_time_seconds_total" in m else []
+            names = ("node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total",
+                     "node_disk_reads_completed_total", "node_disk_writes_completed_total")
+            if all(n in m for n in names):
+                rt, wt, rc, wc = (dict((round(t), v) for t, v in rates(m[n])) for n in names)
+                await_ = [(float(t), (rt[t] + wt.get(t, 0.0)) / (rc.get(t, 0.0) + wc.get(t, 0.0)))
+                          for t in sorted(rt) if rc.get(t, 0.0) + wc.get(t, 0.0) > 0]
+            else:
+                await_ = []
+            written = rates(m["node_disk_written_bytes_total"]) if "node_disk_written_bytes_total" in m else []
+            if util or await_ or written:
+                out[dev] = {"util": util, "await": await_, "written": written}
+        return out
+
+    def _line_gaps(self, series: list[Series]) -> list[tuple[float, float]]:
+        """Stretches without a progress line from pgbench: gaps between its lines (the exporter's
+        stall zeros, marked by pgbench_progress_stalled, are not lines)."""
+        run = self.ctx.run_id
+        tps = [s for s in _named(series, "pgbench_progress_tps") if s.labels.get("run_id") == run]
+        stalled = {ts for s in _named(series, "pgbench_progress_stalled") if s.labels.get("run_id") == run
+                   for ts, v in s.samples if v == 1}
+        if not tps:
+            return []
+        lines = [ts / 1000 for ts, v in tps[0].samples if ts not in stalled and not is_stale_marker(v)]
+        gap = STALL_FACTOR * self.ctx.interval_s
+        out = [(a, b) for a, b in zip(lines, lines[1:]) if b - a > gap + 1e-3]
+        if stalled and lines:  # still silent at the end (a run followed live)
+            last_stall = max(stalled) / 1000
+            if last_stall > lines[-1]:
+                out.append((lines[-1], last_stall))
+        return out
+
+    def _aborts(self, series: list[Series]) -> list[tuple[float, float]]:
+        """(time, clients aborted then) for each rise of pgbench_aborted_clients_total."""
+        out = []
+        for s in _named(series, "pgbench_aborted_clients_total"):
+            if s.labels.get("run_id") != self.ctx.run_id:
+                continue
+            prev = 0.0
+            for t, v in _clean(s):
+                if v > prev:
+                    out.append((t, v - prev))
+                prev = v
+        return out
+
+    # -- scoring ------------------------------------------------------------------------------
+
+    def candidates(self, start: float, end: float) -> list[Candidate]:
+        lo, length = start - LEAD_S, max(end - start, self.ctx.interval_s)
+        found: list[Candidate] = []
+
+        def add(cause: str, active_s: float, strength: float, evidence: str, **details) -> None:
+            overlap = min(1.0, active_s / length)
+            score = WEIGHTS[cause] * overlap * strength
+            if score > 0:
+                found.append(Candidate(cause, score, overlap, strength, evidence, details))
+
+        # pgbench printed nothing: the client itself was stopped (or, before pgbench 10,
+        # all of thread 0's clients were blocked: its progress lines then come in a burst).
+        silent = sum(max(0.0, min(end, b) - max(lo, a)) for a, b in self.gaps)
+        if silent > 0:
+            old = self.ctx.pgbench_major is not None and self.ctx.pgbench_major < 10
+            longest = max(b - a for a, b in self.gaps if b >= lo and a <= end)
+            add("client_stall", silent, 0.5 if old else 1.0,
+                f"no progress line from pgbench for {longest:.1f} s", silent_seconds=round(silent, 3))
+
+        aborted = [(t, n) for t, n in self.aborts if lo <= t <= end + self.ctx.interval_s]
+        if aborted:
+            n = sum(k for _, k in aborted)
+            clients = self.ctx.clients or n
+            add("clients_aborted", end - max(lo, aborted[0][0]) + self.ctx.interval_s, min(1.0, n / max(clients, 1)),
+                f"{n:.0f} of {clients} clients aborted", aborted=n)
+
+        for target, tl in self.down.items():
+            down = _active_seconds(tl, lambda v: v == 0, lo, end)
+            if down:
+                add("target_down", down, 1.0, f"target {target} down (pg_up 0) for {down:.0f} s", target=target)
+
+        if self.locks:
+            # Sessions waiting on average, in the dip against the whole run (seconds without a
+            # row count as 0), per client: a lock that holds every client scores near 1, the
+            # odd row-lock wait of tpcb-like's updates near 0.
+            total = _sum_by_time(self.locks.values())
+            outside = max(1.0, self.ctx.run_end - self.ctx.run_start - (end - lo))
+            usual = max(0.0, sum(_window_values(total, self.ctx.run_start, self.ctx.run_end))
+                        - sum(_window_values(total, lo, end))) / outside
+            waiting = sum(_window_values(total, start, end)) / max(1.0, end - start)
+            peak = max(_window_values(total, lo, end) or [0.0])
+            clients = self.ctx.clients or max(1.0, peak)
+            if waiting > usual and peak >= 1:
+                events = sorted(((max(_window_values(tl, lo, end) or [0.0]), ev) for ev, tl in self.locks.items()),
+                                reverse=True)
+                top = ", ".join(f"{ev} {n:.0f}" for n, ev in events if n > 0)
+                add("lock", _active_seconds(total, lambda v: v >= 1, lo, end),
+                    min(1.0, (waiting - usual) / max(clients, 1)),
+                    f"up to {peak:.0f} sessions waiting on locks ({top}), {waiting:.1f} on average in the dip, "
+                    f"{usual:.2f} over the run", peak_sessions=peak, mean_sessions=round(waiting, 3),
+                    run_mean_sessions=round(usual, 3))
+
+        # The disk: the device whose measures (%util, await, writes) rose most, active whenever
+        # any of them was up; it goes first, since it also qualifies WAL-requested checkpoints.
+        best_disk = None
+        for dev, tls in self.disks.items():
+            measures = {what: got for what, tl in tls.items()
+                        if (got := _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=DISK_FLOORS[what]))}
+            if not measures:
+                continue
+            what = max(measures, key=lambda w: measures[w][1])
+            up: set[int] = set()
+            for w in measures:
+                threshold = measures[w][4]
+                up |= {round(t) for t, v in tls[w] if v >= threshold and lo < t <= end + 1}
+            active_s = float(len(up))
+            _, strength, peak, base, _ = measures[what]
+            if best_disk is None or active_s * strength > best_disk[0] * best_disk[1]:
+                best_disk = (active_s, strength, peak, base, dev, what)
+        if best_disk:
+            active_s, strength, peak, base, dev, what = best_disk
+            shown = {"util": f"%util {peak * 100:.0f}% ({base * 100:.0f}% usually)",
+                     "await": f"await {peak * 1000:.1f} ms ({base * 1000:.1f} ms usually)",
+                     "written": f"writes {peak / 2**20:.0f} MiB/s ({base / 2**20:.1f} MiB/s usually)"}[what]
+            add("disk", active_s, strength, f"disk {dev}: {shown}", device=dev, measure=what,
+                peak=round(peak, 4), baseline=round(base, 4))
+        write_surge = best_disk is not None
+
+        before = len(found)
+        for c in self.checkpoints:
+            a, b = max(lo, c["start"]), min(end, c["end"] + AFTERMATH_S)
+            if b <= a:
+                continue
+            forced = any(w in c["reason"] for w in ("immediate", "force"))
+            edge = lo <= c["start"] <= end or lo <= c["end"] <= end
+            # Merely under way (a spread checkpoint writes slowly for minutes): below MIN_SCORE alone.
+            strength = 1.0 if forced else 0.5 if edge else 0.15
+            if c["reason"].startswith(("wal", "xlog")) and write_surge:
+                strength = min(strength, 0.25)  # requested by the WAL of that surge: its consequence
+            figures = ", ".join(f"{k.replace('_seconds', '')} {c[k]} s" for k in ("write_seconds", "sync_seconds") if k in c)
+            lag = c["start"] - start
+            text = (f"checkpoint ({c['reason']}) started {abs(lag):.1f} s {'before' if lag < 0 else 'after'} the dip began, "
+                    f"lasting {c['end'] - c['start']:.1f} s")
+            if "buffers" in c:
+                text += f", {c['buffers']} buffers written"
+            if figures:
+                text += f" ({figures})"
+            add("checkpoint", b - a, strength, text, reason=c["reason"], start=c["start"], end=c["end"],
+                **{k: c[k] for k in ("buffers", "write_seconds", "sync_seconds") if k in c})
+
+        ckpts = sorted(found[before:], key=lambda c: -c.score)
+        if len(ckpts) > 1:  # several checkpoints in one dip (a WAL storm): one candidate, the strongest
+            ckpts[0].evidence += f" (and {len(ckpts) - 1} more checkpoint(s) in the dip)"
+            ckpts[0].details["checkpoints"] = len(ckpts)
+            del found[before:]
+            found.append(ckpts[0])
+
+        if self.autovacuum:
+            peak = max(_window_values(self.autovacuum, lo, end) or [0.0])
+            if peak > 0:
+                add("autovacuum", _active_seconds(self.autovacuum, lambda v: v > 0, lo, end), 0.5,
+                    f"{peak:.0f} autovacuum worker(s) active", workers=peak)
+
+        if self.fpi and any(lo - 10 <= c["start"] <= end for c in self.checkpoints):
+            self._baseline_signal(add, "wal_fpi", self.fpi, lo, end, lambda peak, base:
+                                  f"full-page images {peak:.0f}/s after a checkpoint, {base:.0f}/s usually")
+
+        found.sort(key=lambda c: -c.score)
+        return [c for c in found if c.score >= MIN_SCORE / 2]
+
+    def _baseline_signal(self, add, cause: str, tl: Timeline, lo: float, end: float, text) -> None:
+        got = _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=1.0)
+        if got:
+            active_s, strength, peak, base, _ = got
+            add(cause, active_s, strength, text(peak, base), peak=round(peak, 3), baseline=round(base, 3))
+
+
+def _deviation(tl: Timeline, run_start: float, run_end: float, lo: float, hi: float,
+               floor: float) -> tuple[float, float, float, float, float] | None:
+    """(active seconds, strength, peak, baseline, threshold) of a measure that rose well above the run's median:
+    at least twice it and by more than ``floor``; strength 1 - baseline/peak."""
+    base = statistics.median(_window_values(tl, run_start, run_end) or [0.0])
+    peak = max(_window_values(tl, lo, hi) or [0.0])
+    if peak < 2 * base or peak - base < floor:
+        return None
+    # Active wherever it is as far above the median as a candidate must peak: a burst
+    # that stays high but below its first spike still counts.
+    threshold = max(2 * base, base + floor)
+    return _active_seconds(tl, lambda v: v >= threshold, lo, hi), 1 - base / peak, peak, base, threshold

@@ -1,0 +1,104 @@
+"""Every dip of a run with its ranked causes: for ``benchwatch explain``, the snapshot and the exporter."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from benchwatch.explain import causes, dips
+from benchwatch.model.samples import is_stale_marker
+from benchwatch.query.frames import prefer_pushed
+from benchwatch.query.series import Series
+
+NO_CAUSE = "no cause found"
+
+
+def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: float | None = None) -> causes.Context:
+    interval = float(meta.get("progress_interval") or 0) or _last(series, "pgbench_progress_interval_seconds", run_id) or 1.0
+    start = meta.get("clock_start_epoch") or meta.get("started_at") or _first_tps(series, run_id) or 0.0
+    end = meta.get("ended_at") or now or time.time()
+    info = [s for s in series if s.name == "pgbench_run_info" and s.labels.get("run_id") == run_id]
+    clients = (info[0].labels.get("clients") if info else None) or (meta.get("info") or {}).get("clients")
+    version = str(meta.get("pgbench_version") or (info[0].labels.get("pgbench_version", "") if info else ""))
+    m = re.match(r"(\d+)(?:\.(\d+))?", version)
+    major = None
+    if m:
+        major = int(m.group(1)) if int(m.group(1)) >= 10 else 9  # 9.4, 9.6: older than 10 is all that matters
+    return causes.Context(run_id, interval, float(start), float(end),
+                          clients=int(clients) if clients and str(clients).isdigit() else None, pgbench_major=major)
+
+
+def _last(series: list[Series], name: str, run_id: str) -> float | None:
+    for s in series:
+        if s.name == name and s.labels.get("run_id") == run_id and s.samples:
+            return s.samples[-1][1]
+    return None
+
+
+def tps_samples(series: list[Series], run_id: str) -> list[tuple[int, float]]:
+    for s in prefer_pushed(series):
+        if s.name == "pgbench_progress_tps" and s.labels.get("run_id") == run_id:
+            return [(ts, v) for ts, v in s.samples if not is_stale_marker(v)]
+    return []
+
+
+def _first_tps(series: list[Series], run_id: str) -> float | None:
+    tps = tps_samples(series, run_id)
+    return tps[0][0] / 1000 if tps else None
+
+
+def explain(series: list[Series], meta: Mapping[str, Any], run_id: str, *, ongoing: bool = False,
+            now: float | None = None) -> dict:
+    """{"run_id", "dips": [dip + "cause", "evidence", "candidates"], "no_cause": n}; JSON-ready."""
+    ctx = context(meta, series, run_id, now)
+    found = dips.detect(tps_samples(series, run_id), ctx.interval_s, ongoing=ongoing)
+    signals = causes.Signals(series, ctx) if found else None
+    out = []
+    for n, d in enumerate(found, 1):
+        ranked = signals.candidates(d.start, d.end) if signals else []
+        lead = ranked[0] if ranked and ranked[0].score >= causes.MIN_SCORE else None
+        out.append({"dip": n, **d.to_json(), "cause": lead.cause if lead else NO_CAUSE,
+                    "evidence": lead.evidence if lead else "",
+                    "candidates": [c.to_json() for c in ranked]})
+    return {"run_id": run_id, "interval_s": ctx.interval_s, "run_start": ctx.run_start, "dips": out,
+            "lost_transactions": round(sum(d["lost_transactions"] for d in out), 1),
+            "method": "docs/explain.md"}
+
+
+# -- presentation -----------------------------------------------------------------------------------
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch * 1000) % 1000:03d}"
+
+
+def rows(report: dict) -> list[list[str]]:
+    """One row per dip: dip, when, depth, lost transactions, cause with evidence, other candidates."""
+    out = []
+    t0 = report.get("run_start") or 0.0
+    for d in report["dips"]:
+        when = f"{_clock(d['start'])} UTC (+{d['start'] - t0:.1f} s), {d['seconds']:.1f} s"
+        depth = f"{d['depth'] * 100:.0f}% ({d['level']}{', stall' if d['stall'] else ''})"
+        cause = d["cause"] + (f": {d['evidence']}" if d["evidence"] else "")
+        others = [c for c in d["candidates"] if c["cause"] != d["cause"] or c["evidence"] != d["evidence"]]
+        other = "; ".join(f"{c['cause']} {c['score']:.2f}" for c in others[:3]) or "—"
+        if d["cause"] != NO_CAUSE:
+            cause += f" [score {d['candidates'][0]['score']:.2f}]"
+        out.append([str(d["dip"]), when, depth, f"{d['lost_transactions']:,.0f}", cause, other])
+    return out
+
+
+HEADER = ["dip", "when", "depth", "lost tx", "most likely cause (evidence)", "other candidates"]
+
+
+def text_table(report: dict) -> str:
+    if not report["dips"]:
+        return f"run {report['run_id']}: no TPS dip (nothing below {dips.MILD * 100:.0f}% of the steady level)\n"
+    table = [HEADER] + rows(report)
+    widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+    lost = report["lost_transactions"]
+    lines.append(f"{len(report['dips'])} dip(s), {lost:,.0f} transactions lost against the steady level "
+                 f"(method: docs/explain.md)")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,251 @@
+"""`benchwatch explain` on real runs with induced causes: each test asserts the top-ranked cause.
+
+Every run is `benchwatch run -- pgbench … -R RATE`: the rate keeps TPS steady on
+a shared machine, so that the induced fault is the dip. The asserts name the
+cause of the dip that overlaps the fault, never exact figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from benchwatch.stack.native import pg_bindir
+from benchwatch.util import processes
+from tests.helpers.prometheus import query
+from tests.helpers.throwaway import BENCHWATCH
+
+pytestmark = pytest.mark.integration
+
+RATE = "150"
+
+
+class Run:
+    """``benchwatch run -- pgbench …`` in the background; the run id from its first message."""
+
+    def __init__(self, live, seconds: int, rate: str | None = RATE, clients: int = 2):
+        self.live = live
+        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", "pgbench", "-n", "-c", str(clients), "-j", "2", "-P", "1",
+                                      *(["-R", rate] if rate else []), "-T", str(seconds)],
+                                     env=live.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.stderr: list[bytes] = []
+        self.run_id = ""
+        self._id = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+        assert self._id.wait(30), b"".join(self.stderr)
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.stderr.append(line)
+            if line.startswith(b"benchwatch: run ") and not self.run_id:
+                self.run_id = line.split()[2].rstrip(b":").decode()
+                self._id.set()
+
+    @property
+    def dir(self) -> str:
+        return os.path.join(self.live.state_dir, "runs", self.run_id)
+
+    def meta(self) -> dict:
+        with open(os.path.join(self.dir, "meta.json"), encoding="utf-8") as f:
+            return json.load(f)
+
+    def lines(self) -> int:
+        try:
+            with open(os.path.join(self.dir, "stderr.log"), "rb") as f:
+                return sum(1 for line in f if line.startswith(b"progress:"))
+        except FileNotFoundError:
+            return 0
+
+    def wait_lines(self, n: int) -> None:
+        assert processes.wait_until(lambda: self.lines() >= n, 40, 0.1), b"".join(self.stderr)
+
+    def finish(self) -> dict:
+        """Waits for the end of the run and for Prometheus to have it; returns `benchwatch explain --json`."""
+        assert self.proc.wait(timeout=120) == 0, b"".join(self.stderr)
+        prom = self.live.prometheus
+        assert processes.wait_until(
+            lambda: bool(query(prom, f'pgbench_running{{run_id="{self.run_id}"}} == 0')), 30, 0.2)
+        ended = self.meta()["ended_at"]
+        assert processes.wait_until(lambda: time.time() > ended + 2, 5, 0.1)  # the last scrapes of the evidence
+        r = self.live.benchwatch("explain", self.run_id, "--json", timeout=120)
+        assert r.returncode == 0, r.stderr
+        report = json.loads(r.stdout)
+        assert report["run_id"] == self.run_id and report["source"] == "prometheus"
+        return report
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
+
+
+def dip_over(report: dict, start: float, end: float, run: Run | None = None) -> dict:
+    """The dip that overlaps the fault the most (ties: the one that lost more transactions)."""
+    def overlap(d):
+        return min(d["end"], end) - max(d["start"], start)
+    near = [d for d in report["dips"] if overlap(d) > -2]
+    assert near, (start, end, json.dumps(report, indent=1), run and open(os.path.join(run.dir, "stderr.log")).read())
+    return max(near, key=lambda d: (overlap(d), d["lost_transactions"]))
+
+
+class Session:
+    """A psql session fed statements one at a time (holds its transaction between them)."""
+
+    def __init__(self, live):
+        self.proc = subprocess.Popen([os.path.join(pg_bindir(), "psql"), "-X", "-A", "-t", "-q", "-v", "ON_ERROR_STOP=1"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=live.pg_env(), text=True, bufsize=1)
+
+    def run(self, sql: str) -> None:
+        self.proc.stdin.write(sql + "\nSELECT 'done';\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()  # psql answers once the statement is through
+        assert line.strip() == "done", (line, self.proc.stderr.read())
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=60)
+
+
+def test_lock_is_named_in_explain_the_alert_and_the_annotation(live_stack):
+    live = live_stack
+    run = Run(live, 30)
+    session = Session(live)
+    try:
+        run.wait_lines(13)  # PgbenchTPSDrop's baseline needs 10 lines
+        session.run("BEGIN; LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE;")
+        locked = time.time()
+        # The alert names the lock while it fires (its text is rendered at each evaluation).
+        causes: list[str] = []
+
+        def alert_names_lock() -> bool:
+            for a in query_alerts(live.prometheus):
+                if a["labels"].get("alertname") == "PgbenchTPSDrop" and a["labels"].get("run_id") == run.run_id \
+                        and a["state"] == "firing":
+                    causes.append(a["annotations"].get("cause", ""))
+                    return causes[-1].startswith("lock: ")
+            return False
+        named = processes.wait_until(alert_names_lock, 5, 0.2)
+        time.sleep(max(0.0, locked + 5 - time.time()))  # the fault itself: the lock is held 5 s
+        session.run("COMMIT;")
+        unlocked = time.time()
+        report = run.finish()
+    finally:
+        session.close()
+        run.kill()
+    dip = dip_over(report, locked, unlocked)
+    assert dip["cause"] == "lock", json.dumps(dip, indent=1)
+    assert "relation" in dip["evidence"]
+    assert named, causes
+    # The run dashboard's annotation: the exporter wrote the finished dip with its cause.
+    spans = query(live.prometheus, f'pgbench_dip_info{{run_id="{run.run_id}",cause="lock"}}[5m]')
+    assert spans and any(locked - 3 <= float(t) <= unlocked + 3 for s in spans for t, _ in s["values"]), spans
+
+
+def query_alerts(prom: str) -> list[dict]:
+    from benchwatch.query.prometheus import api
+    return api(prom, "/api/v1/alerts")["alerts"]
+
+
+def test_sigstop_of_pgbench_is_a_client_stall(live_stack):
+    run = Run(live_stack, 25)
+    try:
+        run.wait_lines(10)
+        pid = run.meta()["pid"]
+        os.kill(pid, signal.SIGSTOP)
+        stopped = time.time()
+        try:
+            time.sleep(4)  # the fault itself: pgbench stopped 4 s
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        resumed = time.time()
+        report = run.finish()
+    finally:
+        run.kill()
+    dip = dip_over(report, stopped, resumed)
+    assert dip["cause"] == "client_stall", json.dumps(dip, indent=1)
+
+
+def restart_postgres(live) -> None:
+    live.stack._stop("postgres")
+    live.stack.up()  # starts what is not running: the server alone; the exporters reconnect
+
+
+@pytest.fixture
+def roomy_server(live_stack):
+    """shared_buffers 2 GB, and no timed or WAL-requested checkpoint for minutes: the test's own
+    CHECKPOINT is the one that writes the dirty buffers. Put back as it was afterwards."""
+    settings = {"shared_buffers": "2GB", "checkpoint_timeout": "5min", "max_wal_size": "4GB"}
+    for name, value in settings.items():
+        live_stack.psql(f"ALTER SYSTEM SET {name} = '{value}'")
+    restart_postgres(live_stack)
+    try:
+        yield live_stack
+    finally:
+        for name in settings:
+            live_stack.psql(f"ALTER SYSTEM RESET {name}")
+        restart_postgres(live_stack)
+
+
+def test_manual_checkpoint_with_many_dirty_buffers(roomy_server):
+    live = roomy_server
+    # About 850 MB of dirty pages in shared_buffers (the table is under a quarter of them,
+    # so it is not read through a small ring): the CHECKPOINT has to write them all at once.
+    live.psql("DROP TABLE IF EXISTS bw_dirty; CREATE TABLE bw_dirty AS "
+              "SELECT g, repeat('x', 200) AS pad FROM generate_series(1, 1800000) g")
+    live.psql("CHECKPOINT")
+    live.psql("UPDATE bw_dirty SET pad = repeat('y', 200)")
+    # Unthrottled, 4 clients: commits queue behind the checkpoint's writes (with -R the box has
+    # headroom enough to keep the rate through it).
+    run = Run(live, 30, rate=None, clients=4)
+    try:
+        run.wait_lines(10)
+        began = time.time()
+        live.psql("CHECKPOINT")
+        done = time.time()
+        report = run.finish()
+    finally:
+        run.kill()
+        live.psql("DROP TABLE IF EXISTS bw_dirty")
+    dip = dip_over(report, began, done + 3, run)
+    assert dip["cause"] == "checkpoint", json.dumps(dip, indent=1)
+    assert "immediate" in dip["evidence"], dip
+
+
+def test_vacuum_full_of_a_big_table_is_io(live_stack):
+    live = live_stack
+    # ~650 MB of wide rows (1800 bytes, under the TOAST threshold): rewriting it is I/O
+    # (reads, writes, and as much WAL), little CPU per megabyte.
+    live.psql("DROP TABLE IF EXISTS bw_big; CREATE TABLE bw_big AS "
+              "SELECT g, repeat('x', 1800) AS pad FROM generate_series(1, 350000) g")
+    live.psql("CHECKPOINT")
+    run = Run(live, 35, rate=None)
+    try:
+        run.wait_lines(10)
+        began = time.time()
+        live.psql("VACUUM FULL bw_big")
+        done = time.time()
+        report = run.finish()
+    finally:
+        run.kill()
+        live.psql("DROP TABLE IF EXISTS bw_big")
+    dip = dip_over(report, began, done, run)
+    assert dip["cause"] == "disk", json.dumps(dip, indent=1)
+
+
+def test_steady_run_has_no_dip(live_stack):
+    run = Run(live_stack, 25)
+    try:
+        report = run.finish()
+    finally:
+        run.kill()
+    assert report["dips"] == [], json.dumps(report, indent=1)
+    text = live_stack.benchwatch("explain", run.run_id)
+    assert text.returncode == 0 and b"no TPS dip" in text.stdout, text

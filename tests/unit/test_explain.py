@@ -1,0 +1,316 @@
+"""Dip detection and cause scoring (benchwatch.explain) on fixtures: real pgbench outputs, a real run's
+series, and small hand-made series where a signal has to be exactly so."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from benchwatch import cli
+from benchwatch.explain import causes, dips, report
+from benchwatch.exporter.dips import dip_samples
+from benchwatch.model import replay
+from benchwatch.model.samples import is_stale_marker
+from benchwatch.query.series import Series
+from benchwatch.record import rundir
+from benchwatch.share import rebuild, summary
+from tests.unit.test_snapshot_summary import RUN_DIR, RUN_ID, fixture_series
+
+HERE = os.path.dirname(os.path.dirname(__file__))
+PGBENCH = os.path.join(HERE, "fixtures", "pgbench")
+T0 = 1_700_000_000.0
+
+
+def fixture_run(name: str) -> list[Series]:
+    with open(os.path.join(PGBENCH, f"{name}.stderr"), "rb") as f:
+        data = f.read()
+    with open(os.path.join(PGBENCH, f"{name}.stdout"), "rb") as f:
+        data += f.read()
+    _model, samples = replay.replay_output(data, "r", T0)
+    return rebuild.samples_to_series(samples)
+
+
+def tps_of(name: str) -> list[tuple[int, float]]:
+    return report.tps_samples(fixture_run(name), "r")
+
+
+def curve(values: list[float], t0: float = T0) -> list[tuple[int, float]]:
+    return [(int((t0 + i + 1) * 1000), v) for i, v in enumerate(values)]
+
+
+# -- the detector --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["pg15_stall", "pg10_report_stall"])
+def test_lock_stall_of_pg15_and_pg10_is_one_deep_dip(name):
+    # 3.0 s: 428.6 tps, 4.0 and 5.0 s: 0.0 tps, 6.0 s: 1141.2 (still under 80%), then back.
+    found = dips.detect(tps_of(name))
+    assert len(found) == 1, found
+    d = found[0]
+    assert (d.start - T0, d.end - T0) == (2.0, 6.0)
+    assert d.level == "deep" and d.stall and d.lines == 4 and d.depth == 1.0
+    # Lost against the steady level, second by second: (b - 428.6) + b + b + (b - 1141.2).
+    b = d.baseline_tps
+    assert d.lost_transactions == pytest.approx(4 * b - 428.6 - 1141.2, abs=0.1)
+
+
+def test_catch_up_burst_of_pgbench_94_is_one_dip_counted_once():
+    # 2.0 s, then 5.2 s three times (146.5, then two empty 0/0 lines 1 ms apart): one report for
+    # the 3.2 s stall, and catch-up lines that cover no time.
+    found = dips.detect(tps_of("pg94_report_stall"))
+    assert len(found) == 1, found
+    d = found[0]
+    assert d.start - T0 == pytest.approx(2.0) and d.end - T0 == pytest.approx(5.202)
+    assert d.min_tps == 146.5 and not d.stall  # the empty catch-up lines are not intervals of 0 tps
+    assert d.lost_transactions == pytest.approx((d.baseline_tps - 146.5) * 3.2 + d.baseline_tps * 0.002, abs=0.1)
+
+
+@pytest.mark.parametrize("name", ["pg15_plain", "pg15_report", "pg15_prepared", "pg15_rate", "pg14_report_timestamp",
+                                  "pg96_multi_script_timestamp", "pg15_abort_terminated"])
+def test_steady_fixtures_have_no_dip(name):
+    assert dips.detect(tps_of(name)) == []
+
+
+def test_ramp_up_and_wind_down_are_not_dips():
+    values = [100, 400, 800] + [1000] * 20 + [300]
+    assert dips.detect(curve(values)) == []
+    # While the run goes on, a low last line is a dip under way.
+    (d,) = dips.detect(curve(values), ongoing=True)
+    assert d.ongoing and d.level == "deep" and d.end == T0 + len(values)
+
+
+def test_one_mild_line_is_noise_two_are_a_dip():
+    assert dips.detect(curve([1000] * 10 + [700] + [1000] * 10)) == []
+    (d,) = dips.detect(curve([1000] * 10 + [700, 700] + [1000] * 10))
+    assert d.level == "mild" and d.depth == pytest.approx(0.3) and d.lost_transactions == pytest.approx(600)
+    (d,) = dips.detect(curve([1000] * 10 + [400] + [1000] * 10))
+    assert d.level == "deep" and d.seconds == 1.0
+
+
+def test_a_long_dip_does_not_lower_its_own_reference():
+    # 20 s at a third of the level within a 60 s window: the second pass leaves it out of the median.
+    (d,) = dips.detect(curve([900] * 20 + [300] * 20 + [900] * 10))
+    assert d.baseline_tps == 900 and d.seconds == 20 and d.lost_transactions == pytest.approx(12000)
+
+
+def test_too_few_lines_give_no_dips():
+    assert dips.detect(curve([1000, 0, 1000, 1000])) == []
+
+
+# -- attribution on series ---------------------------------------------------------------------------
+
+def gauge(name: str, labels: dict, points: list[tuple[float, float]]) -> Series:
+    return Series(name, labels, [(int(t * 1000), v) for t, v in points])
+
+
+def run_with_dip(zero_from: int = 10, zero_to: int = 15, seconds: int = 30) -> list[Series]:
+    values = [0.0 if zero_from <= i < zero_to else 500.0 for i in range(seconds)]
+    return [gauge("pgbench_progress_tps", {"run_id": "r"}, [(T0 + i + 1, v) for i, v in enumerate(values)]),
+            gauge("pgbench_run_info", {"run_id": "r", "clients": "2", "pgbench_version": "15.18"}, [(T0 + 1, 1)])]
+
+
+META = {"clock_start_epoch": T0, "ended_at": T0 + 30, "progress_interval": 1.0}
+
+
+def only_dip(series: list[Series], meta: dict | None = None) -> dict:
+    result = report.explain(series, meta or META, "r")
+    assert len(result["dips"]) == 1, result
+    return result["dips"][0]
+
+
+def test_lock_waits_during_the_dip_name_the_lock():
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
+                  [(T0 + t, 2) for t in range(10, 16)])
+    routine = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "transactionid"},
+                    [(T0 + 4, 1), (T0 + 22, 1)])
+    d = only_dip(run_with_dip() + [waits, routine])
+    assert d["cause"] == "lock" and "relation 2" in d["evidence"]
+    assert d["candidates"][0]["strength"] > 0.9
+
+
+def test_routine_row_lock_waits_are_not_a_cause():
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "transactionid"},
+                  [(T0 + t, 1) for t in (3, 12, 19, 25)])
+    assert only_dip(run_with_dip() + [waits])["cause"] == report.NO_CAUSE
+
+
+def checkpoint(reason: str, start: float, end: float, **figures: str) -> list[Series]:
+    labels = {"kind": "checkpoint", "reason": reason}
+    beats = [start + i for i in range(int(end - start) + 1)]  # the exporter's 1 s heartbeat
+    return [gauge("pg_checkpoint_in_progress", labels, [(t, 1) for t in beats] + [(end, 0)]),
+            gauge("pg_checkpoint_info", {**labels, **figures}, [(t, 1) for t in beats] + [(end, 1)])]
+
+
+def test_an_immediate_checkpoint_just_before_the_dip_is_the_cause():
+    d = only_dip(run_with_dip() + checkpoint("immediate force wait", T0 + 8.5, T0 + 9.2, buffers="40000",
+                                             write_seconds="0.5", sync_seconds="0.2"))
+    assert d["cause"] == "checkpoint"
+    assert "immediate force wait" in d["evidence"] and "40000 buffers" in d["evidence"]
+
+
+def test_a_spread_checkpoint_merely_under_way_is_not_a_cause():
+    d = only_dip(run_with_dip() + checkpoint("time", T0 - 5, T0 + 25))
+    assert d["cause"] == report.NO_CAUSE
+    assert [c["cause"] for c in d["candidates"]] == ["checkpoint"]  # shown, below the bar
+
+
+def test_no_progress_lines_is_a_client_stall():
+    # Rebuilt from the output: no line from 10 s to 15 s (no stall zeros, just a gap).
+    tps = gauge("pgbench_progress_tps", {"run_id": "r"},
+                [(T0 + t, 500.0) for t in range(1, 11)] + [(T0 + 15, 100.0)] + [(T0 + t, 500.0) for t in range(16, 31)])
+    d = only_dip([tps, *run_with_dip()[1:]])
+    assert d["cause"] == "client_stall" and "5.0 s" in d["evidence"]
+
+
+def test_live_stall_zeros_are_not_lines():
+    # As the exporter writes a stall: TPS 0 and pgbench_progress_stalled 1 once a second.
+    lines = [(T0 + t, 500.0) for t in range(1, 11)] + [(T0 + t, 500.0) for t in range(15, 31)]
+    zeros = [(T0 + t + 0.6, 0.0) for t in range(11, 14)]
+    tps = gauge("pgbench_progress_tps", {"run_id": "r"}, sorted(lines + zeros))
+    stalled = gauge("pgbench_progress_stalled", {"run_id": "r"}, [(t, 1.0) for t, _ in zeros] + [(T0 + 15, 0.0)])
+    assert only_dip([tps, stalled, *run_with_dip()[1:]])["cause"] == "client_stall"
+
+
+def test_pgbench_94_burst_is_a_weaker_client_stall():
+    result = report.explain(fixture_run("pg94_report_stall"), {"clock_start_epoch": T0, "pgbench_version": "9.4.26"}, "r")
+    (d,) = result["dips"]
+    assert d["cause"] == "client_stall" and d["candidates"][0]["strength"] == 0.5
+
+
+def test_disk_far_above_its_baseline():
+    def counter(name, per_second):
+        total, points = 0.0, []
+        for t in range(0, 31):
+            total += per_second(t)
+            points.append((T0 + t, total))
+        return gauge(name, {"instance": "h:9100", "device": "vda"}, points)
+    busy = counter("node_disk_io_time_seconds_total", lambda t: 0.95 if 9 <= t <= 15 else 0.1)
+    zram = counter("node_disk_io_time_seconds_total", lambda t: 1.0)  # not a disk
+    zram.labels["device"] = "zram0"
+    d = only_dip(run_with_dip() + [busy, zram])
+    assert d["cause"] == "disk" and "vda" in d["evidence"] and "%util 95%" in d["evidence"]
+
+
+def test_aborted_clients_and_a_target_down():
+    aborted = gauge("pgbench_aborted_clients_total", {"run_id": "r"}, [(T0 + 1, 0), (T0 + 10, 2)])
+    assert only_dip(run_with_dip() + [aborted])["cause"] == "clients_aborted"
+    down = gauge("pg_up", {"target": "shard2"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
+    d = only_dip(run_with_dip() + [down])
+    assert d["cause"] == "target_down" and "shard2" in d["evidence"]
+
+
+def test_nothing_stands_out():
+    d = only_dip(run_with_dip())
+    assert d["cause"] == report.NO_CAUSE and d["evidence"] == "" and d["candidates"] == []
+    assert "no cause found" in report.text_table(report.explain(run_with_dip(), META, "r"))
+
+
+# -- a real run: the snapshot fixture's manual CHECKPOINT 6 s in -------------------------------------
+
+def test_real_run_with_a_manual_checkpoint():
+    meta = rundir.RunDir(RUN_DIR).read_meta()
+    result = report.explain(fixture_series(), meta, RUN_ID)
+    (d,) = result["dips"]
+    assert d["cause"] == "checkpoint" and "immediate force wait" in d["evidence"]
+    assert 5.0 <= d["start"] - meta["clock_start_epoch"] <= 7.0
+    table = report.text_table(result)
+    assert table.splitlines()[0].split() [:3] == ["dip", "when", "depth"] and "checkpoint" in table
+
+
+def test_snapshot_summary_has_the_dips_table():
+    meta = rundir.RunDir(RUN_DIR).read_meta()
+    from benchwatch.share.collect import window
+    s = summary.build(fixture_series(), meta, RUN_ID, window(meta))
+    assert s["dips"][0]["cause"] == "checkpoint"
+    tables = {title: rows for title, _header, rows in summary.tables(s)}
+    assert "checkpoint" in tables["Dips and their causes"][0][4]
+    assert "## Dips and their causes" in summary.to_markdown(s)
+    # A summary saved before dips were explained still renders.
+    old = {k: v for k, v in s.items() if k != "dips"}
+    assert "Dips and their causes" not in {t for t, _h, _r in summary.tables(old)}
+
+
+def test_cli_explain_from_the_run_directory(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    run = rundir.create_run_dir(str(runs), "20261123T100000.000Z-abcd")
+    for ext in ("stdout", "stderr"):
+        with open(os.path.join(PGBENCH, f"pg15_stall.{ext}"), "rb") as src, open(run.file(f"{ext}.log"), "wb") as dst:
+            dst.write(src.read())
+    run.write_meta({"run_id": run.run_id, "mode": "run", "argv": ["pgbench", "-c", "2", "-P", "1", "-T", "8"],
+                    "progress_interval": 1.0, "clock_start_epoch": T0, "state": rundir.FINISHED,
+                    "ended_at": T0 + 8.5, "exit_code": 0, "pgbench_version": "15.18"})
+    assert cli.main(["explain", "--state-dir", str(tmp_path), "--source", "raw", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["source"] == "raw" and len(out["dips"]) == 1
+    assert out["dips"][0]["start"] == T0 + 2.0 and out["dips"][0]["cause"] == report.NO_CAUSE
+    assert cli.main(["explain", "--state-dir", str(tmp_path), "--source", "raw", run.run_id]) == 0
+    assert "100% (deep, stall)" in capsys.readouterr().out
+    assert cli.main(["explain", "--state-dir", str(tmp_path), "nope"]) == 2
+
+
+# -- what the exporter writes -----------------------------------------------------------------------
+
+def test_dip_samples_span_the_dip_and_end_with_it():
+    d = {"start": T0 + 2.0, "end": T0 + 6.5, "level": "deep", "cause": "lock", "evidence": "up to 2 sessions"}
+    out = dip_samples("r", 1, d)
+    assert {s.name for s in out} == {"pgbench_dip_info"}
+    assert dict(out[0].labels) == {"run_id": "r", "dip": "1", "level": "deep", "cause": "lock", "evidence": "up to 2 sessions"}
+    assert [s.timestamp_ms for s in out[:-1]] == [int((T0 + x) * 1000) for x in (2, 3, 4, 5, 6, 6.5)]
+    assert is_stale_marker(out[-1].value) and out[-1].timestamp_ms == int((T0 + 6.5) * 1000) + 1
+    # The annotation's query reads it as a 0/1 state with exact edges.
+    from benchwatch.explain import annotation
+    from benchwatch.query import promql
+    assert promql.boolean_selector(annotation.EXPR.replace("$run_id", "r")) == 'pgbench_dip_info{run_id="r"}'
+
+
+def test_signals_ignore_what_ended_long_before_the_run():
+    old = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
+                [(T0 - 600, 5)])
+    ctx = report.context(META, run_with_dip(), "r")
+    assert causes.Signals(run_with_dip() + [old], ctx).locks == {}
+
+
+def test_live_watcher_writes_the_leading_cause_then_the_finished_dip(tmp_path):
+    """The exporter's dips collector against a real Prometheus holding a live run: a lock under way."""
+    from benchwatch.exporter.dips import DipWatcher
+    from benchwatch.model.samples import sample
+    from benchwatch.sink.remote_write import RemoteWriter
+    from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, start_prometheus
+
+    now = float(int(__import__("time").time()))
+    start = now - 40
+    runs = str(tmp_path / "runs")
+    run = rundir.create_run_dir(runs, "live")
+    run.write_meta({"run_id": "live", "mode": "run", "argv": ["pgbench", "-c", "2", "-P", "1"], "progress_interval": 1.0,
+                    "clock_start_epoch": start, "state": rundir.RUNNING, "pid": os.getpid(), "pgbench_version": "15.18"})
+    # 1000 tps, an unexplained 2 s dip at 10 s, then TPS 0 for the last 5 s with both clients waiting on a lock.
+    tps = [0.0 if 10 <= i < 12 or i >= 35 else 1000.0 for i in range(40)]
+    samples = [sample("pgbench_progress_tps", {"run_id": "live"}, v, int((start + i + 1) * 1000)) for i, v in enumerate(tps)]
+    samples.append(sample("pgbench_run_info", {"run_id": "live", "clients": "2"}, 1.0, int((start + 1) * 1000)))
+    samples += [sample("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"}, 2.0,
+                       int((start + i) * 1000)) for i in range(36, 41)]
+    with start_prometheus(tmp_path / "prom", REMOTE_WRITE_CONFIG, ["--web.enable-remote-write-receiver"]) as prom:
+        RemoteWriter(prom.remote_write_url).send(samples)
+        clock = [now]
+        watcher = DipWatcher(runs, prom.url, sink=lambda s: None, clock=lambda: clock[0])
+        watcher._pass()
+        out = watcher._outbox
+        leading = [s for s in out if s.name == "pgbench_dip_leading_cause_info"]
+        assert len(leading) == 1 and dict(leading[0].labels)["cause"] == "lock", out
+        assert "relation 2" in dict(leading[0].labels)["evidence"]
+        finished = [s for s in out if s.name == "pgbench_dip_info"]
+        assert {dict(s.labels)["cause"] for s in finished} == {report.NO_CAUSE}
+        assert finished[0].timestamp_ms == int((start + 10) * 1000) and is_stale_marker(finished[-1].value)
+        # The run ends: after the settling time the lock dip is written and the leading series ended.
+        watcher._outbox = []
+        run.write_meta({**run.read_meta(), "state": rundir.FINISHED, "ended_at": now + 1, "exit_code": 0})
+        clock[0] = now + 1
+        watcher._pass()
+        assert watcher._outbox == [] and "live" in watcher.runs  # settling
+        clock[0] = now + 4
+        watcher._pass()
+        out = watcher._outbox
+        assert any(s.name == "pgbench_dip_leading_cause_info" and is_stale_marker(s.value) for s in out), out
+        assert not any(s.name == "pgbench_dip_info" and dict(s.labels)["cause"] == report.NO_CAUSE for s in out)
+        assert "live" not in watcher.runs and "live" in watcher.done
