@@ -104,7 +104,7 @@ class DipWatcher:
                 self.done.add(name)  # finished before we saw it: benchwatch explain covers it
 
     def _analyse(self, run_id: str, state: _RunState) -> None:
-        from benchwatch.explain import causes, report
+        from benchwatch.explain import causes, dips, report
         from benchwatch.query.series import fetch
 
         meta = state.run.read_meta()
@@ -116,6 +116,16 @@ class DipWatcher:
                 return
         run_id = meta.get("run_id") or run_id
         start = max(float(meta.get("clock_start_epoch") or meta.get("started_at") or now - LOOKBACK_S), now - LOOKBACK_S)
+        if running and state.leading is None:
+            # The cheap look first (one series): the evidence is fetched only while a dip is under
+            # way or when one has just ended, so a steady second costs Prometheus one small query.
+            tps = fetch(self.prometheus, [f'pgbench_progress_tps{{run_id="{run_id}"}}'], start - 60, now)
+            ctx = report.context(meta, tps, run_id, now)
+            found = dips.detect(report.tps_samples(tps, run_id), ctx.interval_s, ongoing=True)
+            room = len(state.exported) < MAX_DIPS
+            if not any(d.ongoing or (room and not any(a < d.end and d.start < b for a, b in state.exported))
+                       for d in found):
+                return
         series = fetch(self.prometheus, causes.run_selectors(run_id), start - 60, now)
         result = report.explain(series, {**meta, "ended_at": None if running else meta.get("ended_at")}, run_id,
                                 ongoing=running, now=now)
