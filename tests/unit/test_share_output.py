@@ -51,3 +51,30 @@ def test_out_option_still_chooses_the_directory(tmp_path):
                     "--out", str(tmp_path / "long"))
     _check_written(r, str(tmp_path / "long"), f"snapshot-{RUN_ID}")
     assert not os.path.exists(os.path.join(state, "shares"))
+
+
+def test_snapshot_and_compare_keep_the_runs_targets(tmp_path):
+    import json
+    import shutil
+
+    run_dir = str(tmp_path / RUN_ID)
+    shutil.copytree(RUN_DIR, run_dir)
+    meta_path = os.path.join(run_dir, "meta.json")
+    with open(meta_path, encoding="utf-8") as f:
+        meta = json.load(f)
+    meta["targets"] = [{"target": "db1", "host": "hostA", "engine": "postgresql"},
+                       {"target": "db2a", "host": "hostB", "engine": "postgresql"}]
+    with open(meta_path, "w", encoding="utf-8") as f:
+        json.dump(meta, f)
+    state = str(tmp_path / "state")
+    r = _benchwatch(tmp_path, "snapshot", "--state-dir", state, "--run-dir", run_dir, "--source", "raw")
+    directory = r.stdout.split()[0]
+    with open(os.path.join(directory, "summary.md"), encoding="utf-8") as f:
+        assert "watched: db1 on hostA, db2a on hostB" in f.read()
+    r = _benchwatch(tmp_path, "compare", "--state-dir", state, run_dir, RUN_DIR, "--names", "A,B", "--source", "raw")
+    directory = r.stdout.split()[0]
+    with open(os.path.join(directory, "compare.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert "targets db1 on hostA, db2a on hostB" in text
+    with open(os.path.join(directory, "index.html"), encoding="utf-8") as f:
+        assert "targets db1 on hostA, db2a on hostB" in f.read()

@@ -303,6 +303,11 @@ def compare_model(names: list[str], collected: list[Collected], sw: dict | None)
     return {"panels": panels, "zoomMode": "seconds"}
 
 
+def targets_text(c: Collected) -> str:
+    """The database instances a run watched: "db1 on hostA, local on vm"."""
+    return ", ".join(sm.watched_targets(c.meta))
+
+
 def _what(collected: list[Collected]) -> str:
     """"pgbench runs", "sysbench runs", or "runs" when the tools differ."""
     tools = {c.summary["run"].get("tool") or "pgbench" for c in collected}
@@ -315,7 +320,8 @@ def compare_markdown(names: list[str], collected: list[Collected], sw: dict | No
         r = c.summary["run"]
         facts = " · ".join(x for x in [f"`{r['args']}`" if r.get("args") else None,
                                        f"server {r['server_version']}" if r.get("server_version") else None,
-                                       sm.fmt_time(r.get("start"), True) if r.get("start") else None] if x)
+                                       sm.fmt_time(r.get("start"), True) if r.get("start") else None,
+                                       f"targets {targets_text(c)}" if targets_text(c) else None] if x)
         parts.append(f"- **{n}**" + (f" ({c.run_id})" if n != c.run_id else "") + f": {facts}")
     parts.append("")
     for p in pictures:
@@ -337,7 +343,8 @@ def compare_page(names: list[str], collected: list[Collected], sw: dict | None) 
         header.append(f"<li><b>{htmlmod.escape(n)}</b>" + (f" ({htmlmod.escape(c.run_id)})" if n != c.run_id else "")
                       + (f": <code>{htmlmod.escape(r['args'])}</code>" if r.get("args") else "")
                       + (f" · server {htmlmod.escape(str(r['server_version']))}" if r.get("server_version") else "")
-                      + f" · {htmlmod.escape(sm.fmt_time(r.get('start'), True))}</li>")
+                      + f" · {htmlmod.escape(sm.fmt_time(r.get('start'), True))}"
+                      + (f" · targets {htmlmod.escape(targets_text(c))}" if targets_text(c) else "") + "</li>")
     header.append("</ul>")
     tables = [("Summary (change relative to the first run)", *side_by_side(names, [c.summary for c in collected]))]
     if sw and sw["values"]:

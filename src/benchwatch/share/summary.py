@@ -312,6 +312,7 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
             "server_version": meta.get("server_version"),
             "scale": meta.get("scale"),
             "hostname": meta.get("hostname"),
+            "targets": watched_targets(meta),
             "labels": dict(info.labels) if info else {},
             "progress_interval_s": interval,
         },
@@ -511,11 +512,23 @@ def header_lines(s: dict) -> list[str]:
              f"{r['duration_s']:.1f} s" if r.get("duration_s") else None,
              f"exit code {r['exit_code']}" if r.get("exit_code") is not None else None]
     lines.append(" · ".join(f for f in facts if f))
+    if r.get("targets"):
+        lines.append("watched: " + ", ".join(r["targets"]))
     host_line = " · ".join(x for x in [host.get("nodename") or r.get("hostname"),
                                        " ".join(x for x in (host.get("sysname"), host.get("release"), host.get("machine")) if x)] + hw if x)
     if host_line:
         lines.append("host: " + host_line)
     return lines
+
+
+def watched_targets(meta: dict) -> list[str]:
+    """The database instances a run watched (meta.json "targets"), as "db1 on hostA"."""
+    out = []
+    for t in meta.get("targets") or []:
+        name, host = (t.get("target"), t.get("host")) if isinstance(t, dict) else (str(t), None)
+        if name:
+            out.append(f"{name} on {host}" if host else str(name))
+    return out
 
 
 def md_table(header: list[str], rows: Iterable[list[str]]) -> str:
