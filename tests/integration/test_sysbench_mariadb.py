@@ -166,6 +166,11 @@ def test_table_lock_reads_zero_and_fires_the_tps_drop_alert(mariadb_stack, prepa
     assert all(stored[t] == 0.0 for t in zeros)
     fired = query(live.prometheus, f'ALERTS{{alertname="PgbenchTPSDrop",run_id="{run_id}",alertstate="firing"}}[5m]')
     assert fired, "PgbenchTPSDrop never fired for the lock"
+    # benchwatch explain reads sysbench runs too: the lock's zero lines are a deep dip.
+    r = live.benchwatch("explain", run_id, "--json", timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    dips = json.loads(r.stdout)["dips"]
+    assert any(d["level"] == "deep" and d["min_tps"] == 0 for d in dips), dips
 
 
 def test_write_heavy_run_shows_dirty_pages_at_the_limit_and_checkpoint_age_climbing(mariadb_stack, prepared):

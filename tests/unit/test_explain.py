@@ -129,6 +129,18 @@ def test_lock_waits_during_the_dip_name_the_lock():
     assert d["candidates"][0]["strength"] > 0.9
 
 
+def test_innodb_flushing_pressure_during_the_dip_is_the_cause():
+    # sysbench on InnoDB: the pressure series of prometheus/rules/mysql.yml, 1 through the dip.
+    pressure = gauge("instance:mysql_innodb_flushing_pressure:bool", {"target": "mariadb-2"},
+                     [(T0 + t, 1 if 9 <= t <= 16 else 0) for t in range(0, 30)])
+    d = only_dip(run_with_dip() + [pressure])
+    assert d["cause"] == "innodb_flushing" and "mariadb-2" in d["evidence"], d
+    # Pressure elsewhere in the run is not this dip's cause.
+    calm = gauge("instance:mysql_innodb_flushing_pressure:bool", {"target": "local"},
+                 [(T0 + t, 1 if t >= 25 else 0) for t in range(0, 30)])
+    assert only_dip(run_with_dip() + [calm])["cause"] == report.NO_CAUSE
+
+
 def test_routine_row_lock_waits_are_not_a_cause():
     waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "transactionid"},
                   [(T0 + t, 1) for t in (3, 12, 19, 25)])

@@ -34,7 +34,7 @@ STALL_FACTOR = 1.5    # as the run model: no line for 1.5 intervals is a stall
 
 WEIGHTS = {
     "client_stall": 1.0, "clients_aborted": 1.0, "target_down": 1.0, "lock": 1.0, "checkpoint": 1.0,
-    "autovacuum": 0.6, "disk": 0.8, "wal_fpi": 0.5,
+    "autovacuum": 0.6, "disk": 0.8, "wal_fpi": 0.5, "innodb_flushing": 1.0,
 }
 
 # Series the signals read (raw, as stored), for fetching from Prometheus and saving with a run.
@@ -43,6 +43,8 @@ SELECTORS = [
     "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up",
     "node_disk_io_time_seconds_total", "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total",
     "node_disk_reads_completed_total", "node_disk_writes_completed_total", "node_disk_written_bytes_total",
+    # sysbench on InnoDB (prometheus/rules/mysql.yml, docs/innodb.md): 1 while InnoDB must flush harder.
+    "instance:mysql_innodb_flushing_pressure:bool",
 ]
 
 
@@ -136,6 +138,8 @@ class Signals:
                      for s in _named(series, "pg_up")}
         self.gaps = self._line_gaps(series)
         self.aborts = self._aborts(series)
+        self.innodb = {(s.labels.get("target") or s.labels.get("instance") or "mysql"): _clean(s)
+                       for s in _named(series, "instance:mysql_innodb_flushing_pressure:bool")}
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -336,6 +340,15 @@ class Signals:
         if self.fpi and any(lo - 10 <= c["start"] <= end for c in self.checkpoints):
             self._baseline_signal(add, "wal_fpi", self.fpi, lo, end, lambda peak, base:
                                   f"full-page images {peak:.0f}/s after a checkpoint, {base:.0f}/s usually")
+
+        # InnoDB's flushing pressure is its checkpoint: dirty pages at their limit, or the redo log
+        # close to full, make InnoDB flush harder and commits wait (docs/innodb.md).
+        for target, tl in self.innodb.items():
+            pressed = _active_seconds(tl, lambda v: v >= 1, lo, end)
+            if pressed:
+                add("innodb_flushing", pressed, 1.0,
+                    f"InnoDB flushing pressure on {target} for {pressed:.0f} s (dirty pages at their flush point "
+                    "or checkpoint age past 7/8 of its maximum)", target=target)
 
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
