@@ -198,8 +198,8 @@ def roomy_server(live_stack):
         restart_postgres(live_stack)
 
 
-def test_manual_checkpoint_with_many_dirty_buffers(roomy_server):
-    live = roomy_server
+def checkpoint_under_load(live) -> tuple[dict, float, float, Run]:
+    """One run with a manual CHECKPOINT of ~1.7 GB of dirty buffers 10 lines in; its explain report."""
     # About 1.7 GB of dirty pages in shared_buffers (the table is under a quarter of them,
     # so it is not read through a small ring): the CHECKPOINT has to write them all at once.
     live.psql("DROP TABLE IF EXISTS bw_dirty; CREATE TABLE bw_dirty AS "
@@ -218,6 +218,23 @@ def test_manual_checkpoint_with_many_dirty_buffers(roomy_server):
     finally:
         run.kill()
         live.psql("DROP TABLE IF EXISTS bw_dirty")
+    return report, began, done, run
+
+
+def near(report: dict, start: float, end: float) -> list[dict]:
+    return [d for d in report["dips"] if min(d["end"], end) - max(d["start"], start) > -2]
+
+
+def test_manual_checkpoint_with_many_dirty_buffers(roomy_server):
+    """Whether a checkpoint dips TPS at all is the disk's doing, not ours: this one flushes 1.7 GB
+    in about 0.5-2 s, and under other load the dip can stay above 80 % (1 run in 17). What is ours
+    is the attribution, so a second run is made only when the first had no dip at the checkpoint;
+    a dip there with another cause fails at once."""
+    live = roomy_server
+    for attempt in (1, 2):
+        report, began, done, run = checkpoint_under_load(live)
+        if near(report, began, done + 3) or attempt == 2:
+            break
     dip = dip_over(report, began, done + 3, run)
     assert dip["cause"] == "checkpoint", json.dumps(dip, indent=1)
     assert "immediate" in dip["evidence"], dip
