@@ -19,7 +19,8 @@ from benchwatch.stack.native import Stack, StackError, pg_bindir
 from benchwatch.util import processes
 
 
-def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
+def _install_and_start(stack: Stack, say: Callable[[str], None]) -> int | None:
+    """The Debian packages, then the stack; None when both are there, else the exit code to give."""
     install = subprocess.run([resources.path("scripts", "install-deps")])
     if install.returncode != 0:
         return install.returncode
@@ -28,6 +29,13 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
     except StackError as e:
         say(str(e))
         return 1
+    return None
+
+
+def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
+    failed = _install_and_start(stack, say)
+    if failed is not None:
+        return failed
     say(f"stack is up in {stack.cfg.state_dir}")
     env = dict(os.environ, **stack.pg_env())
     bindir = pg_bindir()
@@ -180,14 +188,9 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
     except plproxy.LayoutError as e:
         say(str(e))
         return 2
-    install = subprocess.run([resources.path("scripts", "install-deps")])
-    if install.returncode != 0:
-        return install.returncode
-    try:
-        stack.up()
-    except StackError as e:
-        say(str(e))
-        return 1
+    failed = _install_and_start(stack, say)
+    if failed is not None:
+        return failed
     if not stack.embedded_pg:
         say("demo --shards puts the proxy database in the stack's own PostgreSQL; this stack watches an existing "
             "server: start one with its own (a state dir without --pg-dsn)")
