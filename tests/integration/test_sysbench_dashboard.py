@@ -15,24 +15,12 @@ from benchwatch.util.processes import wait_until
 from tests.helpers import throwaway
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import REPO_ROOT
-from tests.helpers.tools import require_tool
 
 pytestmark = pytest.mark.integration
 
 DASHBOARD = os.path.join(REPO_ROOT, "dashboards", "sysbench-innodb.json")
 TABLES = ["--tables=2", "--table-size=10000"]
 
-
-@pytest.fixture(scope="module")
-def mariadb_stack():
-    for tool in ("sysbench", "mariadbd", "prometheus-mysqld-exporter"):
-        require_tool(tool)
-    live = throwaway.start(engine="mariadb")
-    try:
-        yield live
-    finally:
-        left = live.close()
-        assert not left, f"still running after down: {left}"
 
 
 def sysbench_run(live, *args: str) -> str:

@@ -13,24 +13,11 @@ import pytest
 
 from benchwatch.query.prometheus import query
 from benchwatch.util.processes import wait_until
-from tests.helpers import throwaway
 from tests.helpers.throwaway import BENCHWATCH
-from tests.helpers.tools import require_tool
 
 TABLES = ["--tables=2", "--table-size=10000"]
 PROGRESS = re.compile(rb"^\[ *(\d+)s \] thds: \d+ tps: ([0-9.]+) ")
 
-
-@pytest.fixture(scope="module")
-def mariadb_stack():
-    for tool in ("sysbench", "mariadbd", "prometheus-mysqld-exporter"):
-        require_tool(tool)
-    live = throwaway.start(engine="mariadb")
-    try:
-        yield live
-    finally:
-        left = live.close()
-        assert not left, f"still running after down: {left}"
 
 
 @pytest.fixture(scope="module")
