@@ -31,6 +31,11 @@ RUN = 'run_id="$run_id"'
 TARGET = 'target=~"$target"'
 DISKS = f'device!~"{NOT_DISK_PATTERN}.*"'  # block devices that are disks a database can live on
 
+
+def on_targets(metric: str, extra: str = "") -> str:
+    """``metric`` on the selected targets (and ``extra`` matchers)."""
+    return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"
+
 UIDS = {"run": "benchwatch-pgbench-run", "host": "benchwatch-host-io", "checkpoints": "benchwatch-checkpoints-wal",
         "sysbench": "benchwatch-sysbench-innodb"}
 
@@ -352,9 +357,6 @@ def host_io() -> dict:
 def checkpoints_wal() -> dict:
     L = Layout()
 
-    def t(metric: str, extra: str = "") -> str:
-        return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"
-
     def r(record: str) -> str:  # a recording rule's expression at query time: 1 s resolution
         return rules.expr(record, TARGET)
 
@@ -366,9 +368,9 @@ def checkpoints_wal() -> dict:
                        (r("instance:pg_checkpoints_requested:rate1m") + " * 60", "{{target}} requested/min")]),
         timeseries(L, "Checkpoint write and sync time", "Write and sync phase of each checkpoint from the server log "
                    "(log_checkpoints), at its end. A long sync stalls the disk for everyone.", "s", [
-                       (t("pg_checkpoint_last_duration_seconds", 'phase="write"'), "{{target}} write"),
-                       (t("pg_checkpoint_last_duration_seconds", 'phase="sync"'), "{{target}} sync"),
-                       (t("pg_checkpoint_last_duration_seconds", 'phase="total"'), "{{target}} total")]),
+                       (on_targets("pg_checkpoint_last_duration_seconds", 'phase="write"'), "{{target}} write"),
+                       (on_targets("pg_checkpoint_last_duration_seconds", 'phase="sync"'), "{{target}} sync"),
+                       (on_targets("pg_checkpoint_last_duration_seconds", 'phase="total"'), "{{target}} total")]),
     ]
     L.new_row()
     items += [
@@ -389,19 +391,19 @@ def checkpoints_wal() -> dict:
         timeseries(L, "Checkpoint distance against max_wal_size", "WAL written since the last checkpoint's redo point, "
                    "and the distance of each completed checkpoint, against max_wal_size; a requested checkpoint starts "
                    "near max_wal_size / (1 + checkpoint_completion_target).", "bytes", [
-                       (t("pg_control_checkpoint_wal_since_redo_bytes"), "{{target}} WAL since redo"),
-                       (t("pg_checkpoint_last_distance_bytes"), "{{target}} last checkpoint distance"),
-                       (t("pg_control_checkpoint_max_wal_size_bytes"), "{{target}} max_wal_size")]),
+                       (on_targets("pg_control_checkpoint_wal_since_redo_bytes"), "{{target}} WAL since redo"),
+                       (on_targets("pg_checkpoint_last_distance_bytes"), "{{target}} last checkpoint distance"),
+                       (on_targets("pg_control_checkpoint_max_wal_size_bytes"), "{{target}} max_wal_size")]),
     ]
     L.new_row()
     items += [
         timeseries(L, '"Checkpoints are occurring too frequently"', "Warnings the server logged (checkpoint_warning): "
                    "checkpoints forced by WAL volume closer together than checkpoint_warning seconds.", "short",
-                   [(t("pg_checkpoints_too_frequent_total"), "{{target}} warnings so far")], w=12),
+                   [(on_targets("pg_checkpoints_too_frequent_total"), "{{target}} warnings so far")], w=12),
         stat(L, "Checkpoints in range", "Checkpoints completed during the selected range, by target and reason, from the "
              "server log (counted exactly: the counter's rise over the range, no extrapolation).", "short",
-             f"sum by (target, reason) (max_over_time({t('pg_checkpoints_completed_total')}[$__range]) "
-             f"- min_over_time({t('pg_checkpoints_completed_total')}[$__range]))", w=12, h=8, decimals=0,
+             f"sum by (target, reason) (max_over_time({on_targets('pg_checkpoints_completed_total')}[$__range]) "
+             f"- min_over_time({on_targets('pg_checkpoints_completed_total')}[$__range]))", w=12, h=8, decimals=0,
              legend="{{target}} {{reason}}"),
     ]
     return dashboard(UIDS["checkpoints"], "Checkpoints & WAL", "Timed vs requested checkpoints, their cost, who writes "
@@ -419,9 +421,6 @@ def sysbench_innodb() -> dict:
     L = Layout()
     tps = f"pgbench_progress_tps{{{RUN}}}"
     median = f"quantile_over_time(0.5, {tps}[$__range] @ end())"
-
-    def t(metric: str, extra: str = "") -> str:
-        return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"
 
     # The runs of the picked run's experiment (meta.json "info": experiment and target, e.g. the
     # four-instance demo), or the picked run alone when it belongs to none.
@@ -442,7 +441,7 @@ def sysbench_innodb() -> dict:
                    "stalled, e.g. by a table lock), and commits+rollbacks per second counted by the selected targets' "
                    "servers. Orange regions: InnoDB under flushing pressure (dirty pages at their limit, or checkpoint "
                    "age past the async point); the green region is the run.", "reqps",
-                   [(tps, "sysbench TPS"), (f"sum({t('instance:mysql_transactions:rate1s')})", "server commits+rollbacks/s")],
+                   [(tps, "sysbench TPS"), (f"sum({on_targets('instance:mysql_transactions:rate1s')})", "server commits+rollbacks/s")],
                    w=14, h=10),
         timeseries(L, "QPS by type (read / write / other)", "Queries per second as sysbench printed them, split "
                    "read/write/other (r/w/o), stacked to the total qps.", "reqps",
@@ -460,7 +459,7 @@ def sysbench_innodb() -> dict:
              f"sum_over_time(({tps} < bool 0.5 * scalar({median}))[$__range:1s])", decimals=0),
         stat(L, "Seconds under flushing pressure", "Seconds of the selected range each selected target's InnoDB "
              "was under flushing pressure (the orange regions).", "s",
-             f"sum by (target) (sum_over_time({t('instance:mysql_innodb_flushing_pressure:bool')}[$__range:1s]))",
+             f"sum by (target) (sum_over_time({on_targets('instance:mysql_innodb_flushing_pressure:bool')}[$__range:1s]))",
              decimals=0, legend="{{target}}"),
     ]
     L.new_row()
@@ -468,25 +467,25 @@ def sysbench_innodb() -> dict:
         timeseries(L, "Dirty pages vs innodb_max_dirty_pages_pct", "Dirty pages as a percentage of the buffer pool's "
                    "pages, against innodb_max_dirty_pages_pct (the limit; the page cleaner flushes at "
                    "innodb_io_capacity_max when it is reached) and the flush point (the low-water mark when set).",
-                   "percent", [(t("instance:mysql_innodb_buffer_pool_dirty_pages:percent"), "{{target}} dirty pages"),
-                               (t("instance:mysql_innodb_max_dirty_pages:percent"), "{{target}} innodb_max_dirty_pages_pct"),
-                               (t("instance:mysql_innodb_dirty_pages_flush_point:percent"), "{{target}} flush point")]),
+                   "percent", [(on_targets("instance:mysql_innodb_buffer_pool_dirty_pages:percent"), "{{target}} dirty pages"),
+                               (on_targets("instance:mysql_innodb_max_dirty_pages:percent"), "{{target}} innodb_max_dirty_pages_pct"),
+                               (on_targets("instance:mysql_innodb_dirty_pages_flush_point:percent"), "{{target}} flush point")]),
         timeseries(L, "Checkpoint age vs its maximum", "Redo written since the last checkpoint (Innodb_checkpoint_age) "
                    "against Innodb_checkpoint_max_age, with InnoDB's async flush point (7/8: the page cleaner flushes "
                    "hard) and sync point (15/16: user threads wait for flushing). See docs/innodb.md.", "bytes",
-                   [(t("mysql_global_status_innodb_checkpoint_age"), "{{target}} checkpoint age"),
-                    (t("instance:mysql_innodb_checkpoint_async_point:bytes"), "{{target}} async point (7/8)"),
-                    (t("instance:mysql_innodb_checkpoint_sync_point:bytes"), "{{target}} sync point (15/16)"),
-                    (t("mysql_global_status_innodb_checkpoint_max_age"), "{{target}} max")]),
+                   [(on_targets("mysql_global_status_innodb_checkpoint_age"), "{{target}} checkpoint age"),
+                    (on_targets("instance:mysql_innodb_checkpoint_async_point:bytes"), "{{target}} async point (7/8)"),
+                    (on_targets("instance:mysql_innodb_checkpoint_sync_point:bytes"), "{{target}} sync point (15/16)"),
+                    (on_targets("mysql_global_status_innodb_checkpoint_max_age"), "{{target}} max")]),
     ]
     L.new_row()
     items += [
         timeseries(L, "Pages flushed per second", "Buffer pool pages written to disk per second "
                    "(Innodb_buffer_pool_pages_flushed): the page cleaner's pace, which jumps under pressure.", "short",
-                   [(t("instance:mysql_innodb_pages_flushed:rate1s"), "{{target}} pages flushed/s")], w=8),
+                   [(on_targets("instance:mysql_innodb_pages_flushed:rate1s"), "{{target}} pages flushed/s")], w=8),
         timeseries(L, "Redo bytes per second", "Redo log written per second (Innodb_os_log_written): how fast the "
                    "checkpoint age grows when flushing does not keep up.", "Bps",
-                   [(t("instance:mysql_innodb_redo_bytes:rate1s"), "{{target}} redo")], w=8),
+                   [(on_targets("instance:mysql_innodb_redo_bytes:rate1s"), "{{target}} redo")], w=8),
         timeseries(L, "Latency percentile", "The latency percentile sysbench printed for each interval "
                    "(lat (ms,95%) by default, --percentile=N otherwise).", "s",
                    [(f"pgbench_progress_latency_quantile_seconds{{{RUN}}}", "p{{quantile}}")], w=8),
@@ -503,8 +502,8 @@ def sysbench_innodb() -> dict:
                    "reqps", [(f"sum by (target) ({per_run})", "{{target}}"), (f"sum({per_run})", "sum")], w=8),
         timeseries(L, "Server transactions per second by target", "Commits+rollbacks per second counted by each "
                    "selected target's server, and their sum.", "reqps",
-                   [(f"sum by (target) ({t('instance:mysql_transactions:rate1s')})", "{{target}}"),
-                    (f"sum({t('instance:mysql_transactions:rate1s')})", "sum")], w=8),
+                   [(f"sum by (target) ({on_targets('instance:mysql_transactions:rate1s')})", "{{target}}"),
+                    (f"sum({on_targets('instance:mysql_transactions:rate1s')})", "sum")], w=8),
     ]
     items.append(row(L, "Host I/O (iostat -x)"))
     items += [
