@@ -157,7 +157,7 @@ def test_central_down_for_a_minute_during_a_run_loses_nothing_the_agents_collect
             return len(query(prom, 'count_over_time(' + gap_query + ') >= ' + str(window - 3), start_at)) >= 6
         assert processes.wait_until(caught_up, 90, interval=1.0), query(prom, 'count_over_time(' + gap_query + ')', start_at)
         # Every scraped series of the agents: a sample every second through the outage, no hole.
-        for metric in ("up", "pg_up", "node_load1", "pg_stat_database_xact_commit"):
+        for metric in ("up", "pg_up", "node_cpu_seconds_total", "pg_stat_database_xact_commit"):
             result = query(prom, f'{{__name__="{metric}", job=~"node|postgres", target=~"db.*"}}[{window}s]', start_at)
             targets = {r["metric"]["target"] for r in result}
             assert targets == set(AGENT_TARGETS), (metric, targets)

@@ -94,9 +94,23 @@ def test_healthchecks_and_dependencies(config):
 
 def test_exporter_flags_are_the_native_stacks(config):
     """The compose command lines repeat the native stack's choices: keep the two equal."""
-    from benchwatch.stack.native import NODE_COLLECTORS, POSTGRES_EXPORTER_FLAGS
+    from benchwatch.stack.native import NODE_EXPORTER_FLAGS, POSTGRES_EXPORTER_FLAGS
     node = config["services"]["node-exporter"]["command"]
-    assert sorted(c[len("--collector."):] for c in node if c.startswith("--collector.") and c != "--collector.disable-defaults") \
-        == sorted(NODE_COLLECTORS)
+    assert [f for f in node if not f.startswith("--path.")] == list(NODE_EXPORTER_FLAGS)
     pg = config["services"]["postgres-exporter"]["command"]
     assert [f for f in pg if not f.startswith("--extend.query-path")] == list(POSTGRES_EXPORTER_FLAGS)
+
+
+def test_node_jobs_split_the_exporters_collectors_by_resolution():
+    """Every collector node_exporter runs is scraped by exactly one job: iostat's each second, the rest every 15 s."""
+    from benchwatch.stack.native import NODE_COLLECTORS, NODE_FAST_COLLECTORS, NODE_SLOW_COLLECTORS
+
+    with open(os.path.join(ROOT, "prometheus", "prometheus.yml"), encoding="utf-8") as f:
+        prom = yaml.safe_load(f)
+    jobs = {job["job_name"]: job for job in prom["scrape_configs"]}
+    assert jobs["node"]["params"]["collect[]"] == list(NODE_FAST_COLLECTORS)
+    assert "scrape_interval" not in jobs["node"]  # the global 1 s
+    assert jobs["node_inventory"]["params"]["collect[]"] == list(NODE_SLOW_COLLECTORS)
+    assert jobs["node_inventory"]["scrape_interval"] == "15s"
+    assert jobs["node"]["file_sd_configs"] == jobs["node_inventory"]["file_sd_configs"]
+    assert sorted(NODE_FAST_COLLECTORS + NODE_SLOW_COLLECTORS) == sorted(NODE_COLLECTORS)

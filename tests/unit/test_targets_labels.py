@@ -45,6 +45,11 @@ def test_agent_config_is_valid_for_prometheus_agent_mode_and_labels_every_target
     jobs = {sc["job_name"]: sc for sc in config["scrape_configs"]}
     # node_exporter once per target, so every target has its host series.
     assert [s["labels"]["target"] for s in jobs["node"]["static_configs"]] == ["db2a", "db2b"]
+    # The same split of node_exporter's collectors as the central prometheus.yml.
+    from benchwatch.stack.native import NODE_FAST_COLLECTORS, NODE_SLOW_COLLECTORS
+    assert jobs["node"]["params"]["collect[]"] == list(NODE_FAST_COLLECTORS)
+    assert jobs["node_inventory"]["params"]["collect[]"] == list(NODE_SLOW_COLLECTORS)
+    assert jobs["node_inventory"]["static_configs"] == jobs["node"]["static_configs"]
     assert [s["labels"]["target"] for s in jobs["postgres"]["static_configs"]] == ["db2a", "db2b"]
     assert [s["labels"]["target"] for s in jobs["benchwatch"]["static_configs"]] == ["db2a"]  # only db2a has a log
     for sc in config["scrape_configs"]:

@@ -42,7 +42,15 @@ from benchwatch import resources
 from benchwatch.engines.postgres import dsn
 from benchwatch.query.launch import prometheus_binary
 from benchwatch.stack.config import LISTEN_HOST, default_state_dir
-from benchwatch.stack.native import NODE_COLLECTORS, POSTGRES_EXPORTER_FLAGS, StackError, binary, installed
+from benchwatch.stack.native import (
+    NODE_EXPORTER_FLAGS,
+    NODE_FAST_COLLECTORS,
+    NODE_SLOW_COLLECTORS,
+    POSTGRES_EXPORTER_FLAGS,
+    StackError,
+    binary,
+    installed,
+)
 from benchwatch.util import net, processes
 
 AGENT_FILE = "agent.json"
@@ -271,7 +279,7 @@ class Agent:
     def _start(self, component: str) -> None:
         if component == "node_exporter":
             self._spawn(component, [installed("node_exporter"), f"--web.listen-address={self._listen(component)}",
-                                    "--collector.disable-defaults", *(f"--collector.{c}" for c in NODE_COLLECTORS)],
+                                    *NODE_EXPORTER_FLAGS],
                         self._env())
         elif component == "prometheus":
             self._start_prometheus()
@@ -327,7 +335,10 @@ class Agent:
         targets = [(i.name, {"postgres_server": i.server}) for i in self.cfg.instances] or [(self.cfg.name, {})]
         node = [{"targets": [self._listen("node_exporter")],
                  "labels": {"target": name, "host": host, "component": "node_exporter"}} for name, _ in targets]
-        scrape = [{"job_name": "node", "static_configs": node}]
+        # As the central prometheus.yml does: iostat's collectors every second, the host's size and load every 15 s.
+        scrape = [{"job_name": "node", "static_configs": node, "params": {"collect[]": list(NODE_FAST_COLLECTORS)}},
+                  {"job_name": "node_inventory", "scrape_interval": "15s", "static_configs": node,
+                   "params": {"collect[]": list(NODE_SLOW_COLLECTORS)}}]
         if self.cfg.instances:
             scrape.append({"job_name": "postgres", "static_configs": [
                 {"targets": [self._listen(f"postgres_exporter-{i.name}")],
