@@ -119,3 +119,21 @@ def test_merge_watched_is_a_union_by_target():
     assert targets.merge_watched(a, b) == [{"target": "db1", "host": "hostA"}, {"target": "db2", "host": "hostB"},
                                            {"target": "local", "host": "h"}]
     assert targets.engine_of("postgres") == "postgresql" and targets.engine_of("node") is None
+
+
+@pytest.mark.parametrize("engine", ["postgres", "mariadb"])
+def test_stack_loads_the_recording_rules_of_its_own_engine(tmp_path, monkeypatch, engine):
+    """mysql.yml's 1 s group only where MariaDB is watched; every other rule file everywhere, as links."""
+    from benchwatch import resources
+
+    stack = Stack(load_config(str(tmp_path)))
+    stack.cfg.engine = engine
+    rules = tmp_path / "prometheus" / "etc" / "rules"
+    rules.parent.mkdir(parents=True)
+    rules.symlink_to(resources.path("prometheus", "rules"))  # how a state dir from before links them
+    stack._write_prometheus_config()
+    assert rules.is_dir() and not rules.is_symlink()
+    repo = sorted(n for n in os.listdir(resources.path("prometheus", "rules")) if n.endswith(".yml"))
+    expected = repo if engine == "mariadb" else [n for n in repo if n != "mysql.yml"]
+    assert sorted(os.listdir(rules)) == expected
+    assert all(os.path.realpath(rules / n) == os.path.join(resources.path("prometheus", "rules"), n) for n in expected)
