@@ -79,7 +79,10 @@ VARIANTS = {
     "lean": "ours + postgres_exporter --disable-settings-metrics --no-collector.database, the prometheus and "
             "alertmanager jobs scraped every 15 s, the benchwatch exporter polling every 0.25 s",
     "lean-norules": "lean without rule_files: the floor without recording rules and alerts",
+    "gogc": "ours with GOGC=400 for the Go daemons (Prometheus, Alertmanager, the exporters): less garbage "
+            "collection for more memory",
 }
+GO_COMPONENTS = ("prometheus", "alertmanager", "node_exporter", "postgres_exporter")
 DEFAULT_VARIANTS = "bare,ours,stock"
 LEAN_PG_FLAGS = ("--disable-settings-metrics", "--no-collector.database")
 LEAN_POLL_S = 0.25
@@ -139,6 +142,8 @@ class VariantStack(Stack):
             argv = stock_argv(component, argv)
         elif self.variant.startswith("lean"):
             argv = lean_argv(component, argv)
+        elif self.variant.startswith("gogc") and component in GO_COMPONENTS:
+            env = dict(env if env is not None else os.environ, GOGC="400")
         return super()._spawn(component, argv, env=env, user=user)
 
     def _write_prometheus_config(self) -> str:
