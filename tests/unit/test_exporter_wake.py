@@ -7,8 +7,8 @@ import threading
 import time
 
 from benchwatch.exporter import server
-from benchwatch.exporter.wake import Waker
 from benchwatch.util import net
+from benchwatch.util.wake import Waker
 
 
 def append(path: str, data: bytes, delay: float) -> threading.Thread:

@@ -20,8 +20,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from benchwatch.exporter import Collector, ExporterOptions, add_collector_flags, enabled_collectors, load_collectors
 from benchwatch.exporter import self_metrics as sm
-from benchwatch.exporter.wake import Waker
 from benchwatch.sink.remote_write import BufferedRemoteWriter
+from benchwatch.util.wake import Waker
 
 log = logging.getLogger("benchwatch.exporter")
 

@@ -19,6 +19,17 @@ started again at once; one that dies again within :data:`STABLE_S` waits
 ``benchwatch_component_restarts_total{component}`` and
 ``benchwatch_component_running{component}``.
 
+It does not look every second: it sleeps until something it must act on
+happens, so an idle second costs it nothing. It holds a pidfd (Linux >= 5.3)
+of each component's process and of the process holding ``paused.pid``, which
+becomes readable the moment that process ends, whoever its parent or user;
+inotify tells it when components.json is replaced, paused.pid comes or goes or
+a pid file is rewritten (a component started again by someone else); a pipe
+wakes it to stop; and the timeout is only as long as the next backoff attempt
+needs. After any wake it re-reads everything, as one tick, and opens pidfds
+for pids that changed. Every :data:`SAFETY_S` it looks anyway. Where pidfds or
+inotify are missing it looks every :data:`TICK_S`, as it always did.
+
 SIGTERM stops the supervisor alone: the components keep running, and ``down``
 stops them in order. ``down`` stops the supervisor first, so nothing comes back.
 """
@@ -26,6 +37,7 @@ stops them in order. ``down`` stops the supervisor first, so nothing comes back.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
 import os
@@ -33,11 +45,13 @@ import signal
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from benchwatch.util import processes
+from benchwatch.util.wake import Waker
 
 log = logging.getLogger("benchwatch.supervisor")
 
@@ -45,9 +59,14 @@ SPECS = "components.json"
 STATE = "state.json"
 # Holds the pid of a process (``up``) that is starting components itself: no restarts while it lives.
 PAUSE = "paused.pid"
-# One look a second: a dead component is back within about a second, and watching ten pid
-# files costs the supervisor a fraction of a millisecond per look (part of the watching budget).
+# Without pidfds or inotify, one look a second: a dead component is back within about a second,
+# and watching ten pid files costs a fraction of a millisecond per look (part of the watching budget).
 TICK_S = 1.0
+# With them, a look anyway this often, for what no event reports: a pid file in a directory that
+# did not exist when watched, an inotify queue or watch lost, a pidfd that could not be opened
+# for a pid that has since changed. Rare enough to cost nothing, soon enough that nothing stays
+# unnoticed for long.
+SAFETY_S = 10.0
 # A component that ran this long before dying is restarted at once; one that dies sooner backs off.
 STABLE_S = 10.0
 MAX_BACKOFF_S = 30.0
@@ -92,7 +111,7 @@ def _read_json(path: str) -> dict:
 
 
 def register(directory: str, spec: ComponentSpec) -> None:
-    """Add or replace a component in a supervisor's list (the supervisor picks it up on its next tick)."""
+    """Add or replace a component in a supervisor's list (the supervisor sees the file replaced at once)."""
     os.makedirs(directory, mode=0o700, exist_ok=True)
     path = os.path.join(directory, SPECS)
     specs = _read_json(path)
@@ -151,12 +170,23 @@ class _Watch:
     last_exit: str | None = None
     last_error: str | None = None
     child: subprocess.Popen | None = field(default=None, repr=False)
+    pid: int | None = None  # the live process last seen, whose pidfd is held
 
 
 class Supervisor:
-    def __init__(self, directory: str, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, directory: str, clock: Callable[[], float] = time.monotonic, *,
+                 use_pidfd: bool = True, use_inotify: bool = True):
         self.directory = directory
         self.clock = clock
+        self.use_pidfd = use_pidfd and hasattr(os, "pidfd_open")
+        self.use_inotify = use_inotify
+        self.waker: Waker | None = None  # run()'s: an inotify instance is a scarce thing to hold idle
+        self.paused_by: int | None = None  # the live process holding paused.pid, last seen
+        self.pidfds: dict[str, tuple[int, int]] = {}  # component (or PAUSE) -> (pid, pidfd)
+        self._unheld: set[tuple[str, int]] = set()  # pidfds that could not be opened, warned of
+        # Why the loop woke: exit (a watched process ended), files, wake (stop), http, backoff,
+        # safety, tick (a look for want of events); for the tests and for anyone asking why it ran.
+        self.wakes: Counter[str] = Counter()
         self.lock = threading.Lock()
         self.specs: dict[str, ComponentSpec] = {}
         self._specs_mtime: float | None = None
@@ -195,13 +225,16 @@ class Supervisor:
 
     def tick(self) -> None:
         self._load_specs()
-        if processes.process_alive(processes.read_pid(os.path.join(self.directory, PAUSE))):
+        holder = processes.read_pid(os.path.join(self.directory, PAUSE))
+        self.paused_by = holder if processes.process_alive(holder) else None
+        if self.paused_by is not None:
             return  # up is at work
         now = self.clock()
         changed = False
         for name, spec in list(self.specs.items()):
             watch = self.watches[name]
-            if self.pid(spec) is not None:
+            watch.pid = self.pid(spec)
+            if watch.pid is not None:
                 watch.down_since = None
                 continue
             if watch.down_since is None:
@@ -220,6 +253,7 @@ class Supervisor:
                 continue
             try:
                 watch.child = spawn(spec)
+                watch.pid = watch.child.pid
                 watch.last_error = None
             except OSError as e:
                 watch.last_error = str(e)
@@ -274,16 +308,114 @@ class Supervisor:
 
         httpd = ThreadingHTTPServer((host, port), Handler)
         httpd.daemon_threads = True
-        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        # Accepted by the loop below when the socket is readable (each request then has its own
+        # thread): serve_forever would wake twice a second to look for a shutdown.
+        httpd.timeout = 0
+        listener = httpd.fileno()
+        self.waker = waker = Waker(use_inotify=self.use_inotify)
         log.info("supervising %s; metrics on http://%s:%d/metrics", os.path.join(self.directory, SPECS), host, port)
         try:
+            look, ended = True, False
             while not stop.is_set():
-                self.tick()
-                stop.wait(TICK_S)
+                if look:
+                    self.tick()
+                    ended = self._follow()
+                timeout, why = (0.0, "exit") if ended else self._timeout()
+                woke = waker.wait(timeout, [listener, *(fd for _, fd in self.pidfds.values())])
+                causes = [why] if not woke else []
+                causes += ["wake"] * woke.woken + ["files"] * woke.changed
+                ended_fds = [fd for fd in woke.fds if fd != listener]
+                if ended_fds:
+                    # Done with: a pid the next look still finds alive is another process (the pid
+                    # reused), and a readable pidfd kept in the wait would wake it without end.
+                    self._close_pidfds({}, only=ended_fds)
+                    causes.append("exit")
+                if listener in woke.fds:
+                    httpd.handle_request()
+                    causes.append("http")
+                self.wakes.update(causes)
+                look = causes != ["http"]  # a scrape alone changes nothing to look at
+                ended = False
         finally:
             self.save_state()
-            httpd.shutdown()
+            self._close_pidfds({})
+            httpd.server_close()
+            self.waker = None
+            waker.close()
             log.info("stopped (components keep running)")
+
+    def wake(self) -> None:
+        """End run()'s current wait now, e.g. after setting its stop event (safe from a signal handler)."""
+        waker = self.waker
+        if waker is None:
+            return  # not waiting yet: run() looks at its stop event before it waits
+        try:
+            waker.wake()
+        except OSError:
+            pass  # stopped and closed meanwhile
+
+    def _follow(self) -> bool:
+        """After a look: hold a pidfd of each process to wait on, and watch the files to wait on.
+
+        Returns True when a process ended before its pidfd could be opened: look again now.
+        """
+        paths = [os.path.join(self.directory, SPECS), os.path.join(self.directory, PAUSE)]
+        with self.lock:
+            specs = list(self.specs.values())
+        paths += [spec.pid_path for spec in specs if spec.pid_path]
+        assert self.waker is not None  # called by run()
+        self.waker.watch(paths)
+        if self.paused_by is not None:
+            # Only the end of the pause matters: a component that dies meanwhile is up's to start,
+            # and its pidfd, readable from then on, would wake this loop again and again.
+            wanted = {PAUSE: self.paused_by}
+        else:
+            wanted = {s.name: self.watches[s.name].pid for s in specs if self.watches[s.name].pid is not None}
+        self._close_pidfds(wanted)
+        ended = False
+        for key, pid in wanted.items():
+            if key in self.pidfds or not self.use_pidfd:
+                continue
+            try:
+                self.pidfds[key] = (pid, os.pidfd_open(pid))
+            except OSError as e:
+                if e.errno == errno.ESRCH and not processes.process_alive(pid):
+                    ended = True  # gone (and reaped) since the look
+                elif e.errno == errno.ENOSYS:
+                    self.use_pidfd = False
+                    log.info("pidfd_open is not available (Linux < 5.3): looking every %.0f s instead", TICK_S)
+                elif (key, pid) not in self._unheld:  # once, not at every look
+                    self._unheld.add((key, pid))
+                    log.warning("cannot hold a pidfd of %s (pid %d): %s; looking every %.0f s at it", key, pid, e, TICK_S)
+        return ended
+
+    def _close_pidfds(self, wanted: dict[str, int], only: list[int] | None = None) -> None:
+        """Close the pidfds of processes no longer wanted (ended, or a pid file now names another)."""
+        for key, (pid, fd) in list(self.pidfds.items()):
+            if wanted.get(key) != pid and (only is None or fd in only):
+                del self.pidfds[key]
+                os.close(fd)
+
+    def _timeout(self) -> tuple[float, str]:
+        """How long the loop may sleep if nothing happens, and what for."""
+        if self.waker is None or not self.waker.active:
+            return TICK_S, "tick"  # components.json and paused.pid are seen only by looking
+        if self.paused_by is not None:
+            return (SAFETY_S, "safety") if PAUSE in self.pidfds else (TICK_S, "tick")
+        timeout, why = SAFETY_S, "safety"
+        now = self.clock()
+        with self.lock:
+            names = list(self.specs)
+        for name in names:
+            watch = self.watches[name]
+            if name in self.pidfds:
+                continue
+            if watch.down_since is not None:  # waiting out its backoff
+                if watch.next_attempt - now < timeout:
+                    timeout, why = max(0.0, watch.next_attempt - now), "backoff"
+            elif TICK_S < timeout:
+                timeout, why = TICK_S, "tick"  # alive but without a pidfd, or a start that failed
+        return timeout, why
 
 
 def main(argv: list[str]) -> int:
@@ -295,7 +427,13 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     host, _, port = args.listen.rpartition(":")
     stop = threading.Event()
+    sup = Supervisor(args.dir)
+
+    def stopping(*_):
+        stop.set()
+        sup.wake()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    Supervisor(args.dir).run(host or "127.0.0.1", int(port), stop)
+        signal.signal(sig, stopping)
+    sup.run(host or "127.0.0.1", int(port), stop)
     return 0

@@ -1,10 +1,12 @@
 """Wait until a followed file changes: Linux inotify through libc, polling elsewhere.
 
-The exporter used to look at every file four times a second. With inotify it
-sleeps until one of the files it follows (or a directory it watches for new
-runs) changes, so an idle second costs nothing and a progress line is read
-within milliseconds. Where inotify is missing (another OS, no libc, no watch
-left), :meth:`Waker.wait` simply sleeps for the poll interval, as before.
+The exporter used to look at every file four times a second, the supervisor at
+its pid files once a second. With inotify they sleep until one of the files
+they follow (or a directory watched for new runs) changes, or, for the
+supervisor, until a process it holds a pidfd of ends (``wait(fds=...)``), so an
+idle second costs nothing and a change is seen within milliseconds. Where
+inotify is missing (another OS, no libc, no watch left), :meth:`Waker.wait`
+simply sleeps for the poll interval, as before.
 
 Watches are on directories, filtered by file name: files that are replaced by
 rename (meta.json) or rotated (server logs) keep being seen, and a busy file in
@@ -21,9 +23,10 @@ import os
 import select
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field
 
-log = logging.getLogger("benchwatch.exporter")
+log = logging.getLogger("benchwatch.wake")
 
 IN_MODIFY = 0x00000002
 IN_ATTRIB = 0x00000004
@@ -50,6 +53,18 @@ def _libc():
     libc.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
     libc.inotify_rm_watch.argtypes = [ctypes.c_int, ctypes.c_int]
     return libc
+
+
+@dataclass
+class Wakeup:
+    """What ended a :meth:`Waker.wait`; false when nothing did (the timeout)."""
+
+    woken: bool = False  # wake() was called
+    changed: bool = False  # a watched path changed
+    fds: list[int] = field(default_factory=list)  # those of the extra fds that became readable
+
+    def __bool__(self) -> bool:
+        return self.woken or self.changed or bool(self.fds)
 
 
 class Waker:
@@ -109,22 +124,26 @@ class Waker:
                 self._dirs[directory] = wd
             self._wanted[wd] = names
 
-    def wait(self, timeout: float) -> bool:
-        """Sleep until a watched path changes, wake() is called, or ``timeout`` s pass; True if woken early."""
-        fds = [self._r] if self.fd is None else [self.fd, self._r]
+    def wait(self, timeout: float, fds: Collection[int] = ()) -> Wakeup:
+        """Sleep until a watched path changes, wake() is called, one of ``fds`` is readable, or ``timeout`` s pass.
+
+        True if woken early; the :class:`Wakeup` says by what. ``fds`` are the
+        caller's (pidfds, a listening socket): they are reported, never read.
+        """
+        own = [self._r] if self.fd is None else [self.fd, self._r]
         deadline = time.monotonic() + timeout
         while True:
-            ready, _, _ = select.select(fds, [], [], max(0.0, deadline - time.monotonic()))
+            ready, _, _ = select.select(own + list(fds), [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
-                return False
-            woken = False
+                return Wakeup()
+            woken = Wakeup(fds=[fd for fd in ready if fd in fds])
             if self._r in ready:
                 self._drain(self._r)
-                woken = True
+                woken.woken = True
             if self.fd is not None and self.fd in ready:
-                woken = self._read_events() or woken
+                woken.changed = self._read_events()
             if woken:
-                return True
+                return woken
             # Only files nobody follows changed (a transaction log, another log): sleep on.
 
     def wake(self) -> None:
