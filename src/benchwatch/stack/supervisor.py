@@ -370,7 +370,8 @@ class Supervisor:
             # and its pidfd, readable from then on, would wake this loop again and again.
             wanted = {PAUSE: self.paused_by}
         else:
-            wanted = {s.name: self.watches[s.name].pid for s in specs if self.watches[s.name].pid is not None}
+            pids = {s.name: self.watches[s.name].pid for s in specs}
+            wanted = {name: pid for name, pid in pids.items() if pid is not None}
         self._close_pidfds(wanted)
         ended = False
         for key, pid in wanted.items():
