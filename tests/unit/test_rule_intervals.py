@@ -20,7 +20,7 @@ from benchwatch.query import promql
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAST_ALERTS = {"PgbenchTPSDrop", "PgbenchStalled"}
-# The InnoDB overlay (rules/mysql.yml says why); it selects nothing on a PostgreSQL stack.
+# The InnoDB overlay (rules/mysql.yml says why); a PostgreSQL stack does not load it.
 FAST_GROUPS = {"mysql_innodb"}
 # Constant series (rules/thresholds.yml): any evaluation within the lookback serves.
 CONSTANT = re.compile(r"^benchwatch:(threshold|setting):")
