@@ -47,6 +47,10 @@ class ExporterOptions:
     # how a collector learns what Prometheus has acknowledged, and when to stop reading ahead.
     mark: Callable[[Callable[[], None]], None] | None = None
     backlog: Callable[[], int] | None = None
+    # subscribe(callback): callback(samples) with every batch given to ``sink`` from then on, by any
+    # collector, right after it is queued: how one collector sees another's samples without
+    # reading them back from Prometheus (the dips collector watches the TPS lines this way).
+    subscribe: Callable[[Callable[[list[Sample]], None]], None] | None = None
 
 
 @dataclass(frozen=True)

@@ -11,19 +11,27 @@ annotation and the PgbenchTPSDrop alert's text:
 
 The analysis reads the run and its evidence back from Prometheus (the same
 code as ``benchwatch explain``) in a thread of its own, so a slow query never
-delays the progress lines.
+delays the progress lines. It is not run every second: the collector sees the
+TPS lines the exporter sends (``ExporterOptions.subscribe``) and keeps the
+recent ones of each run; a pass is due only when a new line might be low
+(:func:`possibly_low`, a superset of what the detector can flag), while a dip
+is under way, every RECHECK_S as a safety net (the detector on the lines in
+memory first), and once when the run ends.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
+from benchwatch.explain import dips as detector
 from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.model.samples import STALE_NAN, Sample, sample
+from benchwatch.query.series import fetch
 from benchwatch.record import rundir
 from benchwatch.util import processes
 
@@ -43,27 +51,158 @@ MAX_LEADING = 40
 LOOKBACK_S = 120.0
 # After a run ends, wait this long for its last samples to land before the final pass.
 SETTLE_S = 2.0
+# TPS lines kept per run: what a pass reads from Prometheus (LOOKBACK_S and 60 s before).
+KEEP_S = LOOKBACK_S + 60.0
+# With no line that might be low, the detector still looks at the lines in memory this often: a
+# dip can show only once later lines raise the steady level around it (finished dips only).
+RECHECK_S = 15.0
+# runs_dir is listed when its mtime changes, and at least this often.
+DISCOVER_S = 5.0
+# A pass waits at most this long for the lines that called for it to reach Prometheus.
+DELIVERY_WAIT_S = 3.0
+
+TPS = "pgbench_progress_tps"
+INTERVAL = "pgbench_progress_interval_seconds"
+
+# What a pass does for a run: LOOK reads the TPS back and fetches the evidence only if it finds
+# a dip to write (today's cheap look); MEMORY runs the detector on the lines in memory first;
+# FULL fetches the evidence straight away (a dip under way, the run's end).
+LOOK, MEMORY, FULL = "look", "memory", "full"
+
+
+def possibly_low(points: Sequence[tuple[int, float]], i: int, interval_s: Sequence[float] = (1.0,)) -> bool:
+    """Whether ``dips.detect(points[:i + 1], ongoing=True)`` can find line ``i`` low (an ongoing dip ends there).
+
+    ``points``: (ms, tps), time order, no staleness markers. ``interval_s``: every progress
+    interval the detector might be given (which lines cover a full interval depends on it).
+
+    A superset, never a miss: the detector's steady level at the newest line is a median of
+    the full lines within WINDOW_S / 2 before it (at most their maximum), or, with fewer than
+    MIN_LINES of them, another line's level (at most the maximum of all lines); with fewer
+    than MIN_LINES full lines in all it finds nothing."""
+    lo_iv, hi_iv = min(interval_s), max(interval_s)
+    t = points[i][0] / 1000
+    half = detector.WINDOW_S / 2
+    window_max = 0.0
+    full_in_window = 0  # counted at the longest interval: fewest lines full, a lower bound
+    j = i
+    while j >= 0 and not points[j][0] / 1000 < t - half:
+        window_max = max(window_max, points[j][1])
+        full_in_window += _full(points, j, hi_iv)
+        j -= 1
+    if full_in_window >= detector.MIN_LINES:
+        level = window_max
+    else:
+        # Counted at the shortest interval: most lines full, so "too few" is sure.
+        if sum(_full(points, k, lo_iv) for k in range(i + 1)) < detector.MIN_LINES:
+            return False
+        level = max(v for _, v in points[:i + 1])
+    return points[i][1] < detector.MILD * level
+
+
+def _full(points: Sequence[tuple[int, float]], j: int, interval_s: float) -> bool:
+    # As the detector: the first line counts as a full interval, the others by their distance.
+    return j == 0 or max(0.0, points[j][0] / 1000 - points[j - 1][0] / 1000) >= 0.5 * interval_s
+
+
+class _Lines:
+    """The recent TPS lines of one run as the exporter sent them; what Prometheus holds of it."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[int, float]] = []
+        self.interval: float | None = None  # the last pgbench_progress_interval_seconds sent
+        self.checked_ms = -1  # the newest line possibly_low has looked at
+
+    def add(self, ts: int, v: float) -> None:
+        if v != v:  # a staleness marker: not a line
+            return
+        if self.points and ts <= self.points[-1][0]:
+            return  # Prometheus would keep only the first sample at a time, and none out of order
+        self.points.append((ts, v))
+        # A few seconds more than a pass reads (its window is rounded up), trimmed every 10 s.
+        if self.points[0][0] < ts - (KEEP_S + 15) * 1000:
+            cut = ts - (KEEP_S + 5) * 1000
+            self.points = [p for p in self.points if p[0] >= cut]
+
+    def seed(self, older: list[tuple[int, float]]) -> None:
+        """Lines read back from Prometheus, for the time before this collector saw any (a restart)."""
+        first = self.points[0][0] if self.points else None
+        head = [(ts, v) for ts, v in older if v == v and (first is None or ts < first)]
+        if head:
+            self.points = head + self.points
+            self.checked_ms = max(self.checked_ms, head[-1][0])
 
 
 class _RunState:
-    def __init__(self, run: rundir.RunDir):
+    def __init__(self, run: rundir.RunDir, run_id: str):
         self.run = run
+        self.run_id = run_id  # the run's own id (meta.json), which its series carry
         self.leading: tuple[tuple[str, str], ...] | None = None  # labels of the leading-cause series being written
         self.exported: list[tuple[float, float]] = []
         self.leading_sets = 0
         self.ended_at: float | None = None
+        self.seeded = False  # a pass has read its lines back from Prometheus once
+        self.rechecked = 0.0
+        self._meta: dict = {}
+        self._meta_stat: tuple[int, int] | None = None
+
+    def meta(self) -> dict:
+        """meta.json, read again only when it changed."""
+        try:
+            st = os.stat(self.run.file(rundir.META))
+        except FileNotFoundError:
+            return self._meta
+        if (st.st_mtime_ns, st.st_size) != self._meta_stat:
+            self._meta = self.run.read_meta()
+            self._meta_stat = (st.st_mtime_ns, st.st_size)
+        return self._meta
 
 
 class DipWatcher:
     def __init__(self, runs_dir: str, prometheus: str, sink: Callable[[list[Sample]], None],
-                 clock: Callable[[], float] = time.time):
+                 clock: Callable[[], float] = time.time,
+                 subscribe: Callable[[Callable[[list[Sample]], None]], None] | None = None,
+                 mark: Callable[[Callable[[], None]], None] | None = None):
+        """``subscribe``: how to see the samples the exporter sends (ExporterOptions.subscribe);
+        without it every live run gets a pass every second. ``mark``: the sink's delivery marks,
+        so that a pass reads back the lines that called for it."""
         self.runs_dir, self.prometheus, self.sink, self.clock = runs_dir, prometheus, sink, clock
+        self.mark = mark
         self.runs: dict[str, _RunState] = {}
         self.done: set[str] = set()
         self._busy = threading.Lock()
         self._last = 0.0
         self._outbox: list[Sample] = []  # filled by the analysis thread, sent by poll()
         self._outbox_lock = threading.Lock()
+        self.observing = subscribe is not None
+        self.lines: dict[str, _Lines] = {}  # run id -> its recent TPS lines
+        self._lines_lock = threading.Lock()  # observe() in the poll loop, seed() in the pass thread
+        self._runs_dir_mtime: int | None = None
+        self._discovered = -DISCOVER_S
+        self._rediscover = False
+        # How a pass reads Prometheus: (base URL, selectors, start, end) -> [Series]; a test may
+        # put its own here.
+        self.fetch = fetch
+        self.thread: threading.Thread | None = None  # the last pass started
+        if subscribe is not None:
+            subscribe(self.observe)
+
+    def observe(self, samples: list[Sample]) -> None:
+        """Every batch the exporter sends: keep the TPS lines (and progress interval) of each run."""
+        with self._lines_lock:
+            for s in samples:
+                if s.name != TPS and s.name != INTERVAL:
+                    continue
+                run_id = dict(s.labels).get("run_id")
+                if not run_id or run_id in self.done:
+                    continue
+                lines = self.lines.get(run_id)
+                if lines is None:
+                    lines = self.lines[run_id] = _Lines()
+                if s.name == TPS:
+                    lines.add(s.timestamp_ms, s.value)
+                elif s.value == s.value:
+                    lines.interval = s.value
 
     def poll(self) -> None:
         with self._outbox_lock:
@@ -74,59 +213,156 @@ class DipWatcher:
         if now - self._last < EVERY_S or self._busy.locked():
             return
         self._last = now
-        threading.Thread(target=self._pass, daemon=True, name="dips").start()
+        self._discover(now)
+        jobs = self._plans(now)
+        if not jobs:
+            return
+        delivered = threading.Event()
+        if self.mark is not None:
+            self.mark(delivered.set)  # fires when the poll loop flushes the lines just observed
+        else:
+            delivered.set()
+        self.thread = threading.Thread(target=self._pass, args=(jobs, delivered), daemon=True, name="dips")
+        self.thread.start()
 
     def collect(self):
         return []  # remote-written only: Prometheus scrapes nothing of this collector
 
-    def _pass(self) -> None:
-        with self._busy:
+    def _plans(self, now: float) -> list[tuple]:
+        jobs = []
+        for state in list(self.runs.values()):
             try:
-                self._discover()
-                for run_id, state in list(self.runs.items()):
-                    self._analyse(run_id, state)
-            except Exception:  # Prometheus away: try again next second
-                log.debug("dip analysis failed", exc_info=True)
+                job = self._plan(state, now)
+            except (rundir.CorruptMeta, OSError):  # meta.json unreadable this second: next second
+                log.debug("dip watch of %s", state.run_id, exc_info=True)
+                continue
+            if job is not None:
+                jobs.append(job)
+        return jobs
 
-    def _discover(self) -> None:
+    def _plan(self, state: _RunState, now: float) -> tuple | None:
+        """What this second calls for: None, or (state, how, meta, running) for the pass thread."""
+        meta = state.meta()
+        running = state.ended_at is None and meta.get("state") == rundir.RUNNING \
+            and processes.process_alive(meta.get("pid"))
+        if not running:
+            state.ended_at = state.ended_at or now
+            return (state, FULL, meta, False) if now - state.ended_at >= SETTLE_S else None
+        if state.leading is not None:
+            return state, FULL, meta, True
+        if not self.observing or not state.seeded:
+            state.rechecked = now
+            return state, LOOK, meta, True
+        with self._lines_lock:
+            lines = self.lines.get(state.run_id)
+            fired = lines is not None and self._new_line_possibly_low(lines, meta)
+        if fired:
+            state.rechecked = now  # the look covers the safety net's ground
+            return state, LOOK, meta, True
+        if now - state.rechecked >= RECHECK_S:
+            state.rechecked = now
+            return state, MEMORY, meta, True
+        return None
+
+    @staticmethod
+    def _new_line_possibly_low(lines: _Lines, meta: dict) -> bool:
+        points = lines.points
+        if not points or points[-1][0] <= lines.checked_ms:
+            return False
+        # The look reads the interval from meta.json (or takes 1 s), the evidence pass may read
+        # pgbench_progress_interval_seconds: the check holds for either.
+        given = float(meta.get("progress_interval") or 0)
+        intervals = (given or 1.0, given or lines.interval or 1.0)
+        first_new = len(points)
+        while first_new > 0 and points[first_new - 1][0] > lines.checked_ms:
+            first_new -= 1
+        lines.checked_ms = points[-1][0]
+        # Each new line as the newest one it was: a low line inside a burst counts too.
+        return any(possibly_low(points, i, intervals) for i in range(first_new, len(points)))
+
+    def _pass(self, jobs: list[tuple] | None = None, delivered: threading.Event | None = None) -> None:
+        """The analysis thread. Without ``jobs``: every run found, as they stand (one pass each)."""
+        with self._busy:
+            if delivered is not None and not delivered.wait(DELIVERY_WAIT_S):
+                log.debug("dip pass: the lines are not delivered yet; reading what Prometheus has")
+            if jobs is None:
+                self._discover(self.clock())
+                jobs = self._plans(self.clock())
+            for job in jobs:
+                try:
+                    self._analyse(*job)
+                except Exception:  # Prometheus away: try again next second
+                    log.debug("dip analysis failed", exc_info=True)
+
+    def _discover(self, now: float) -> None:
+        """New live runs; runs_dir is listed only when it changed, or every DISCOVER_S."""
         try:
-            names = os.listdir(self.runs_dir)
+            mtime = os.stat(self.runs_dir).st_mtime_ns
         except FileNotFoundError:
             return
-        for name in names:
+        if mtime == self._runs_dir_mtime and not self._rediscover and now - self._discovered < DISCOVER_S:
+            return
+        self._runs_dir_mtime, self._discovered, self._rediscover = mtime, now, False
+        for name in os.listdir(self.runs_dir):
             if name in self.runs or name in self.done:
                 continue
             run = rundir.RunDir(os.path.join(self.runs_dir, name))
-            meta = run.read_meta()
+            try:
+                meta = run.read_meta()
+            except (rundir.CorruptMeta, OSError):  # the runs collector sets it aside and says why
+                self._forget(name, name)
+                continue
             if meta.get("state") == rundir.RUNNING and processes.process_alive(meta.get("pid")):
-                self.runs[name] = _RunState(run)
+                self.runs[name] = _RunState(run, meta.get("run_id") or name)
             elif meta:
-                self.done.add(name)  # finished before we saw it: benchwatch explain covers it
+                self._forget(name, meta.get("run_id") or name)  # finished before we saw it: benchwatch explain covers it
+            else:
+                self._rediscover = True  # meta.json not written yet: look again next second
 
-    def _analyse(self, run_id: str, state: _RunState) -> None:
-        from benchwatch.explain import causes, dips, report
-        from benchwatch.query.series import fetch
+    def _forget(self, name: str, run_id: str) -> None:
+        with self._lines_lock:
+            self.done.update((name, run_id))
+            self.lines.pop(run_id, None)
 
-        meta = state.run.read_meta()
+    def _analyse(self, state: _RunState, how: str, meta: dict, running: bool) -> None:
+        from benchwatch.explain import causes, report
+
         now = self.clock()
-        running = meta.get("state") == rundir.RUNNING and processes.process_alive(meta.get("pid"))
-        if not running:
-            state.ended_at = state.ended_at or now
-            if now - state.ended_at < SETTLE_S:
-                return
-        run_id = meta.get("run_id") or run_id
+        run_id = state.run_id
         start = max(float(meta.get("clock_start_epoch") or meta.get("started_at") or now - LOOKBACK_S), now - LOOKBACK_S)
-        if running and state.leading is None:
-            # The cheap look first (one series): the evidence is fetched only while a dip is under
-            # way or when one has just ended, so a steady second costs Prometheus one small query.
-            tps = fetch(self.prometheus, [f'pgbench_progress_tps{{run_id="{run_id}"}}'], start - 60, now)
-            ctx = report.context(meta, tps, run_id, now)
-            found = dips.detect(report.tps_samples(tps, run_id), ctx.interval_s, ongoing=True)
+        if how != FULL:
+            if how == LOOK:
+                # The cheap look (one series): the evidence is fetched only while a dip is under
+                # way or when one has just ended.
+                tps = self.fetch(self.prometheus, [f'{TPS}{{run_id="{run_id}"}}'], start - 60, now)
+                points = report.tps_samples(tps, run_id)
+                if self.observing:
+                    with self._lines_lock:
+                        lines = self.lines.setdefault(run_id, _Lines())
+                        lines.seed(points)
+                        if points:  # this look stands for possibly_low on the lines it read
+                            lines.checked_ms = max(lines.checked_ms, points[-1][0])
+                    state.seeded = True
+                interval = report.context(meta, tps, run_id, now).interval_s
+            else:
+                # The lines the look would read: query.series.fetch's window, rounded up as it does.
+                since = now - max(1, math.ceil(now - (start - 60)))
+                with self._lines_lock:
+                    kept = self.lines.get(run_id)
+                    points = [p for p in kept.points if since * 1000 < p[0] <= now * 1000] if kept else []
+                interval = float(meta.get("progress_interval") or 0) or 1.0
+            found = detector.detect(points, interval, ongoing=True)
             room = len(state.exported) < MAX_DIPS
             if not any(d.ongoing or (room and not any(a < d.end and d.start < b for a, b in state.exported))
                        for d in found):
                 return
-        series = fetch(self.prometheus, causes.run_selectors(run_id), start - 60, now)
+        series = self.fetch(self.prometheus, causes.run_selectors(run_id), start - 60, now)
+        if self.observing and running:
+            read = report.tps_samples(series, run_id)
+            if read:  # this pass too stands for possibly_low on the lines it read
+                with self._lines_lock:
+                    lines = self.lines.setdefault(run_id, _Lines())
+                    lines.checked_ms = max(lines.checked_ms, read[-1][0])
         result = report.explain(series, {**meta, "ended_at": None if running else meta.get("ended_at")}, run_id,
                                 ongoing=running, now=now)
         out: list[Sample] = []
@@ -159,7 +395,7 @@ class DipWatcher:
                 self._outbox.extend(out)
         if not running:
             del self.runs[state.run.run_id]
-            self.done.add(state.run.run_id)
+            self._forget(state.run.run_id, run_id)
 
 
 def dip_samples(run_id: str, number: int, d: dict) -> list[Sample]:
@@ -177,4 +413,5 @@ def dip_samples(run_id: str, number: int, d: dict) -> list[Sample]:
 def _build(options: ExporterOptions) -> DipWatcher | None:
     if not options.archive_url:
         return None
-    return DipWatcher(options.runs_dir, options.archive_url, options.sink, clock=options.clock)
+    return DipWatcher(options.runs_dir, options.archive_url, options.sink, clock=options.clock,
+                      subscribe=options.subscribe, mark=options.mark)

@@ -93,8 +93,9 @@ too-frequent series have no `kind`.
 DIPS_HEADER = """
 ## TPS dips (benchwatch exporter, `dips` collector)
 
-The dip detector of `benchwatch explain` ([explain.md](explain.md)) run on each live run about once a
-second, from what Prometheus holds; remote-written, never on /metrics. Both carry `run_id`, `cause`
+The dip detector of `benchwatch explain` ([explain.md](explain.md)) run on each live run, from what
+Prometheus holds, when a new TPS line might be low, while a dip is under way, every 15 s and at the
+run's end ([explain.md](explain.md#live-annotations-and-the-alert)); remote-written, never on /metrics. Both carry `run_id`, `cause`
 (`lock`, `checkpoint`, `client_stall`, `disk`, ..., or `no cause found`) and `evidence` (a sentence);
 `pgbench_dip_info` also `dip` (its number in the run) and `level` (`deep`: below 50% of the steady
 level, `mild`: below 80%). At most 30 dips and 40 leading-cause label sets per run are written;

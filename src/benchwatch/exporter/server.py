@@ -20,6 +20,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from benchwatch.exporter import Collector, ExporterOptions, add_collector_flags, enabled_collectors, load_collectors
 from benchwatch.exporter import self_metrics as sm
+from benchwatch.model.samples import Sample
 from benchwatch.sink.remote_write import BufferedRemoteWriter
 from benchwatch.util.wake import Waker
 
@@ -157,10 +158,12 @@ class Exporter:
         archive_url = None
         if archive_runs and remote_write_url.endswith(WRITE_PATH):
             archive_url = remote_write_url[:-len(WRITE_PATH)]
-        options = ExporterOptions(runs_dir=runs_dir, sink=self.writer.enqueue, registry=self.registry,
+        self.subscribers: list[Callable[[list[Sample]], None]] = []
+        options = ExporterOptions(runs_dir=runs_dir, sink=self.send, registry=self.registry,
                                   server_log=server_log, clock=clock, archive_url=archive_url,
                                   database_labels=dict(database_labels or {}),
-                                  mark=self.writer.mark, backlog=lambda: self.writer.stats().pending)
+                                  mark=self.writer.mark, backlog=lambda: self.writer.stats().pending,
+                                  subscribe=self.subscribers.append)
         self.collectors: dict[str, Collector] = {}
         for name, spec in registered.items():
             collector = spec.factory(options) if enabled[name] else None
@@ -180,6 +183,17 @@ class Exporter:
         self.server_log = server_log
         # Wakes the poll loop when a followed file changes (inotify), else it polls.
         self.waker = Waker(use_inotify=use_inotify)
+
+    def send(self, samples: list[Sample]) -> None:
+        """The collectors' sink: queue for remote write, then show the batch to the subscribers."""
+        if self.subscribers and not isinstance(samples, list):
+            samples = list(samples)  # read twice
+        self.writer.enqueue(samples)
+        for callback in self.subscribers:
+            try:
+                callback(samples)
+            except Exception:  # a watcher's bookkeeping must not cost the producer its lines
+                log.exception("sample subscriber failed")
 
     def poll_once(self) -> None:
         with self.lock:
