@@ -6,14 +6,26 @@ Talks to the address it is given directly, whatever *_proxy variables say
 
 from __future__ import annotations
 
+import http.client
 import json
-import urllib.error
+import threading
 import urllib.parse
-import urllib.request
 from datetime import datetime
 from typing import Any
 
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+from benchwatch.util.keepalive import KeepAlive
+
+# One kept connection per Prometheus and thread: the exporter's dips collector and archiver
+# ask while runs go on, and a new TCP connection per request cost more than the answer.
+_connections = threading.local()
+
+
+def _connection(base: str) -> KeepAlive:
+    kept: dict[str, KeepAlive] = getattr(_connections, "by_base", None) or {}
+    _connections.by_base = kept
+    if base not in kept:
+        kept[base] = KeepAlive(base)
+    return kept[base]
 
 
 class PrometheusError(RuntimeError):
@@ -22,22 +34,22 @@ class PrometheusError(RuntimeError):
 
 def api(base: str, path: str, params: dict[str, str] | None = None, timeout_s: float = 30.0) -> Any:
     """GET an API path; returns the answer's ``data``."""
-    url = f"{base.rstrip('/')}{path}"
+    target = urllib.parse.urlsplit(base).path.rstrip("/") + path
     if params:
-        url += "?" + urllib.parse.urlencode(params)
+        target += "?" + urllib.parse.urlencode(params)
     try:
-        with _OPENER.open(url, timeout=timeout_s) as response:
-            payload = json.load(response)
-    except urllib.error.HTTPError as exc:
-        body = exc.read().decode("utf-8", "replace")
-        exc.close()
-        try:
-            detail = json.loads(body)
-            body = f"{detail.get('errorType')}: {detail.get('error')}"
-        except ValueError:
-            pass
-        raise PrometheusError(f"GET {path} {params or ''}: HTTP {exc.code}: {body}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+        status, data = _connection(base).request("GET", target, headers={"Accept": "application/json"},
+                                                 timeout_s=timeout_s)
+        if status != 200:
+            body = data.decode("utf-8", "replace")
+            try:
+                detail = json.loads(body)
+                body = f"{detail.get('errorType')}: {detail.get('error')}"
+            except ValueError:
+                pass
+            raise PrometheusError(f"GET {path} {params or ''}: HTTP {status}: {body}")
+        payload = json.loads(data)
+    except (OSError, http.client.HTTPException, ValueError) as exc:
         raise PrometheusError(f"GET {path}: {exc}") from None
     if payload.get("status") != "success":
         raise PrometheusError(f"GET {path} {params or ''}: {payload.get('errorType')}: {payload.get('error')}")

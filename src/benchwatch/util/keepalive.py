@@ -39,14 +39,18 @@ class KeepAlive:
         return cls(self.host, self.port, timeout=self.timeout_s)
 
     def request(self, method: str, target: str, body: bytes | None = None,
-                headers: Mapping[str, str] | None = None) -> tuple[int, bytes]:
-        """(status, body) of one request to ``target`` (path and query). Raises OSError or
-        http.client.HTTPException when no answer came."""
+                headers: Mapping[str, str] | None = None, timeout_s: float | None = None) -> tuple[int, bytes]:
+        """(status, body) of one request to ``target`` (path and query); ``timeout_s`` for this
+        request only. Raises OSError or http.client.HTTPException when no answer came."""
         with self._lock:
             reused = self._conn is not None
             for attempt in (1, 2):
                 if self._conn is None:
                     self._conn = self._connect()
+                timeout = self.timeout_s if timeout_s is None else timeout_s
+                self._conn.timeout = timeout  # for a (re)connect
+                if self._conn.sock is not None:
+                    self._conn.sock.settimeout(timeout)
                 try:
                     self._conn.request(method, target, body=body, headers=dict(headers or {}))
                     response = self._conn.getresponse()
