@@ -97,7 +97,7 @@ EXPORTER_CODE = (
 def stock_argv(component: str, argv: list[str]) -> list[str]:
     """The exporter as Debian ships it: only the listen address (and our queries file) kept."""
     if component == "node_exporter":
-        return [argv[0]] + [a for a in argv[1:] if a.startswith("--web.")]
+        return [argv[0]] + [a for a in argv[1:] if a.startswith("--web.listen-address")]
     if component == "postgres_exporter":
         return [argv[0]] + [a for a in argv[1:] if a.startswith(("--web.", "--extend.query-path"))]
     return argv
