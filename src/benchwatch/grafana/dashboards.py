@@ -61,11 +61,11 @@ def checkpoint_annotations() -> list[PrometheusAnnotation]:
     """
     out = []
     for name, selector, colour in CHECKPOINT_REASONS:
-        out.append(PrometheusAnnotation(f"Checkpoints: {name}", f"max_over_time(pg_checkpoint_info{{{TARGET}, {selector}}}[1s])", colour)
+        out.append(PrometheusAnnotation(f"Checkpoints: {name}", f"max_over_time({on_targets('pg_checkpoint_info', selector)}[1s])", colour)
                    .step("1s").title_format("{{target}}: {{kind}} ({{reason}})")
                    .text_format("{{total_seconds}} s (write {{write_seconds}} s, sync {{sync_seconds}} s), {{buffers}} buffers written")
                    .tag_keys("target,reason"))
-    out.append(PrometheusAnnotation("Checkpoint in progress", f"max_over_time(pg_checkpoint_in_progress{{{TARGET}}}[1s]) == 1", "#8F8F8F")
+    out.append(PrometheusAnnotation("Checkpoint in progress", f"max_over_time({on_targets('pg_checkpoint_in_progress')}[1s]) == 1", "#8F8F8F")
                .step("1s").title_format("{{target}}: {{kind}} in progress ({{reason}})").tag_keys("target,reason"))
     return out
 
@@ -79,7 +79,7 @@ def innodb_annotations() -> list[PrometheusAnnotation]:
     """InnoDB flushing-pressure regions of every selected target (prometheus/rules/mysql.yml: dirty
     pages at their flush point, or checkpoint age past 7/8 of its maximum), drawn over the sysbench
     curve as checkpoint regions are over pgbench's."""
-    return [PrometheusAnnotation("InnoDB flushing pressure", f"instance:mysql_innodb_flushing_pressure:bool{{{TARGET}}} == 1",
+    return [PrometheusAnnotation("InnoDB flushing pressure", f"{on_targets('instance:mysql_innodb_flushing_pressure:bool')} == 1",
                                  "#FF9830").step("1s").title_format("{{target}}: InnoDB flushing pressure")
             .text_format("dirty pages at innodb_max_dirty_pages_pct (or its low-water mark), or checkpoint age past 7/8 of its maximum")
             .tag_keys("target")]
@@ -161,7 +161,7 @@ def run_variable(expr: str = RUN_PICKER_EXPR) -> dash_b.QueryVariable:
 
 def device_variable() -> dash_b.QueryVariable:
     # The counter the %util rule rates: the same devices, without the rule.
-    query = f"label_values(node_disk_io_time_seconds_total{{{TARGET}}}, device)"
+    query = f"label_values({on_targets('node_disk_io_time_seconds_total')}, device)"
     return (dash_b.QueryVariable("device").label("Device").datasource(DS).query({"query": query, "refId": "device"})
             .regex("").refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.ALPHABETICAL_ASC)
             .hide(dash_m.VariableHide.DONT_HIDE).multi(True).include_all(True).all_value(".*")
@@ -253,8 +253,9 @@ def target_rows(L: Layout) -> list[P.PanelBuilder]:
 def pgbench_run() -> dict:
     L = Layout()
     tps = f"pgbench_progress_tps{{{RUN}}}"
-    server_tps = (f'sum(rate(pg_stat_database_xact_commit{{{TARGET}, datname!~"template.*"}}[$__rate_interval]) '
-                  f'+ rate(pg_stat_database_xact_rollback{{{TARGET}, datname!~"template.*"}}[$__rate_interval]))')
+    not_template = 'datname!~"template.*"'
+    server_tps = (f"sum(rate({on_targets('pg_stat_database_xact_commit', not_template)}[$__rate_interval]) "
+                  f"+ rate({on_targets('pg_stat_database_xact_rollback', not_template)}[$__rate_interval]))")
     median = f"quantile_over_time(0.5, {tps}[$__range] @ end())"
     items: list[P.PanelBuilder] = [
         timeseries(L, "TPS", "pgbench's own TPS, one point per progress line at pgbench's time (0 while the run is stalled), "
@@ -421,6 +422,8 @@ def sysbench_innodb() -> dict:
     L = Layout()
     tps = f"pgbench_progress_tps{{{RUN}}}"
     median = f"quantile_over_time(0.5, {tps}[$__range] @ end())"
+    busy = on_targets("node_cpu_seconds_total", 'mode=~"user|system|iowait"')
+    idle = on_targets("node_cpu_seconds_total", 'mode="idle"')
 
     # The runs of the picked run's experiment (meta.json "info": experiment and target, e.g. the
     # four-instance demo), or the picked run alone when it belongs to none.
@@ -520,8 +523,8 @@ def sysbench_innodb() -> dict:
                     await_("node_disk_write_time_seconds_total", "node_disk_writes_completed_total", "w_await")]),
         timeseries(L, "CPU (avg-cpu)", "Machine-wide CPU of the selected targets' hosts, by mode (iostat avg-cpu: "
                    "%user, %system, %iowait), as a share of all CPUs.", "percentunit",
-                   [(f'sum by (target, mode) (rate(node_cpu_seconds_total{{{TARGET}, mode=~"user|system|iowait"}}[$__rate_interval])) '
-                     f'/ on(target) group_left() count by (target) (node_cpu_seconds_total{{{TARGET}, mode="idle"}})',
+                   [(f"sum by (target, mode) (rate({busy}[$__rate_interval])) "
+                     f"/ on(target) group_left() count by (target) ({idle})",
                      "{{target}} %{{mode}}")], stack=True),
     ]
     return dashboard(UIDS["sysbench"], "sysbench on InnoDB", "One sysbench run on MySQL/MariaDB: TPS/QPS with InnoDB "
