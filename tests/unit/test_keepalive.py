@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from benchwatch.model.samples import sample
+from benchwatch.query import prometheus
 from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
 from benchwatch.util.keepalive import KeepAlive
 
@@ -31,6 +32,14 @@ class Server:
             def _answer(self):
                 length = int(self.headers.get("Content-Length") or 0)
                 self.rfile.read(length)
+                if self.path.startswith("/api/v1/query"):  # as Prometheus answers an instant query
+                    body = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
                 self.send_response(204 if not self.path.startswith("/redirect") else 302)
                 if self.path.startswith("/redirect"):
                     self.send_header("Location", "/elsewhere")
@@ -93,3 +102,13 @@ def test_remote_writer_keeps_its_connection_and_follows_no_redirect(server):
     with pytest.raises(RemoteWriteError) as err:
         RemoteWriter(server.url + "/redirect").send([sample("x", {}, 1.0, 1_000)])
     assert err.value.status == 302 and not err.value.retryable
+
+
+def test_queries_from_short_lived_threads_share_a_connection(server):
+    """The dips collector asks from a new thread each pass: the connection outlives the thread."""
+    for _ in range(3):
+        t = threading.Thread(target=prometheus.query, args=(server.url, "up"))
+        t.start()
+        t.join()
+    assert prometheus.query(server.url, "up") == []
+    assert server.connections == 1

@@ -10,22 +10,31 @@ import http.client
 import json
 import threading
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from benchwatch.util.keepalive import KeepAlive
 
-# One kept connection per Prometheus and thread: the exporter's dips collector and archiver
-# ask while runs go on, and a new TCP connection per request cost more than the answer.
-_connections = threading.local()
+# Kept connections to each Prometheus, idle ones pooled: the exporter's dips collector (a
+# short-lived thread per pass) and archiver ask while runs go on, and a new TCP connection
+# per request cost more than the answer. One request per connection at a time.
+_idle: dict[str, list[KeepAlive]] = {}
+_idle_lock = threading.Lock()
 
 
-def _connection(base: str) -> KeepAlive:
-    kept: dict[str, KeepAlive] = getattr(_connections, "by_base", None) or {}
-    _connections.by_base = kept
-    if base not in kept:
-        kept[base] = KeepAlive(base)
-    return kept[base]
+@contextmanager
+def _connection(base: str) -> Iterator[KeepAlive]:
+    with _idle_lock:
+        pool = _idle.setdefault(base, [])
+        connection = pool.pop() if pool else None
+    connection = connection or KeepAlive(base)
+    try:
+        yield connection
+    finally:
+        with _idle_lock:
+            pool.append(connection)  # after a failure too: it reconnects on its next request
 
 
 class PrometheusError(RuntimeError):
@@ -38,8 +47,9 @@ def api(base: str, path: str, params: dict[str, str] | None = None, timeout_s: f
     if params:
         target += "?" + urllib.parse.urlencode(params)
     try:
-        status, data = _connection(base).request("GET", target, headers={"Accept": "application/json"},
-                                                 timeout_s=timeout_s)
+        with _connection(base) as connection:
+            status, data = connection.request("GET", target, headers={"Accept": "application/json"},
+                                              timeout_s=timeout_s)
         if status != 200:
             body = data.decode("utf-8", "replace")
             try:
