@@ -67,12 +67,12 @@ PG_SETTINGS = {
     "password_encryption": "'scram-sha-256'",
 }
 
-# node_exporter: only what rules, dashboards and snapshots use; the default set
-# costs several times the CPU at a 1 s scrape (bench/bench_watch_cost.py).
-# node_exporter: what `iostat -x 1` shows (cpu, diskstats) is scraped every second; the host's
-# size and load (meminfo, loadavg: snapshots, ad-hoc queries) every 15 s by a second job that
-# asks for those collectors alone (collect[] in prometheus.yml). No go_*/process_* series of
-# node_exporter itself: a third of its exposition, read by nothing, rendered every second.
+# node_exporter: only what rules, dashboards and snapshots use; the default set costs several
+# times the CPU at a 1 s scrape (bench/bench_watch_cost.py). What `iostat -x 1` shows (cpu,
+# diskstats) is scraped every second; the host's size and load (meminfo, loadavg: snapshots,
+# ad-hoc queries) every 15 s by a second job that asks for those collectors alone (collect[] in
+# prometheus.yml). No go_*/process_* series of node_exporter itself: a third of its exposition,
+# read by nothing, rendered every second.
 NODE_FAST_COLLECTORS = ("cpu", "diskstats")
 NODE_SLOW_COLLECTORS = ("meminfo", "loadavg")
 NODE_COLLECTORS = NODE_FAST_COLLECTORS + NODE_SLOW_COLLECTORS
