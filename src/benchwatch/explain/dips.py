@@ -51,22 +51,29 @@ class _Point:
     covered: float  # seconds since the previous line
 
 
+def covered_s(prev_ms: int | None, ts_ms: int, interval_s: float) -> float:
+    """Seconds a progress line covers: since the previous line; the first line, an interval."""
+    return interval_s if prev_ms is None else max(0.0, ts_ms / 1000 - prev_ms / 1000)
+
+
+def is_full(covered: float, interval_s: float) -> bool:
+    """A line that covers about an interval (not a catch-up line of an old pgbench's burst)."""
+    return covered >= 0.5 * interval_s
+
+
 def _points(samples: list[tuple[int, float]], interval_s: float) -> list[_Point]:
     out: list[_Point] = []
     prev = None
     for ts, v in samples:
         if v != v:  # a staleness marker
             continue
-        t = ts / 1000
-        covered = interval_s if prev is None else max(0.0, t - prev)
-        out.append(_Point(t, v, covered))
-        prev = t
+        out.append(_Point(ts / 1000, v, covered_s(prev, ts, interval_s)))
+        prev = ts
     return out
 
 
 def _full(p: _Point, interval_s: float) -> bool:
-    """A line that covers about an interval (not a catch-up line of an old pgbench's burst)."""
-    return p.covered >= 0.5 * interval_s
+    return is_full(p.covered, interval_s)
 
 
 def _baselines(points: list[_Point], interval_s: float, skip: set[int], window_s: float) -> list[float | None]:

@@ -101,8 +101,8 @@ def possibly_low(points: Sequence[tuple[int, float]], i: int, interval_s: Sequen
 
 
 def _full(points: Sequence[tuple[int, float]], j: int, interval_s: float) -> bool:
-    # As the detector: the first line counts as a full interval, the others by their distance.
-    return j == 0 or max(0.0, points[j][0] / 1000 - points[j - 1][0] / 1000) >= 0.5 * interval_s
+    covered = detector.covered_s(points[j - 1][0] if j else None, points[j][0], interval_s)
+    return detector.is_full(covered, interval_s)
 
 
 class _Lines:
