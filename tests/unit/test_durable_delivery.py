@@ -17,8 +17,9 @@ def progress(i: int) -> bytes:
     return f"progress: {i}.0 s, {100 + i}.0 tps, lat 1.{i:03d} ms stddev 0.100, 0 failed\n".encode()
 
 
-def live_run(runs_dir: str, lines: int) -> rundir.RunDir:
-    run = rundir.create_run_dir(runs_dir, RUN_ID)
+def live_run(runs_dir: str, lines: int, *, made: bool = False) -> rundir.RunDir:
+    """``made``: the wrapper already made the directory (and has not written meta.json yet)."""
+    run = rundir.RunDir(os.path.join(runs_dir, RUN_ID)) if made else rundir.create_run_dir(runs_dir, RUN_ID)
     with open(run.file("stderr.log"), "wb") as f:
         f.write(b"".join(progress(i) for i in range(1, lines + 1)))
     open(run.file("stdout.log"), "wb").close()
@@ -97,3 +98,43 @@ def test_unreadable_delivery_record_sends_everything_again(tmp_path):
     sent: list = []
     PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: START + 3).poll()
     assert values(sent, "pgbench_progress_tps") == [101, 102]
+
+
+
+def test_a_new_run_is_found_at_once_not_at_the_next_rescan(tmp_path):
+    # The clock stands still: only the runs directory's change can make the collector look.
+    sent: list = []
+    c = PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: START + 2.5)
+    c.poll()
+    assert sent == []
+    live_run(str(tmp_path), 2)
+    c.poll()
+    assert values(sent, "pgbench_progress_tps") == [101, 102]
+
+
+def test_a_run_waiting_for_meta_json_is_looked_at_again_each_poll(tmp_path):
+    sent: list = []
+    c = PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: START + 1.5)
+    os.mkdir(tmp_path / RUN_ID)  # the wrapper made the directory; meta.json comes next
+    c.poll()
+    assert c.pending == {RUN_ID} and sent == []
+    mtime = os.stat(tmp_path).st_mtime_ns
+    live_run(str(tmp_path), 1, made=True)
+    assert os.stat(tmp_path).st_mtime_ns == mtime  # files in the run directory: the runs directory unchanged
+    c.poll()
+    assert values(sent, "pgbench_progress_tps") == [101]
+
+
+def test_an_unchanged_runs_dir_is_not_listed_again(tmp_path, monkeypatch):
+    sent: list = []
+    now = [START + 5.5]
+    c = PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: now[0])
+    c.poll()
+    listed = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path: listed.append(path) or real_listdir(path))
+    c.poll()
+    assert listed == []
+    now[0] += 0.5  # the timed rescan, for changes within one mtime tick
+    c.poll()
+    assert listed == [str(tmp_path)]
