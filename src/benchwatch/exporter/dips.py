@@ -177,9 +177,8 @@ class DipWatcher:
         self.observing = subscribe is not None
         self.lines: dict[str, _Lines] = {}  # run id -> its recent TPS lines
         self._lines_lock = threading.Lock()  # observe() in the poll loop, seed() in the pass thread
-        self._runs_dir_mtime: int | None = None
-        self._discovered = -DISCOVER_S
-        self._rediscover = False
+        self._new_runs = rundir.NewRuns(runs_dir, DISCOVER_S)
+        self._rediscover = False  # a run directory without meta.json yet
         # How a pass reads Prometheus: (base URL, selectors, start, end) -> [Series]; a test may
         # put its own here.
         self.fetch = fetch
@@ -296,13 +295,9 @@ class DipWatcher:
 
     def _discover(self, now: float) -> None:
         """New live runs; runs_dir is listed only when it changed, or every DISCOVER_S."""
-        try:
-            mtime = os.stat(self.runs_dir).st_mtime_ns
-        except FileNotFoundError:
+        if not self._new_runs.due(now, waiting=self._rediscover):
             return
-        if mtime == self._runs_dir_mtime and not self._rediscover and now - self._discovered < DISCOVER_S:
-            return
-        self._runs_dir_mtime, self._discovered, self._rediscover = mtime, now, False
+        self._rediscover = False
         for name in os.listdir(self.runs_dir):
             if name in self.runs or name in self.done:
                 continue
@@ -318,6 +313,16 @@ class DipWatcher:
                 self._forget(name, meta.get("run_id") or name)  # finished before we saw it: benchwatch explain covers it
             else:
                 self._rediscover = True  # meta.json not written yet: look again next second
+
+    def _read_back(self, run_id: str, points: list[tuple[int, float]], seed: bool = False) -> None:
+        """A pass read these TPS lines from Prometheus: it stands for possibly_low on them; ``seed``:
+        keep those older than any line observed (a restart)."""
+        with self._lines_lock:
+            lines = self.lines.setdefault(run_id, _Lines())
+            if seed:
+                lines.seed(points)
+            if points:
+                lines.checked_ms = max(lines.checked_ms, points[-1][0])
 
     def _forget(self, name: str, run_id: str) -> None:
         with self._lines_lock:
@@ -337,11 +342,7 @@ class DipWatcher:
                 tps = self.fetch(self.prometheus, [f'{TPS}{{run_id="{run_id}"}}'], start - 60, now)
                 points = report.tps_samples(tps, run_id)
                 if self.observing:
-                    with self._lines_lock:
-                        lines = self.lines.setdefault(run_id, _Lines())
-                        lines.seed(points)
-                        if points:  # this look stands for possibly_low on the lines it read
-                            lines.checked_ms = max(lines.checked_ms, points[-1][0])
+                    self._read_back(run_id, points, seed=True)
                     state.seeded = True
                 interval = report.context(meta, tps, run_id, now).interval_s
             else:
@@ -358,11 +359,7 @@ class DipWatcher:
                 return
         series = self.fetch(self.prometheus, causes.run_selectors(run_id), start - 60, now)
         if self.observing and running:
-            read = report.tps_samples(series, run_id)
-            if read:  # this pass too stands for possibly_low on the lines it read
-                with self._lines_lock:
-                    lines = self.lines.setdefault(run_id, _Lines())
-                    lines.checked_ms = max(lines.checked_ms, read[-1][0])
+            self._read_back(run_id, report.tps_samples(series, run_id))
         result = report.explain(series, {**meta, "ended_at": None if running else meta.get("ended_at")}, run_id,
                                 ongoing=running, now=now)
         out: list[Sample] = []

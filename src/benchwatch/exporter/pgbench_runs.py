@@ -187,7 +187,6 @@ class PgbenchRunsCollector:
         self.backlog = backlog
         self.on_finished = on_finished
         self.clock = clock
-        self.rescan_s = rescan_s
         self.following: dict[str, RunFollower] = {}
         self.ended: list[RunFollower] = []
         self.seen: set[str] = set()
@@ -195,8 +194,9 @@ class PgbenchRunsCollector:
         # run id -> why it is not followed (damaged meta.json, a follower that raised): one bad
         # run is set aside, counted and logged once; the others go on.
         self.unreadable: dict[str, str] = {}
-        self._last_scan = 0.0
-        self._runs_dir_mtime: int | None = None
+        # A new run's first line is as prompt as the others: runs_dir is listed when it changes,
+        # not only every rescan_s (which alone delayed it up to 450 ms).
+        self._new_runs = rundir.NewRuns(runs_dir, rescan_s)
 
     def _set_aside(self, run_id: str, error: Exception) -> None:
         self.unreadable[run_id] = f"{type(error).__name__}: {error}"
@@ -204,8 +204,7 @@ class PgbenchRunsCollector:
 
     def poll(self) -> int:
         now = self.clock()
-        if self._should_discover(now):
-            self._last_scan = now
+        if self._new_runs.due(now, waiting=bool(self.pending)):
             self._discover()
         produced = 0
         for run_id, follower in list(self.following.items()):
@@ -242,18 +241,6 @@ class PgbenchRunsCollector:
             paths += [f.path for f in follower.followers.values()]
             paths.append(follower.run.file(rundir.META))
         return paths
-
-    def _should_discover(self, now: float) -> bool:
-        """A new entry in runs_dir (its mtime moved), a run waiting for meta.json, or every rescan_s.
-
-        The mtime makes a new run's first line as prompt as the others (a 0.5 s rescan alone
-        delayed it up to 450 ms); the timed rescan stays for changes within one mtime tick."""
-        try:
-            mtime = os.stat(self.runs_dir).st_mtime_ns
-        except FileNotFoundError:
-            return False
-        changed, self._runs_dir_mtime = mtime != self._runs_dir_mtime, mtime
-        return changed or bool(self.pending) or now - self._last_scan >= self.rescan_s
 
     def _discover(self) -> None:
         try:

@@ -145,6 +145,29 @@ def create_run_dir(runs_dir: str, run_id: str | None = None) -> RunDir:
     return RunDir(path)
 
 
+class NewRuns:
+    """When a follower of runs_dir should list it again, without listing it to find out.
+
+    Due when the directory's mtime moved (a run directory was made or removed), while the
+    caller still waits for a run's meta.json (``waiting``), and every ``every_s`` anyway: two
+    changes within one mtime tick leave the mtime as it was."""
+
+    def __init__(self, runs_dir: str, every_s: float):
+        self.runs_dir, self.every_s = runs_dir, every_s
+        self._mtime: int | None = None
+        self._listed: float | None = None
+
+    def due(self, now: float, waiting: bool = False) -> bool:
+        try:
+            mtime = os.stat(self.runs_dir).st_mtime_ns
+        except FileNotFoundError:
+            return False
+        if mtime == self._mtime and not waiting and self._listed is not None and now - self._listed < self.every_s:
+            return False
+        self._mtime, self._listed = mtime, now
+        return True
+
+
 def _start_key(run: RunDir) -> str:
     """sort_key of a run; a run named otherwise (``import --run-id NAME``) is placed by the start
     its meta.json records, so that it is "the latest run" only if it started last."""
