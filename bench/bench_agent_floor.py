@@ -9,7 +9,7 @@ Side by side on free ports with temporary data dirs, Prometheus 2.42 in agent mo
 
 * ``no remote write``: no scrape target, no remote_write section;
 * ``remote write, idle``: no scrape target, one remote_write queue to a receiver
-  (a plain Prometheus with ``--web.enable-remote-write-receiver``);
+  (benchwatch's private Prometheus, ``query.launch.start_prometheus``);
 * ``remote write, node``: that queue plus a node_exporter scraped every second, with
   the agent's 250 ms ``batch_send_deadline``;
 
@@ -36,6 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import yaml
 
 import _live
+from benchwatch.query import launch
 from benchwatch.stack.native import binary
 from benchwatch.util import net, processes
 
@@ -78,15 +79,11 @@ def main() -> None:
     print(f"Prometheus agents side by side, {_live.NPROC} cores; {_live.loadavg()}")
     pids: dict[str, int] = {}
     helpers: list[int] = []
+    receiving: launch.PrometheusProcess | None = None
     with tempfile.TemporaryDirectory(prefix="bench-agent-floor-") as tmp:
         try:
-            rport, nport = net.free_port(), net.free_port()
-            receiver, node = f"http://127.0.0.1:{rport}", f"127.0.0.1:{nport}"
-            with open(os.path.join(tmp, "receiver.yml"), "w", encoding="utf-8") as f:
-                yaml.safe_dump({"global": {"scrape_interval": "1s"}}, f)
-            helpers.append(spawn(os.path.join(tmp, "receiver"), [
-                binary("prometheus"), f"--config.file={tmp}/receiver.yml", f"--storage.tsdb.path={tmp}/receiver/data",
-                f"--web.listen-address=127.0.0.1:{rport}", "--web.enable-remote-write-receiver"], f"{receiver}/-/ready"))
+            receiving = launch.start_prometheus(os.path.join(tmp, "receiver"))  # nothing to scrape, takes pushes
+            receiver, node = receiving.url, f"127.0.0.1:{net.free_port()}"
             helpers.append(spawn(os.path.join(tmp, "node"), [
                 binary("node_exporter"), f"--web.listen-address={node}"], f"http://{node}/metrics"))
             variants: dict[str, tuple] = {
@@ -111,6 +108,8 @@ def main() -> None:
         finally:
             for pid in list(pids.values()) + helpers:
                 processes.stop_pid(pid)
+            if receiving is not None:
+                receiving.stop()
     print(f"ms of CPU per second, mean of {args.rounds} windows of {args.seconds:.0f} s (10 ms ticks):")
     for name, values in costs.items():
         print(f"  {name:34} {statistics.mean(values):6.1f}  (min {min(values):.1f}, max {max(values):.1f})")

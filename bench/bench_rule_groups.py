@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import glob
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,8 +28,7 @@ import yaml
 
 import _live
 from benchwatch import resources
-from benchwatch.stack.native import binary
-from benchwatch.util import net, processes
+from benchwatch.query import launch
 
 SETTLE_S = 30.0
 
@@ -60,20 +58,12 @@ def evaluations_per_second(groups: list[dict]) -> float:
     return sum(1 / (float(g.get("interval", "1s")[:-1]) * units[g.get("interval", "1s")[-1]]) for g in groups)
 
 
-def start(directory: str, groups: list[dict]) -> tuple[int, int]:
-    os.makedirs(os.path.join(directory, "data"))
+def start(directory: str, groups: list[dict]) -> launch.PrometheusProcess:
+    os.makedirs(directory)
     with open(os.path.join(directory, "rules.yml"), "w", encoding="utf-8") as f:
         yaml.safe_dump({"groups": groups}, f, sort_keys=False)
-    with open(os.path.join(directory, "prometheus.yml"), "w", encoding="utf-8") as f:
-        yaml.safe_dump({"global": {"evaluation_interval": "1s"}, "rule_files": ["rules.yml"]}, f)
-    port = net.free_port()
-    with open(os.path.join(directory, "log"), "wb") as log:
-        proc = subprocess.Popen([binary("prometheus"), f"--config.file={directory}/prometheus.yml",
-                                 f"--storage.tsdb.path={directory}/data", f"--web.listen-address=127.0.0.1:{port}"],
-                                stdout=log, stderr=log, start_new_session=True)
-    if not processes.wait_until(lambda: net.http_ok(f"http://127.0.0.1:{port}/-/ready"), 60, 0.2):
-        raise RuntimeError(f"Prometheus in {directory} did not get ready")
-    return proc.pid, port
+    config = yaml.safe_dump({"global": {"evaluation_interval": "1s"}, "rule_files": ["rules.yml"]})
+    return launch.start_prometheus(directory, config, remote_write_receiver=False)
 
 
 def main() -> None:
@@ -83,18 +73,18 @@ def main() -> None:
     groups = repository_groups()
     variants = {"as in the repository": groups, "merged by interval": merged_by_interval(groups)}
     print(f"2 Prometheus, {sum(len(g['rules']) for g in groups)} rules each, no scrape target; {_live.loadavg()}")
-    pids: dict[str, int] = {}
+    proms: dict[str, launch.PrometheusProcess] = {}
     with tempfile.TemporaryDirectory(prefix="bench-rule-groups-") as tmp:
         try:
             for i, (name, gs) in enumerate(variants.items()):
-                pids[name], _ = start(os.path.join(tmp, str(i)), gs)
+                proms[name] = start(os.path.join(tmp, str(i)), gs)
             time.sleep(SETTLE_S)  # start-up (WAL, first evaluations) out of the window, not a readiness wait
-            before = {name: _live.cpu_seconds(pid) or 0.0 for name, pid in pids.items()}
+            before = {name: _live.cpu_seconds(p.pid) or 0.0 for name, p in proms.items()}
             time.sleep(args.seconds)  # the measurement window itself
-            after = {name: _live.cpu_seconds(pid) or 0.0 for name, pid in pids.items()}
+            after = {name: _live.cpu_seconds(p.pid) or 0.0 for name, p in proms.items()}
         finally:
-            for pid in pids.values():
-                processes.stop_pid(pid)
+            for prom in proms.values():
+                prom.stop()
     cost = {}
     for name, gs in variants.items():
         cost[name] = (after[name] - before[name]) / args.seconds * 1000
