@@ -31,7 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _live  # puts the repository on sys.path
-from benchwatch.engines.postgres.local import start_instances
+from benchwatch.engines.postgresql.local import start_instances
 from benchwatch.query.launch import start_prometheus
 from benchwatch.stack import agent as agent_mod
 from benchwatch.stack.native import pg_bindir

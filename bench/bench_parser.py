@@ -37,8 +37,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from benchwatch.model.pgbench_run import RunModel
-from benchwatch.parse.pgbench import PgbenchOutputParser, Progress
+from benchwatch.loadgens.pgbench.model import PgbenchRunModel as RunModel
+from benchwatch.loadgens.pgbench.output import PgbenchOutputParser, Progress
 
 FIXTURES = os.path.join(ROOT, "tests", "fixtures", "pgbench")
 START = 1_700_000_000.0

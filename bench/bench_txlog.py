@@ -1,4 +1,4 @@
-"""Benchmark: pgbench per-transaction log ingestion (benchwatch.model.txlog).
+"""Benchmark: pgbench per-transaction log ingestion (benchwatch.loadgens.pgbench.txlog).
 
 Run from the repository root::
 
@@ -36,7 +36,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-from benchwatch.model.txlog import DEFAULT_BUCKETS, TxlogAggregator
+from benchwatch.loadgens.pgbench.txlog import DEFAULT_BUCKETS, TxlogAggregator
 
 CHUNK = 1 << 20
 EPOCH0 = 1795370000

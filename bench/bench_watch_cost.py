@@ -283,7 +283,7 @@ class CostBench:
 
 
 def pg_exporter_env(stack: Stack) -> dict[str, str]:
-    from benchwatch.engines.postgres import dsn
+    from benchwatch.engines.postgresql import dsn
 
     params = stack.pg_params()
     params.pop("password", None)

@@ -94,8 +94,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from benchwatch import loadgens
     from benchwatch.alerting.printer import AlertPrinter
-    from benchwatch.parse import loadgen
     from benchwatch.record.stream import LineSafeStream
     from benchwatch.record.wrapper import run_benchmark
 
@@ -113,7 +113,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     pg_env = stack.pg_env() if have_stack and stack.cfg.engine == "postgres" else {}
     server_facts = None
     info: dict[str, str] = {}
-    if have_stack and stack.cfg.engine == "mariadb" and loadgen.for_program(argv[0]).engine == "mysql":
+    if have_stack and stack.cfg.engine == "mariadb" and loadgens.for_program(argv[0]).engine_of(argv[1:]) == "mysql":
         target = stack.mysql_target_named(args.target) if args.target else stack.mysql
         if target is None:
             say(f"no MariaDB target {args.target!r} in this stack (its targets: "
@@ -165,7 +165,7 @@ def _record_targets(stack: Stack, run, since: float | None = None) -> None:
 
 def _mysql_connection(target, argv: list[str]) -> tuple[list[str], dict]:
     """sysbench pointed at a MariaDB of the stack through its 0600 --config-file; the server's facts for meta.json."""
-    from benchwatch.engines.mysql.client import sysbench_connection
+    from benchwatch.loadgens.sysbench.connect import sysbench_connection
 
     if not os.path.exists(target.sysbench_file):
         return argv, {}
@@ -219,8 +219,8 @@ def cmd_import(args: argparse.Namespace) -> int:
     model, samples = replay.replay_output(data, run_id, start)
     counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
     if args.openmetrics:
-        write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in replay.RUN_METRICS.items()},
-                          help={k: v[1] for k, v in replay.RUN_METRICS.items()})
+        write_openmetrics(samples, sys.stdout, types={k: v[0] for k, v in replay.run_metrics().items()},
+                          help={k: v[1] for k, v in replay.run_metrics().items()})
         say(f"run {run_id}: {counts}")
         return 0
     stack = _stack(args)

@@ -54,7 +54,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
     # A manual CHECKPOINT half way, beside the timed/wal ones the settings cause.
     def checkpoint_later() -> None:
         time.sleep(duration / 2)
-        from benchwatch.engines.postgres import connect
+        from benchwatch.engines.postgresql import connect
 
         try:
             with connect.connect(connect.params_from_env(env)) as conn:
@@ -118,7 +118,7 @@ def stop_shards(state_dir: str) -> list[str]:
     """Stop the sharded demo's agent and PostgreSQL instances (``benchwatch down`` does too); data is kept."""
     import json
 
-    from benchwatch.engines.postgres.local import LocalInstance
+    from benchwatch.engines.postgresql.local import LocalInstance
     from benchwatch.stack import agent as agent_mod
 
     base = shards_dir(state_dir)
@@ -146,8 +146,8 @@ def _start_shard_instances(stack: Stack, shards: int, count: int, bindir: str,
     import shutil
     from concurrent.futures import ThreadPoolExecutor
 
-    from benchwatch.engines.postgres import plproxy
-    from benchwatch.engines.postgres.local import LocalInstance
+    from benchwatch.engines.postgresql import plproxy
+    from benchwatch.engines.postgresql.local import LocalInstance
     from benchwatch.util import net
 
     base = shards_dir(stack.cfg.state_dir)
@@ -178,7 +178,7 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
                 script: str, extra_args: list[str], say: Callable[[str], None]) -> int:
     """16 shard databases over 4 loopback instances behind a PL/Proxy proxy database, one pgbench run through
     it, every instance watched as its own target by an agent; prints what the stack saw."""
-    from benchwatch.engines.postgres import connect, plproxy
+    from benchwatch.engines.postgresql import connect, plproxy
     from benchwatch.query import targets as targets_mod
     from benchwatch.record.wrapper import run_benchmark
     from benchwatch.stack import agent as agent_mod

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from benchwatch.engines.postgres import dsn
-from benchwatch.engines.postgres.local import start_instances
+from benchwatch.engines.postgresql import dsn
+from benchwatch.engines.postgresql.local import start_instances
 from benchwatch.query.prometheus import query
 from benchwatch.stack import agent as agent_mod
 from benchwatch.stack.native import pg_bindir

@@ -18,7 +18,7 @@ from tests.helpers.prometheus import query, query_range
 
 pytestmark = pytest.mark.integration
 
-# Read with a regex of its own, not with benchwatch.engines.postgres.server_log: the stack's prefix is '%m [%p] '.
+# Read with a regex of its own, not with benchwatch.engines.postgresql.server_log: the stack's prefix is '%m [%p] '.
 LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \S+ \[\d+\] LOG:  (checkpoint|restartpoint) "
                   r"(starting|complete):(.*)$")
 TOO_FREQUENT = re.compile(r"^\S+ \S+ \S+ \[\d+\] LOG:  checkpoints are occurring too frequently")

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 from psycopg import sql
 
-from benchwatch.engines.postgres import connect, dsn
+from benchwatch.engines.postgresql import connect, dsn
 from benchwatch.stack.config import load_config
 from benchwatch.stack.native import Stack, pg_bindir
 from benchwatch.util import processes

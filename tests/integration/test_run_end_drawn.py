@@ -13,8 +13,8 @@ import os
 import struct
 
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
+from benchwatch.loadgens.pgbench import output as po
 from benchwatch.model import replay
-from benchwatch.parse import pgbench as po
 from benchwatch.query import grafana
 from benchwatch.record import rundir
 from benchwatch.share import rebuild

@@ -18,7 +18,7 @@ import subprocess
 import pytest
 
 from benchwatch.demo import PROXY_DATABASE, shards_dir, stop_shards
-from benchwatch.engines.postgres import plproxy
+from benchwatch.engines.postgresql import plproxy
 from benchwatch.query import grafana as gq
 from benchwatch.query.prometheus import query
 from benchwatch.stack.native import pg_bindir

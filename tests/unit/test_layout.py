@@ -1,4 +1,5 @@
-"""The package's layout: subpackages along the data flow, imported in one direction only."""
+"""The package's layout: subpackages along the data flow, imported in one direction only; engines and
+load generators as plug-in folders that nothing else names."""
 
 from __future__ import annotations
 
@@ -6,19 +7,37 @@ import ast
 import os
 
 import benchwatch
+from benchwatch import engines, loadgens
 
 PACKAGE_DIR = os.path.dirname(benchwatch.__file__)
+# Packages whose subpackages are plug-ins (one folder per engine or tool), each a layer of its own.
+PLUGIN_PACKAGES = ("engines", "loadgens")
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+
+
+def _walk_runtime(tree: ast.AST):
+    """ast.walk without the bodies of ``if TYPE_CHECKING:`` (imports for annotations only)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not _is_type_checking(child):
+                stack.append(child)
 
 
 def _imports(path: str) -> set[str]:
-    """benchwatch modules a file imports, at any depth (function-level imports count too)."""
+    """benchwatch modules a file imports at run time, at any depth (function-level imports count too)."""
     with open(path, encoding="utf-8") as f:
         tree = ast.parse(f.read(), path)
     found = set()
-    for node in ast.walk(tree):
+    for node in _walk_runtime(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module == "benchwatch":
-                found.update(f"benchwatch.{a.name}" for a in node.names)
+            if node.module == "benchwatch" or node.module in {f"benchwatch.{p}" for p in PLUGIN_PACKAGES}:
+                found.update(f"{node.module}.{a.name}" for a in node.names)
             elif node.module.startswith("benchwatch."):
                 found.add(node.module)
         elif isinstance(node, ast.Import):
@@ -27,22 +46,31 @@ def _imports(path: str) -> set[str]:
 
 
 def _unit(module: str) -> str:
-    """The layer a module belongs to: its top-level subpackage, or the module itself (cli, demo, resources)."""
+    """The layer a module belongs to: its top-level subpackage (a plug-in folder is a layer of its own:
+    engines.postgresql, loadgens.pgbench), or the module itself (cli, demo, resources)."""
     parts = module.split(".")
+    if len(parts) > 2 and parts[1] in PLUGIN_PACKAGES:
+        folder = os.path.join(PACKAGE_DIR, parts[1], parts[2])
+        if os.path.isdir(folder):
+            return f"{parts[1]}.{parts[2]}"
     return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _modules():
+    for root, _dirs, files in os.walk(PACKAGE_DIR):
+        for name in files:
+            if name.endswith(".py"):
+                path = os.path.join(root, name)
+                rel = os.path.relpath(path, os.path.dirname(PACKAGE_DIR))[:-3].replace(os.sep, ".")
+                yield rel.removesuffix(".__init__"), path
 
 
 def subpackage_graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
-    for root, _dirs, files in os.walk(PACKAGE_DIR):
-        for name in files:
-            if not name.endswith(".py"):
-                continue
-            path = os.path.join(root, name)
-            rel = os.path.relpath(path, os.path.dirname(PACKAGE_DIR))[:-3].replace(os.sep, ".")
-            src = _unit(rel.removesuffix(".__init__"))
-            edges = graph.setdefault(src, set())
-            edges.update(u for u in map(_unit, _imports(path)) if u != src)
+    for module, path in _modules():
+        src = _unit(module)
+        edges = graph.setdefault(src, set())
+        edges.update(u for u in map(_unit, _imports(path)) if u != src)
     return graph
 
 
@@ -74,7 +102,8 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_import_cycle_between_subpackages():
     graph = subpackage_graph()
-    assert {"parse", "model", "sink", "record", "engines", "query", "share", "exporter", "stack"} <= set(graph)
+    assert {"model", "sink", "record", "engines", "loadgens", "query", "share", "exporter", "stack",
+            "loadgens.pgbench", "loadgens.sysbench", "engines.postgresql", "engines.mysql"} <= set(graph)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle between subpackages: " + " -> ".join(cycle or [])
 
@@ -84,11 +113,100 @@ def test_the_cycle_check_finds_a_cycle():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_parsers_are_pure():
-    """parse/ turns lines into events: it imports no other part of benchwatch."""
-    assert subpackage_graph()["parse"] == set()
+def test_interfaces_load_their_plugins_by_name_only():
+    """engines/ and loadgens/ find their folders at run time; importing a folder would make the
+    interface depend on one engine or tool."""
+    graph = subpackage_graph()
+    for package in PLUGIN_PACKAGES:
+        assert not {u for u in graph[package] if u.startswith(package + ".")}, package
+
+
+def test_output_parsers_are_pure():
+    """Each tool's output parser and argv reader turn lines and words into events: no other part of benchwatch."""
+    checked = 0
+    for module, path in _modules():
+        parts = module.split(".")
+        if len(parts) == 4 and parts[1] == "loadgens" and parts[3] in ("output", "args"):
+            assert _imports(path) <= {m for m in _imports(path) if m.startswith(".".join(parts[:3]) + ".")}, module
+            checked += 1
+    assert checked >= 4
 
 
 def test_no_module_left_beside_the_subpackages():
     loose = sorted(n for n in os.listdir(PACKAGE_DIR) if n.endswith(".py"))
     assert loose == ["__init__.py", "__main__.py", "cli.py", "demo.py", "resources.py"]
+
+
+# -- no engine or tool named outside its folder ------------------------------------------------
+
+def plugin_names() -> set[str]:
+    """Every name an engine or a load generator goes by: what a string comparison on them would use."""
+    out: set[str] = set()
+    for g in loadgens.load_generators().values():
+        out |= {g.name, *g.programs}
+    for e in engines.load_engines().values():
+        out |= {e.name, *e.aliases}
+    return out
+
+
+def named_plugins(path: str, names: set[str]) -> list[str]:
+    """Places in a file where an engine or tool name is compared as a string (==, !=, in, not in, a
+    match case, a str method such as startswith) or keys a dict literal: each a branch on one plug-in
+    that belongs in its folder."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+
+    def consts(node: ast.AST) -> list[str]:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return [c for e in node.elts for c in consts(e)]
+        return []
+
+    found = []
+    for node in ast.walk(tree):
+        hits: list[str] = []
+        if isinstance(node, ast.Compare):
+            for operand in [node.left, *node.comparators]:
+                hits += [c for c in consts(operand) if c in names]
+        elif isinstance(node, ast.Dict):
+            hits += [c for k in node.keys if k is not None for c in consts(k) if c in names]
+        elif isinstance(node, ast.match_case):
+            hits += [c for sub in ast.walk(node.pattern) if isinstance(sub, ast.MatchValue)
+                     for c in consts(sub.value) if c in names]
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr in ("startswith", "endswith", "removeprefix", "removesuffix")):
+            hits += [c for a in node.args for c in consts(a) if c in names]
+        found += [f"{os.path.relpath(path, PACKAGE_DIR)}:{node.lineno}: {h!r}" for h in hits]
+    return found
+
+
+# Modules that still branch on an engine or tool by name while issue 19 moves them into the
+# folders; each leaves this list when its branches do. Empty when the issue is done.
+NOT_YET_MOVED = {
+    "cli.py", "demo.py", "stack/native.py", "stack/config.py", "stack/agent.py", "record/wrapper.py",
+    "query/targets.py", "share/collect.py", "share/compare.py", "share/png.py", "share/summary.py", "share/html.py",
+    "grafana/dashboards.py", "explain/causes.py",
+}
+
+
+def test_no_engine_or_tool_compared_by_name_outside_its_folder():
+    names = plugin_names()
+    assert {"pgbench", "sysbench", "postgresql", "mysql", "postgres", "mariadb"} <= names
+    found = []
+    for module, path in _modules():
+        parts = module.split(".")
+        if len(parts) > 2 and parts[1] in PLUGIN_PACKAGES and _unit(module) != parts[1]:
+            continue  # inside a plug-in folder: its own name is its business
+        if os.path.relpath(path, PACKAGE_DIR) in NOT_YET_MOVED:
+            continue
+        found += named_plugins(path, names)
+    assert not found, "branches on an engine or tool name outside its folder:\n" + "\n".join(found)
+
+
+def test_the_name_check_finds_a_branch(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text('if tool == "sysbench":\n    pass\nx = {"pgbench": 1}\nok = tool == "other"\n'
+                     'if engine in ("mariadb", "x"):\n    pass\nif name.startswith("postgres"):\n    pass\n')
+    hits = named_plugins(str(probe), {"sysbench", "pgbench", "mariadb", "postgres"})
+    assert [h.split(": ", 1)[1] for h in hits] == ["'sysbench'", "'pgbench'", "'mariadb'", "'postgres'"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
+from benchwatch import loadgens
 from benchwatch.model import replay
-from benchwatch.model.pgbench_run import RunModel
-from benchwatch.parse import loadgen
+from benchwatch.model.run import RunModel
 from benchwatch.record import rundir
 from benchwatch.record.stream import ClockStamper
 
@@ -14,20 +14,23 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", 
 
 
 def test_programs_map_to_their_load_generator():
-    assert loadgen.for_program("pgbench") is loadgen.PGBENCH
-    assert loadgen.for_program("/usr/lib/postgresql/15/bin/pgbench") is loadgen.PGBENCH
-    assert loadgen.for_program("./my-pgbench-wrapper.sh") is loadgen.DEFAULT  # what benchwatch always did
-    assert loadgen.by_name(None) is loadgen.PGBENCH  # runs recorded before "tool" existed
-    assert loadgen.by_name("pgbench") is loadgen.PGBENCH
+    assert loadgens.for_program("pgbench") is loadgens.by_name("pgbench")
+    assert loadgens.for_program("/usr/lib/postgresql/15/bin/pgbench") is loadgens.by_name("pgbench")
+    assert loadgens.for_program("./my-pgbench-wrapper.sh") is loadgens.default()  # what benchwatch always did
+    assert loadgens.by_name(None) is loadgens.by_name("pgbench")  # runs recorded before "tool" existed
+    assert loadgens.default().name == "pgbench"
+    assert loadgens.by_name("no such tool") is loadgens.default()
 
 
-def test_every_load_generator_has_a_run_model():
-    assert set(loadgen.LOAD_GENERATORS) <= set(replay.RUN_MODELS)
-    assert isinstance(replay.model_for_run("r", {"tool": "pgbench"}), RunModel)
+def test_every_load_generator_has_a_run_model_of_its_own_tool():
+    assert {"pgbench", "sysbench"} <= set(loadgens.load_generators())
+    for name in loadgens.names():
+        model = replay.model_for_run("r", {"tool": name})
+        assert isinstance(model, RunModel) and model.tool == name
 
 
 def test_pgbench_progress_lines_give_their_elapsed_time():
-    elapsed = loadgen.PGBENCH.progress_elapsed
+    elapsed = loadgens.by_name("pgbench").progress_elapsed
     assert elapsed(b"progress: 5.0 s, 1201.9 tps, lat 3.325 ms stddev 0.741, 0 failed") == 5.0
     assert elapsed(b"progress: 1700000000.123 s, 10.0 tps, lat 1.0 ms stddev 0.1") == 1700000000.123
     assert elapsed(b"transaction type: <builtin: TPC-B (sort of)>") is None
@@ -35,7 +38,7 @@ def test_pgbench_progress_lines_give_their_elapsed_time():
 
 
 def test_pgbench_progress_is_asked_for_once():
-    ensure = loadgen.PGBENCH.ensure_progress
+    ensure = loadgens.by_name("pgbench").ensure_progress
     assert ensure(["-c", "4", "-T", "60", "bench"]) == (["-c", "4", "-T", "60", "-P", "1", "bench"], ["-P", "1"])
     assert ensure(["-P", "5", "-T", "60"]) == (["-P", "5", "-T", "60"], [])
     assert ensure(["-i", "-s", "10"]) == (["-i", "-s", "10"], [])
@@ -44,7 +47,7 @@ def test_pgbench_progress_is_asked_for_once():
 def test_the_clock_is_stamped_from_the_first_progress_line(tmp_path):
     run = rundir.create_run_dir(str(tmp_path))
     run.write_meta({"run_id": run.run_id})
-    stamper = ClockStamper(run, loadgen.PGBENCH.progress_elapsed, clock=lambda: 1000.0)
+    stamper = ClockStamper(run, loadgens.by_name("pgbench").progress_elapsed, clock=lambda: 1000.0)
     stamper.see(b"starting vacuum...end.")
     assert not stamper.stamped and "clock_start_epoch" not in run.read_meta()
     stamper.see(b"progress: 2.0 s, 100.0 tps, lat 1.0 ms stddev 0.1, 0 failed")
@@ -53,15 +56,15 @@ def test_the_clock_is_stamped_from_the_first_progress_line(tmp_path):
 
 
 def test_pgbench_argv_facts():
-    facts = loadgen.PGBENCH.read_argv(["-M", "prepared", "-c", "16", "-j", "4", "-P", "2", "-T", "3600", "-S", "db"])
+    facts = loadgens.by_name("pgbench").read_argv(["-M", "prepared", "-c", "16", "-j", "4", "-P", "2", "-T", "3600", "-S", "db"])
     assert facts.error is None and facts.progress_interval == 2.0 and facts.statements_per_transaction == 1
     assert facts.info_labels["clients"] == "16" and facts.info_labels["script"] == "select-only"
-    refused = loadgen.PGBENCH.read_argv(["--prog=5"])  # ambiguous to pgbench 15 itself
+    refused = loadgens.by_name("pgbench").read_argv(["--prog=5"])  # ambiguous to pgbench 15 itself
     assert refused.error and refused.info_labels == {} and refused.progress_interval is None
 
 
 def test_pgbench_latency_log_goes_into_the_run_directory():
-    place = loadgen.PGBENCH.latency_log
+    place = loadgens.by_name("pgbench").latency_log
     assert place is not None
     assert place(["-T", "10", "db"], "/runs/r1/pgbench_log", False) == (["-T", "10", "db"], None, [])
     args, prefix, said = place(["-T", "10", "db"], "/runs/r1/pgbench_log", True)
@@ -72,6 +75,6 @@ def test_pgbench_latency_log_goes_into_the_run_directory():
 
 
 def test_versions_are_read_from_what_the_tool_prints():
-    assert loadgen.PGBENCH.parse_version("pgbench (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)") == "15.18"
-    assert loadgen.PGBENCH.parse_version("no version here") is None
-    assert loadgen.PGBENCH.version_key == "pgbench_version"  # meta.json's key since the first release
+    assert loadgens.by_name("pgbench").parse_version("pgbench (PostgreSQL) 15.18 (Debian 15.18-0+deb12u1)") == "15.18"
+    assert loadgens.by_name("pgbench").parse_version("no version here") is None
+    assert loadgens.by_name("pgbench").version_key == "pgbench_version"  # meta.json's key since the first release

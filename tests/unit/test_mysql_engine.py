@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import stat
 
-from benchwatch.engines.mysql import client, server
+from benchwatch.engines.mysql import server
 from benchwatch.engines.mysql.exporter import COLLECTOR_FLAGS
+from benchwatch.loadgens.sysbench import connect as client
 from benchwatch.stack.config import load_config
 from benchwatch.stack.native import Stack
 

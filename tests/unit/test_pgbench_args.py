@@ -5,8 +5,8 @@ import subprocess
 
 import pytest
 
-from benchwatch.engines.postgres import dsn
-from benchwatch.parse.pgbench_args import ensure_progress, parse_pgbench_args
+from benchwatch.engines.postgresql import dsn
+from benchwatch.loadgens.pgbench.args import ensure_progress, parse_pgbench_args
 
 
 @pytest.mark.parametrize("argv, interval", [
@@ -103,7 +103,7 @@ def test_redact_argv():
 
 
 def test_sql_statements_per_transaction():
-    from benchwatch.parse.pgbench_args import count_sql_statements, sql_statements_per_transaction
+    from benchwatch.loadgens.pgbench.args import count_sql_statements, sql_statements_per_transaction
     assert sql_statements_per_transaction(parse_pgbench_args(["-c", "4"])) == 7
     assert sql_statements_per_transaction(parse_pgbench_args(["-S"])) == 1
     assert sql_statements_per_transaction(parse_pgbench_args(["-b", "tpcb@2", "-b", "select-only@1"])) == 5

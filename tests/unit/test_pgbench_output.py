@@ -1,4 +1,4 @@
-"""Tests of benchwatch.parse.pgbench against captured and hand-written
+"""Tests of benchwatch.loadgens.pgbench.output against captured and hand-written
 pgbench output (tests/fixtures/pgbench, see its README.md)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchwatch.parse.pgbench import (
+from benchwatch.loadgens.pgbench.output import (
     ClientAborted,
     ErrorLine,
     Event,

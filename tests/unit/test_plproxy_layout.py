@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from benchwatch import cli
-from benchwatch.engines.postgres import plproxy
-from benchwatch.engines.postgres.local import LocalInstance
+from benchwatch.engines.postgresql import plproxy
+from benchwatch.engines.postgresql.local import LocalInstance
 
 
 def test_shards_must_be_a_power_of_two_and_instances_at_most_one_per_shard():

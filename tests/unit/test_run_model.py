@@ -8,8 +8,8 @@ import re
 
 import pytest
 
+from benchwatch.loadgens.pgbench.model import PgbenchRunModel as RunModel
 from benchwatch.model import replay
-from benchwatch.model.pgbench_run import RunModel
 from benchwatch.record import importer
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "pgbench")

@@ -28,7 +28,7 @@ PGBENCH_FIXTURES = os.path.join(HERE, "fixtures", "pgbench")
 def fixture_series(run_dir: str = RUN_DIR) -> list[Series]:
     run = rundir.RunDir(run_dir)
     pg = rebuild.samples_to_series(rebuild.pgbench_samples(run))
-    saved = [s for s in read_csv_dir(os.path.join(run_dir, "series")) if s.name not in rebuild.PGBENCH_METRICS]
+    saved = [s for s in read_csv_dir(os.path.join(run_dir, "series")) if not rebuild.is_run_series(s.name)]
     return merge(pg, saved)
 
 

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from benchwatch.parse import sysbench as sb
+from benchwatch.loadgens.sysbench import output as sb
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "sysbench")
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 
+from benchwatch import loadgens
 from benchwatch.exporter.pgbench_runs import RunFollower
+from benchwatch.loadgens.sysbench import output as sb
+from benchwatch.loadgens.sysbench.model import SysbenchRunModel
 from benchwatch.model import replay
-from benchwatch.model.sysbench_run import SysbenchRunModel
-from benchwatch.parse import loadgen
-from benchwatch.parse import sysbench as sb
 from benchwatch.record import importer, rundir
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
@@ -27,8 +27,8 @@ def progress_lines(data: bytes) -> list[sb.Progress]:
 
 
 def test_registry_entry():
-    g = loadgen.for_program("/usr/bin/sysbench")
-    assert g is loadgen.SYSBENCH and loadgen.by_name("sysbench") is g
+    g = loadgens.for_program("/usr/bin/sysbench")
+    assert g is loadgens.by_name("sysbench") and loadgens.by_name("sysbench") is g
     assert g.progress_stream == "stdout" and g.version_key == "sysbench_version"
     assert g.parse_version("sysbench 1.0.20") == "1.0.20"
     assert g.progress_elapsed(b"[ 12s ] thds: 2 tps: 1.00 qps: 1.00 (r/w/o: 1.00/0.00/0.00) lat (ms,95%): 1.00 err/s: 0.00 reconn/s: 0.00") == 12.0
@@ -38,7 +38,7 @@ def test_registry_entry():
 
 
 def test_report_interval_is_added_only_when_none_was_given():
-    ensure = loadgen.SYSBENCH.ensure_progress
+    ensure = loadgens.by_name("sysbench").ensure_progress
     argv = ["oltp_read_write", "--threads=8", "--time=300", "run"]
     assert ensure(argv) == (["--report-interval=1", *argv], ["--report-interval=1"])
     assert ensure(["--report-interval=5", *argv]) == (["--report-interval=5", *argv], [])
@@ -48,19 +48,19 @@ def test_report_interval_is_added_only_when_none_was_given():
 
 
 def test_argv_facts():
-    facts = loadgen.SYSBENCH.read_argv(["--report-interval=2", "/usr/share/sysbench/oltp_read_write.lua", "--tables=4",
+    facts = loadgens.by_name("sysbench").read_argv(["--report-interval=2", "/usr/share/sysbench/oltp_read_write.lua", "--tables=4",
                                         "--table-size=100000", "--num-threads=8", "--time=300", "--percentile=99", "run"])
     assert facts.error is None and facts.progress_interval == 2.0
     assert facts.info_labels == {"script": "oltp_read_write", "command": "run", "threads": "8", "duration_seconds": "300",
                                  "tables": "4", "table_size": "100000", "percentile": "99"}
-    assert loadgen.SYSBENCH.read_argv(["oltp_read_write", "run", "extra"]).error
+    assert loadgens.by_name("sysbench").read_argv(["oltp_read_write", "run", "extra"]).error
 
 
 def test_import_detects_sysbench_output_and_pgbench_stays_default():
-    assert loadgen.for_output(fixture("plain.txt")) is loadgen.SYSBENCH
-    assert loadgen.for_output(fixture("v05_oltp.txt")) is loadgen.SYSBENCH
+    assert loadgens.for_output(fixture("plain.txt")) is loadgens.by_name("sysbench")
+    assert loadgens.for_output(fixture("v05_oltp.txt")) is loadgens.by_name("sysbench")
     with open(os.path.join(FIXTURES, "pgbench", "pg15_plain.stderr"), "rb") as f:
-        assert loadgen.for_output(f.read()) is loadgen.PGBENCH
+        assert loadgens.for_output(f.read()) is loadgens.by_name("pgbench")
 
 
 def test_one_sample_per_progress_line_at_sysbench_time_with_the_printed_values():

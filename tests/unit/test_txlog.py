@@ -1,4 +1,4 @@
-"""Tests of benchwatch.model.txlog on real pgbench 15 per-transaction logs
+"""Tests of benchwatch.loadgens.pgbench.txlog on real pgbench 15 per-transaction logs
 (tests/fixtures/txlog and tests/fixtures/pgbench/txlog, see their README.md).
 
 Expected values come from a deliberately simple, separate reading of the same
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from benchwatch.loadgens.pgbench.txlog import _TABLE_US, DEFAULT_BUCKETS, SILENT_SOURCE_SECONDS, TXLOG_METRICS, TxlogAggregator
 from benchwatch.model.samples import group_by_series, validate_series
-from benchwatch.model.txlog import _TABLE_US, DEFAULT_BUCKETS, SILENT_SOURCE_SECONDS, TXLOG_METRICS, TxlogAggregator
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TXLOG = FIXTURES / "txlog"

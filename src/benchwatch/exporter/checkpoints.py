@@ -1,7 +1,7 @@
 """The checkpoints collector: follows the PostgreSQL server log (log_checkpoints=on).
 
 Records are read as the log grows (stderr, csvlog or jsonlog, rotation
-followed) and fed to the checkpoint model (benchwatch.engines.postgres.checkpoints),
+followed) and fed to the checkpoint model (benchwatch.engines.postgresql.checkpoints),
 whose samples go to the sink at the log's own timestamps.
 
 The log is read from its start when the exporter starts: checkpoints already
@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 
-from benchwatch.engines.postgres import server_log as pg_log
-from benchwatch.engines.postgres.checkpoints import CheckpointModel
+from benchwatch.engines.postgresql import server_log as pg_log
+from benchwatch.engines.postgresql.checkpoints import CheckpointModel
 from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.model import catalogue

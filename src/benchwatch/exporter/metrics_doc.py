@@ -6,13 +6,13 @@ python -m benchwatch.exporter.metrics_doc > docs/metrics.md   (a unit test check
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 
-from benchwatch.engines.postgres import checkpoints as checkpoint_model
+from benchwatch import loadgens
+from benchwatch.engines.postgresql import checkpoints as checkpoint_model
 from benchwatch.exporter import checkpoints, dips
 from benchwatch.exporter.self_metrics import SELF_METRICS
-from benchwatch.model.pgbench_run import METRICS
-from benchwatch.model.sysbench_run import SYSBENCH_METRICS
-from benchwatch.model.txlog import TXLOG_METRICS
+from benchwatch.model.run import METRICS
 
 HEADER = """# Metrics
 
@@ -33,44 +33,6 @@ milliseconds: every time here is in seconds. `pgbench_statement_*` also carry `s
 | --- | --- | --- |
 """
 
-
-SYSBENCH_HEADER = """
-## sysbench runs (benchwatch exporter, `pgbench_runs` collector)
-
-A sysbench run (`benchwatch run -- sysbench ...`, or `import` of a saved sysbench 1.0 or 0.5 output)
-writes the series above that mean the same for it, under the same names with `tool="sysbench"`, so
-the TPS-drop and stall alerts and the run dashboard serve both tools: `pgbench_progress_tps`,
-`pgbench_progress_stalled`, `pgbench_progress_interval_seconds` (`--report-interval`),
-`pgbench_progress_last_line_timestamp_seconds`, `pgbench_progress_lines_total`,
-`pgbench_transactions_total`, `pgbench_running`, `pgbench_exit_code`, `pgbench_run_info`,
-`pgbench_run_start_timestamp_seconds`, `pgbench_summary_tps`, `pgbench_summary_latency_seconds`
-(the average), `pgbench_summary_transactions` and `pgbench_exporter_unparsed_lines_total`.
-sysbench prints a latency percentile, not an average, per interval: it has its own name below, with
-`quantile` (`0.95` for sysbench's default `--percentile=95`); `pgbench_progress_latency_seconds` stays
-pgbench's average. `type` is `read`, `write` or `other` (sysbench 0.5 prints no `other`).
-`pgbench_run_info` of a sysbench run carries `script` (the test, e.g. `oltp_read_write`), `command`,
-`threads`, `duration_seconds`, `transactions` (`--events`), `rate_limit_tps`, `tables`, `table_size`,
-`percentile`, `db_driver`, `database`, `sysbench_version`, `server_version`, `mode`, `hostname`
-(each where known), and, for `benchwatch run` on a MariaDB stack, `target` (the instance the run
-drives) and, with `--experiment NAME`, `experiment` (runs observed as one, e.g. one per instance).
-With `--histogram`, sysbench's latency table (hundreds of rows) is folded at the end of the run onto
-the ladder of `pgbench_latency_seconds` as `pgbench_summary_latency_histogram_events` (52 series per
-run): `histogram_quantile(0.99, pgbench_summary_latency_histogram_events{run_id="…"})`.
-
-| metric | type | meaning |
-| --- | --- | --- |
-"""
-
-TXLOG_HEADER = """
-## Latency percentiles (pgbench -l)
-
-From pgbench's per-transaction logs, one histogram per run (`run_id`, `le` from 0.1 ms to 10 s), at
-1-second steps of transaction time: `histogram_quantile(0.99, sum by (le) (rate(pgbench_latency_seconds_bucket{run_id="…"}[$__rate_interval])))`.
-See [latency-percentiles.md](latency-percentiles.md).
-
-| metric | type | meaning |
-| --- | --- | --- |
-"""
 
 CHECKPOINTS_HEADER = """
 ## Checkpoints (benchwatch exporter, `checkpoints` collector)
@@ -121,12 +83,13 @@ server log: `log_present` carries the log's `format`, `unmatched_total` the `eve
 """
 
 
-def _rows(catalogue: dict) -> str:
+def _rows(catalogue: Mapping[str, tuple[str, str]]) -> str:
     return "\n".join(f"| `{name}` | {kind} | {text} |" for name, (kind, text) in catalogue.items()) + "\n"
 
 
 def render() -> str:
-    return (HEADER + _rows(METRICS) + SYSBENCH_HEADER + _rows(SYSBENCH_METRICS) + TXLOG_HEADER + _rows(TXLOG_METRICS)
+    tools = "".join(g.metrics_doc + _rows({**g.metrics, **g.latency_log_metrics}) for g in loadgens.load_generators().values())
+    return (HEADER + _rows(METRICS) + tools
             + CHECKPOINTS_HEADER + _rows(checkpoint_model.METRICS)
             + DIPS_HEADER + _rows(dips.DIP_METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import time
 from collections.abc import Callable, Iterable
 
+from benchwatch import loadgens
 from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.exporter.delivery import DeliveryLog
@@ -21,14 +21,12 @@ from benchwatch.exporter.follow import LineFollower
 from benchwatch.exporter.run_archiver import RunArchiver
 from benchwatch.model import catalogue, replay
 from benchwatch.model.samples import Sample
-from benchwatch.model.txlog import TxlogAggregator
 from benchwatch.record import rundir
 from benchwatch.util import processes
 
 log = logging.getLogger("benchwatch.exporter")
 
 INGESTED_MARKER = ".ingested"
-_TXLOG_SUFFIX = re.compile(r"\.\d+(\.\d+)?")
 # Ended runs kept on /metrics; older ones live on in Prometheus and the run directory.
 KEEP_ENDED = 10
 # Bytes read per file per poll: a long backlog (a restart, a 1M-line attach) is
@@ -59,7 +57,8 @@ class RunFollower:
         self.model = replay.model_for_run(run.run_id, meta)
         self.followers = {name: LineFollower(run.file(name)) for name in replay.FILE_ORDER}
         self.txlog_prefix = meta.get("txlog_prefix")
-        self.txlog = TxlogAggregator(run.run_id) if self.txlog_prefix else None
+        self.generator = loadgens.by_name(meta.get("tool"))
+        self.txlog = self.generator.latency_log_reader(run.run_id) if self.txlog_prefix else None
         self.txlog_files: dict[str, LineFollower] = {}
         self.done = False
         self.delivery = DeliveryLog(run.path)
@@ -118,7 +117,7 @@ class RunFollower:
             names = []
         for name in names:
             path = os.path.join(directory, name)
-            if path not in self.txlog_files and name.startswith(base + ".") and _TXLOG_SUFFIX.fullmatch(name[len(base):]):
+            if path not in self.txlog_files and self.generator.latency_log_file(base, name):
                 self.txlog_files[path] = LineFollower(path)
                 self.txlog.expect(path)
         for path, follower in self.txlog_files.items():
@@ -278,7 +277,7 @@ class PgbenchRunsCollector:
         for name, members in by_name.items():
             # Runs may differ in label names (e.g. scale known or not): expose the union, "" where absent.
             labels = sorted({k for s in members for k in s.labels})
-            family = catalogue.family(replay.RUN_METRICS, name, labels)
+            family = catalogue.family(replay.run_metrics(), name, labels)
             for s in members:
                 family.add_metric([s.labels.get(k, "") for k in labels], s.value)
             families.append(family)

@@ -11,18 +11,21 @@ run is sample for sample the run Prometheus had live.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchwatch.model.pgbench_run import METRICS, RunModel, script_name
+from benchwatch import loadgens
+from benchwatch.model.run import METRICS, RunModel
 from benchwatch.model.samples import Sample
-from benchwatch.model.sysbench_run import SYSBENCH_METRICS, SysbenchRunModel
-from benchwatch.model.sysbench_run import info_from_summary as sysbench_info
-from benchwatch.parse import loadgen
-from benchwatch.parse import pgbench as po
 
-# Every run series any tool's model writes: name -> (type, help).
-RUN_METRICS: dict[str, tuple[str, str]] = {**METRICS, **SYSBENCH_METRICS}
+
+def run_metrics() -> dict[str, tuple[str, str]]:
+    """Every run series any tool's model writes: name -> (type, help)."""
+    out = dict(METRICS)
+    for generator in loadgens.load_generators().values():
+        out.update(generator.metrics)
+    return out
+
 
 # stderr first: progress lines come from there, the summary from stdout at the end.
 # output.log holds both streams of an attached or imported run.
@@ -39,7 +42,7 @@ def run_id_of(meta: Mapping[str, Any], fallback: str) -> str:
 
 def info_labels(meta: Mapping[str, Any]) -> dict[str, str]:
     """The run_info labels of a recorded run: from its argv (read by its load generator) and what the wrapper learnt."""
-    generator = loadgen.by_name(meta.get("tool"))
+    generator = loadgens.by_name(meta.get("tool"))
     argv = meta.get("argv") or []
     labels = dict(generator.read_argv(argv[1:]).info_labels) if argv else {}
     if argv:
@@ -51,25 +54,9 @@ def info_labels(meta: Mapping[str, Any]) -> dict[str, str]:
     return labels
 
 
-def _pgbench_model(run_id: str, meta: Mapping[str, Any]) -> RunModel:
-    return RunModel(run_id, info_labels=info_labels(meta), interval_s=meta.get("progress_interval"),
-                    start_epoch=meta.get("clock_start_epoch"),
-                    sql_statements=meta.get("sql_statements_per_transaction"))
-
-
-def _sysbench_model(run_id: str, meta: Mapping[str, Any]) -> RunModel:
-    return SysbenchRunModel(run_id, info_labels=info_labels(meta), interval_s=meta.get("progress_interval"),
-                            start_epoch=meta.get("clock_start_epoch"))
-
-
-# meta.json's "tool" (benchwatch.parse.loadgen) -> the model of such a run.
-RUN_MODELS: dict[str, Callable[[str, Mapping[str, Any]], RunModel]] = {"pgbench": _pgbench_model,
-                                                                      "sysbench": _sysbench_model}
-
-
 def model_for_run(run_id: str, meta: Mapping[str, Any]) -> RunModel:
     """The model of a run recorded by ``run`` or ``attach``, as its meta.json describes it."""
-    return RUN_MODELS[loadgen.by_name(meta.get("tool")).name](run_id, meta)
+    return loadgens.by_name(meta.get("tool")).run_model(run_id, meta, info_labels(meta))
 
 
 def feed_lines(model: RunModel, lines: Iterable[bytes], arrival_epoch: float | None) -> list[Sample]:
@@ -93,51 +80,9 @@ def split_lines(data: bytes) -> list[bytes]:
 
 # -- a saved output (``import``) ------------------------------------------------
 
-def read_events(lines: list[bytes]) -> tuple[dict[str, object], list[str], float | None]:
-    """First pass over a saved output: the summary facts, script names and the last progress time."""
-    parser = po.PgbenchOutputParser()
-    summary: dict[str, object] = {}
-    scripts: list[str] = []
-    weights: dict[int, int] = {}
-    sql_rows: dict[int, int] = {}
-    last_time = None
-    for line in lines:
-        for event in parser.feed(line):
-            if isinstance(event, po.Summary):
-                summary[event.key] = event.value
-            elif isinstance(event, po.ScriptHeader):
-                scripts.append(event.name)
-                weights[event.index] = event.weight or 1
-            elif isinstance(event, po.StatementLatency) and not event.statement.startswith("\\"):
-                sql_rows[event.script_index] = sql_rows.get(event.script_index, 0) + 1
-            elif isinstance(event, po.Progress):
-                last_time = event.time_s
-    if sql_rows:
-        total = sum(weights.get(i, 1) for i in sql_rows)
-        summary["_sql_statements"] = sum(weights.get(i, 1) * n for i, n in sql_rows.items()) / total
-    return summary, scripts, last_time
-
-
-def info_from_summary(summary: Mapping[str, object], scripts: list[str]) -> dict[str, str]:
-    """pgbench_run_info's labels for a saved output, which has no argv: from its summary."""
-    labels: dict[str, str] = {}
-    if scripts:
-        labels["script"] = "+".join(script_name(s) for s in scripts)
-    elif "transaction_type" in summary:
-        labels["script"] = script_name(str(summary["transaction_type"]))
-    for key, label in (("clients", "clients"), ("threads", "threads"), ("scaling_factor", "scale"),
-                       ("query_mode", "protocol"), ("duration_s", "duration_seconds"),
-                       ("transactions_per_client", "transactions_per_client"), ("rate_limit_tps", "rate_limit_tps"),
-                       ("pgbench_version", "pgbench_version")):
-        if key in summary:
-            value = summary[key]
-            labels[label] = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-    return labels
-
-
 def last_progress_time(data: bytes) -> float | None:
     """The time of a saved output's last progress line (elapsed, or epoch above 1e8), whichever tool printed it."""
-    elapsed = loadgen.for_output(data).progress_elapsed
+    elapsed = loadgens.for_output(data).progress_elapsed
     last = None
     for line in split_lines(data):
         t = elapsed(line)
@@ -146,41 +91,12 @@ def last_progress_time(data: bytes) -> float | None:
     return last
 
 
-def _sysbench_output_model(lines: list[bytes], run_id: str, start_epoch: float | None,
-                           extra_labels: Mapping[str, str] | None) -> tuple[RunModel, list[bytes], float | None]:
-    from benchwatch.parse import sysbench as sb
-
-    parser = sb.SysbenchOutputParser()
-    summary: dict[str, object] = {}
-    last_time = None
-    for line in lines:
-        for event in parser.feed(line):
-            if isinstance(event, sb.Summary):
-                summary[event.key] = event.value
-            elif isinstance(event, sb.Progress):
-                last_time = event.time_s
-    labels = sysbench_info(summary)
-    labels["mode"] = "import"
-    labels.update(extra_labels or {})
-    interval = summary.get("report_interval_s")
-    model = SysbenchRunModel(run_id, info_labels=labels, start_epoch=start_epoch,
-                             interval_s=float(interval) if isinstance(interval, float) else None)
-    return model, lines, last_time
-
-
 def model_for_output(data: bytes, run_id: str, start_epoch: float | None, *,
                      extra_labels: Mapping[str, str] | None = None) -> tuple[RunModel, list[bytes], float | None]:
     """The model of a saved output (of the tool that printed it), its lines, and when it ended (its last progress line)."""
     lines = split_lines(data)
-    if loadgen.for_output(data).name == "sysbench":
-        return _sysbench_output_model(lines, run_id, start_epoch, extra_labels)
-    summary, scripts, last_time = read_events(lines)
-    labels = info_from_summary(summary, scripts)
-    labels["mode"] = "import"
-    labels.update(extra_labels or {})
-    model = RunModel(run_id, info_labels=labels, start_epoch=start_epoch,
-                     sql_statements=summary.get("_sql_statements"))  # type: ignore[arg-type]
-    return model, lines, last_time
+    read = loadgens.for_output(data).output_model(lines, run_id, start_epoch, {"mode": "import", **(extra_labels or {})})
+    return read.model, lines, read.last_progress_time
 
 
 def replay_output(data: bytes, run_id: str, start_epoch: float | None, *,

@@ -9,7 +9,7 @@ import os
 import re
 
 from benchwatch.model import replay
-from benchwatch.model.pgbench_run import RunModel
+from benchwatch.model.run import RunModel
 from benchwatch.record import rundir
 
 

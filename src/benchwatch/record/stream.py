@@ -78,7 +78,7 @@ class ClockStamper:
     """Writes clock_start_epoch into meta.json when the first progress line arrives.
 
     ``elapsed`` reads a line's elapsed seconds (the load generator's, see
-    benchwatch.parse.loadgen), None for lines that are not progress lines."""
+    benchwatch.loadgens), None for lines that are not progress lines."""
 
     def __init__(self, run: rundir.RunDir, elapsed: Callable[[bytes], float | None],
                  clock: Callable[[], float] = time.time, failures: SaveFailures | None = None):

@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable
 from typing import BinaryIO
 
-from benchwatch.engines.postgres import dsn
-from benchwatch.engines.postgres.settings import describe_server
-from benchwatch.parse import loadgen
+from benchwatch import loadgens
+from benchwatch.engines.postgresql import dsn
+from benchwatch.engines.postgresql.settings import describe_server
 from benchwatch.record import rundir
 from benchwatch.record.host import host_facts
 from benchwatch.record.stream import ClockStamper, LineSafeStream, SavedCopy, SaveFailures, pump
@@ -35,7 +35,7 @@ def _tool_version(argv: list[str], env: dict[str, str]) -> str | None:
     return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None
 
 
-def tool_version(generator: loadgen.LoadGenerator, program: str, env: dict[str, str]) -> str | None:
+def tool_version(generator: loadgens.LoadGenerator, program: str, env: dict[str, str]) -> str | None:
     text = _tool_version([program, *generator.version_argv], env)
     return generator.parse_version(text) if text else None
 
@@ -51,7 +51,7 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
     ``info`` becomes meta.json's "info", labels of the run's run_info series (the target a
     sysbench run drives, the experiment it belongs to); its "experiment" is also a meta key."""
     program, args = argv[0], argv[1:]
-    generator = loadgen.for_program(program)
+    generator = loadgens.for_program(program)
     tool = generator.name
     unreadable = generator.read_argv(args).error
     if unreadable:
@@ -78,7 +78,7 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
         "sql_statements_per_transaction": facts.statements_per_transaction,
         "stdout": "stdout.log", "stderr": "stderr.log", "txlog_prefix": txlog_prefix,
     }
-    meta.update(describe_server(env) if generator.engine == "postgres" else (server_facts or {}))
+    meta.update(describe_server(env) if generator.engine_of(args) == "postgresql" else (server_facts or {}))
     meta["host"] = host_facts()
     if info:
         meta["info"] = dict(info)
@@ -138,7 +138,7 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgben
     pgbench's (``2>&1``: its progress is on stderr) or, with ``tool="sysbench"``, sysbench's.
     ``pgbench_args`` are that tool's arguments, for the run's metadata."""
     run = rundir.create_run_dir(runs_dir)
-    generator = loadgen.by_name(tool)
+    generator = loadgens.by_name(tool)
     facts = generator.read_argv(pgbench_args or [])
     meta = {
         "run_id": run.run_id, "mode": "attach", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 
 from benchwatch import resources
-from benchwatch.engines.postgres import dsn
+from benchwatch.engines.postgresql import dsn
 from benchwatch.explain import causes
 from benchwatch.grafana import panels
 from benchwatch.grafana.panels import DATASOURCE_UID
@@ -266,7 +266,7 @@ def host_extra(run: rundir.RunDir, meta: dict) -> dict:
 
 def statement_order(run: rundir.RunDir) -> list[str]:
     """The statements of pgbench's -r table, in its order (Prometheus keeps no order)."""
-    from benchwatch.parse import pgbench as po
+    from benchwatch.loadgens.pgbench import output as po
 
     parser = po.PgbenchOutputParser()
     out: list[str] = []
@@ -358,7 +358,7 @@ def series_from_run_dir(run: rundir.RunDir) -> tuple[list[Series], list[str]]:
     pgbench = rebuild.samples_to_series(rebuild.pgbench_samples(run))
     notes.append(f"pgbench series rebuilt from the raw output ({', '.join(os.path.basename(p) for p in run.output_files())})")
     saved_dir = run.file(rebuild.SERIES_DIR)
-    saved = [s for s in read_csv_dir(saved_dir) if s.name not in rebuild.PGBENCH_METRICS]
+    saved = [s for s in read_csv_dir(saved_dir) if not rebuild.is_run_series(s.name)]
     if saved:
         notes.append(f"other series from {rebuild.SERIES_DIR}/*.csv saved at the end of the run ({len(saved)} series)")
     else:
@@ -438,7 +438,7 @@ def save_run_series(run_dir: str, prometheus_url: str, dashboard: dict | None = 
     if wait:
         # One scrape interval and a little more past the range, for the last scrape to land.
         processes.wait_until(lambda: time.time() > end + 1.5, MARGIN_S + 2.5, 0.1)
-    series = [s for s in fetch(prometheus_url, sels, start - LOOKBACK_S, end) if s.name not in rebuild.PGBENCH_METRICS]
+    series = [s for s in fetch(prometheus_url, sels, start - LOOKBACK_S, end) if not rebuild.is_run_series(s.name)]
     directory = run.file(rebuild.SERIES_DIR)
     written = write_csv_dir(directory, series)
     return written

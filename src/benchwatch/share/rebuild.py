@@ -23,7 +23,11 @@ from benchwatch.query.series import Series
 from benchwatch.record import rundir
 from benchwatch.sink.remote_write import RemoteWriter
 
-PGBENCH_METRICS = frozenset(replay.RUN_METRICS)  # every run series, whichever tool
+
+def is_run_series(name: str) -> bool:
+    """A series the run's raw output rebuilds (whichever tool), not one saved from Prometheus."""
+    return name in replay.run_metrics()
+
 SERIES_DIR = "series"
 
 def pgbench_samples(run: rundir.RunDir) -> list[Sample]:

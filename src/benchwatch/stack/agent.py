@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
 from benchwatch import resources
-from benchwatch.engines.postgres import dsn
+from benchwatch.engines.postgresql import dsn
 from benchwatch.query.launch import prometheus_binary
 from benchwatch.stack.config import LISTEN_HOST, default_state_dir
 from benchwatch.stack.native import (

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from benchwatch import resources
 from benchwatch.engines.mysql import exporter as mysql_exporter
 from benchwatch.engines.mysql import server as mysql_server
-from benchwatch.engines.postgres import dsn
+from benchwatch.engines.postgresql import dsn
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
 from benchwatch.stack import supervisor
 from benchwatch.stack.config import LISTEN_HOST, Config
@@ -512,7 +512,7 @@ class Stack:
 
     def _pg_ready(self) -> bool:
         # psycopg costs ~0.2 s to import: only commands that talk to the server pay for it.
-        from benchwatch.engines.postgres import connect
+        from benchwatch.engines.postgresql import connect
 
         # pgpass may not exist yet during the first start: the password goes as a connection keyword.
         return connect.ready(self.pg_params(), dbname="postgres")
@@ -520,7 +520,7 @@ class Stack:
     def _ensure_database(self) -> None:
         import psycopg
 
-        from benchwatch.engines.postgres import connect
+        from benchwatch.engines.postgresql import connect
 
         try:
             connect.ensure_database(self.pg_params(), self.cfg.pg_database)

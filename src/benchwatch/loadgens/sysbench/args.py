@@ -5,7 +5,7 @@ boolean switched on); they may come before or after the test name. The
 deprecated aliases of 1.0 (``--num-threads``, ``--max-time``, ...) are read as
 the names they stand for. Never rewrites the user's arguments: the only
 options benchwatch adds go first (``--report-interval=1`` when none was
-given, and the stack's ``--config-file``, see benchwatch.engines.mysql.client).
+given, and the stack's ``--config-file``, see benchwatch.loadgens.sysbench.connect).
 """
 
 from __future__ import annotations

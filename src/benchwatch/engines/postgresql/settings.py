@@ -23,7 +23,7 @@ def describe_server(env: Mapping[str, str]) -> dict:
     # psycopg costs ~0.2 s to import: attach, which never connects, does not pay for it.
     import psycopg
 
-    from benchwatch.engines.postgres import connect
+    from benchwatch.engines.postgresql import connect
 
     # env holds the user's PG* variables and the stack's: the server pgbench will reach.
     params = connect.params_from_env(env)

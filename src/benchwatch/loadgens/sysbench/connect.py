@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchwatch.parse import sysbench_args
+from benchwatch.loadgens.sysbench import args as sysbench_args
 
 
 def sysbench_connection(argv: list[str], config_file: str) -> tuple[list[str], list[str]]:

@@ -15,7 +15,7 @@ import signal
 import subprocess
 from dataclasses import dataclass
 
-from benchwatch.engines.postgres import dsn
+from benchwatch.engines.postgresql import dsn
 from benchwatch.util import processes
 
 _BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")

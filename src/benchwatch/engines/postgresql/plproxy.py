@@ -27,8 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 from psycopg import sql
 
-from benchwatch.engines.postgres import connect, dsn
-from benchwatch.engines.postgres.local import LocalInstance
+from benchwatch.engines.postgresql import connect, dsn
+from benchwatch.engines.postgresql.local import LocalInstance
 
 CLUSTER = "shards"
 SHARD_ROLE = "shard_rw"

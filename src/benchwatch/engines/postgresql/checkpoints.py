@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from benchwatch.engines.postgres import server_log as pg_log
+from benchwatch.engines.postgresql import server_log as pg_log
 from benchwatch.model import catalogue
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 

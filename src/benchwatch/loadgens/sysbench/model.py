@@ -14,12 +14,15 @@ sysbench prints rates; counters are rate x the seconds each line covers
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from typing import ClassVar
 
-from benchwatch.model.pgbench_run import _ENDED_WITH_THE_RUN, METRICS, RunModel
+from benchwatch.loadgens.sysbench import output as sb
+from benchwatch.model import run
+from benchwatch.model.histogram import DEFAULT_BUCKETS
+from benchwatch.model.run import RunModel
 from benchwatch.model.samples import Sample
-from benchwatch.model.txlog import DEFAULT_BUCKETS
-from benchwatch.parse import sysbench as sb
 
 QUERY_TYPES = ("read", "write", "other")
 
@@ -50,13 +53,13 @@ def _quantile(percentile: float) -> str:
 
 class SysbenchRunModel(RunModel):
     tool = "sysbench"
-    catalogue: ClassVar[dict[str, tuple[str, str]]] = {**METRICS, **SYSBENCH_METRICS}
-    summary_gauges: ClassVar[dict[str, str]] = {"tps": "pgbench_summary_tps", "qps": "pgbench_summary_qps",
+    catalogue: ClassVar[Mapping[str, tuple[str, str]]] = {**run.METRICS, **SYSBENCH_METRICS}
+    summary_gauges: ClassVar[Mapping[str, str]] = {"tps": "pgbench_summary_tps", "qps": "pgbench_summary_qps",
                       "latency_avg_s": "pgbench_summary_latency_seconds",
                       "latency_min_s": "pgbench_summary_latency_min_seconds",
                       "latency_max_s": "pgbench_summary_latency_max_seconds",
                       "transactions": "pgbench_summary_transactions"}
-    ended_with_the_run = _ENDED_WITH_THE_RUN + ("pgbench_progress_qps", "pgbench_progress_latency_quantile_seconds",
+    ended_with_the_run = run.ENDED_WITH_THE_RUN + ("pgbench_progress_qps", "pgbench_progress_latency_quantile_seconds",
                                                 "pgbench_progress_threads")
     exact_transactions_key = "transactions"
 
@@ -66,15 +69,14 @@ class SysbenchRunModel(RunModel):
         self._queries = {t: 0.0 for t in QUERY_TYPES}
         self.histogram: list[sb.HistogramBucket] = []
 
-    def _new_parser(self):
+    def new_parser(self) -> sb.SysbenchOutputParser:
         return sb.SysbenchOutputParser()
 
     def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
         if isinstance(event, sb.Progress):
             return self._sysbench_progress(event, arrival_epoch)
         if isinstance(event, sb.Unparsed):
-            self._counters["pgbench_exporter_unparsed_lines_total"] += 1
-            return self._emit_counters(["pgbench_exporter_unparsed_lines_total"], arrival_epoch)
+            return self.unparsed(arrival_epoch)
         if isinstance(event, sb.Summary):
             self.summary[event.key] = event.value
         elif isinstance(event, sb.HistogramBucket):
@@ -86,33 +88,27 @@ class SysbenchRunModel(RunModel):
     def _sysbench_progress(self, event: sb.Progress, arrival_epoch: float | None) -> list[Sample]:
         if self.interval_s is None and not self.interval_from_args and "report_interval_s" in self.summary:
             self.interval_s = float(self.summary["report_interval_s"])  # type: ignore[arg-type]
-        ts, covered = self._place_line(event.time_s, False, arrival_epoch)
-        out = [self._set("pgbench_progress_tps", event.tps, ts)]
-        out.extend(self._unstall(ts))
         rates = {"read": event.read_qps, "write": event.write_qps, "other": event.other_qps}
-        for kind, value in rates.items():
-            if value is not None:
-                out.append(self._set("pgbench_progress_qps", value, ts, {"type": kind}))
-        if event.latency_s is not None and event.percentile is not None:
-            out.append(self._set("pgbench_progress_latency_quantile_seconds", event.latency_s, ts,
-                                 {"quantile": _quantile(event.percentile)}))
-        out.append(self._set("pgbench_progress_threads", float(event.threads), ts))
-        self._counters["pgbench_transactions_total"] += round(event.tps * covered)
-        self._counters["pgbench_progress_lines_total"] += 1
-        changed = ["pgbench_transactions_total", "pgbench_progress_lines_total"]
-        for name, rate in (("pgbench_errors_total", event.errors_ps), ("pgbench_reconnects_total", event.reconnects_ps)):
-            if rate is not None:
-                self._counters[name] += round(rate * covered)
-                changed.append(name)
-        out.extend(self._emit_counters(changed, None, ts=ts))
-        for kind, value in rates.items():
-            if value is not None:
-                self._queries[kind] += round(value * covered)
-                out.append(self._set("pgbench_queries_total", self._queries[kind], ts, {"type": kind}))
-        out.extend(self._heartbeat(ts))
-        return out
+        gauges: list[tuple[str, float | None, Mapping[str, str] | None]] = [
+            ("pgbench_progress_qps", value, {"type": kind}) for kind, value in rates.items()]
+        if event.percentile is not None:
+            gauges.append(("pgbench_progress_latency_quantile_seconds", event.latency_s,
+                           {"quantile": _quantile(event.percentile)}))
+        gauges.append(("pgbench_progress_threads", float(event.threads), None))
 
-    def _summary_counters(self, ts: int) -> list[Sample]:
+        def queries(ts: int, covered: float) -> list[Sample]:
+            out = []
+            for kind, value in rates.items():
+                if value is not None and math.isfinite(value * covered):
+                    self._queries[kind] += round(value * covered)
+                    out.append(self._set("pgbench_queries_total", self._queries[kind], ts, {"type": kind}))
+            return out
+
+        return self.progress(event.time_s, False, arrival_epoch, event.tps, gauges=gauges,
+                             rates=(("pgbench_errors_total", event.errors_ps),
+                                    ("pgbench_reconnects_total", event.reconnects_ps)), after=queries)
+
+    def summary_counters(self, ts: int) -> list[Sample]:
         # The summary's exact totals, where they are not below what was already written (counters never go down).
         for key, name in (("ignored_errors", "pgbench_errors_total"), ("reconnects", "pgbench_reconnects_total")):
             value = self.summary.get(key)
@@ -127,7 +123,7 @@ class SysbenchRunModel(RunModel):
                 out.append(self._set("pgbench_queries_total", self._queries[kind], ts, {"type": kind}))
         return out
 
-    def _finish_extra(self, ts: int) -> list[Sample]:
+    def finish_extra(self, ts: int) -> list[Sample]:
         out = []
         value = self.summary.get("latency_percentile_s")
         percentile = self.summary.get("percentile")

@@ -1,0 +1,199 @@
+"""Load generators: one folder per tool, each a :class:`LoadGenerator`, found by name.
+
+As patroni loads its DCS backends (``AbstractDCS``, ``get_dcs``): every
+subpackage ``benchwatch.loadgens.<folder>`` holds everything benchwatch knows
+of one tool (its output parser, its argv reader, its run model and series, its
+summary tables, compare rows and dashboard rows) and exposes one instance as
+``LOAD_GENERATOR``. The registry imports the folders it finds, so adding a tool
+adds a folder; nothing outside the folder names the tool. The run wrapper, the
+exporter, ``import`` and the replay look a run's tool up by program name, by
+the ``tool`` recorded in meta.json, or by the lines of a saved output.
+
+This module is the interface only: it imports no tool's folder at import time,
+and the folders import from the rest of benchwatch, never the other way round.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+if TYPE_CHECKING:
+    from benchwatch.model.run import RunModel
+    from benchwatch.model.samples import Sample
+
+
+@dataclass(frozen=True)
+class ArgvFacts:
+    """What a load generator's command line says about the run."""
+
+    error: str | None = None                 # why it cannot be read (the program will refuse it too)
+    progress_interval: float | None = None
+    info_labels: dict[str, str] = field(default_factory=dict)   # for the run_info series
+    statements_per_transaction: float | None = None
+    engine: str | None = None                # the engine family the argv drives, where it says (a driver option)
+
+
+@dataclass
+class OutputModel:
+    """A saved output read by its tool (``import``): the run model to feed its lines to, and when it ended."""
+
+    model: RunModel
+    last_progress_time: float | None  # elapsed seconds, or epoch seconds above 1e8; None without progress lines
+
+
+class LatencyLogReader(Protocol):
+    """Per-transaction latency logs of one run, fed as their files grow (benchwatch.exporter follows them)."""
+
+    def expect(self, path: str) -> None: ...
+
+    def feed(self, path: str, data: bytes) -> None: ...
+
+    def samples(self, final: bool) -> list[Sample]: ...
+
+
+class LoadGenerator:
+    """Everything benchwatch knows of one load generator. Subclasses live in their own folder.
+
+    Class attributes say what the tool is; methods read its argv and output. The
+    defaults suit a tool without a per-transaction log whose output needs no
+    special recognition.
+    """
+
+    name: ClassVar[str]                     # meta.json's "tool", the runs' ``tool`` label
+    title: ClassVar[str]                    # as people write it in prose and on charts
+    programs: ClassVar[frozenset[str]]      # program basenames that are this tool
+    progress_stream: ClassVar[str]          # "stdout" or "stderr": where its progress lines come
+    progress_option: ClassVar[str]          # how its progress interval is asked for, as a user writes it
+    version_argv: ClassVar[tuple[str, ...]] = ("--version",)  # what prints the version, after the program
+    version_key: ClassVar[str]              # meta.json key of the version (a contract for pgbench and sysbench)
+    # Engine families (benchwatch.engines) it can drive, the one it drives without being told first.
+    engines: ClassVar[tuple[str, ...]]
+    # Runs recorded before meta.json had a "tool", and programs under another name (a wrapper
+    # script, a renamed build), are taken for the default tool.
+    default: ClassVar[bool] = False
+    # docs/metrics.md's section on its own series (heading, prose, table header): benchwatch.exporter.metrics_doc.
+    metrics_doc: ClassVar[str] = ""
+
+    @property
+    def metrics(self) -> Mapping[str, tuple[str, str]]:
+        """The series its run model writes beyond every tool's (benchwatch.model.run.METRICS)."""
+        return {}
+
+    @property
+    def latency_log_metrics(self) -> Mapping[str, tuple[str, str]]:
+        """The series of its per-transaction latency log (not rebuilt from the raw output: saved with the run)."""
+        return {}
+
+    # -- the command line ----------------------------------------------------------------
+
+    def progress_elapsed(self, line: bytes) -> float | None:
+        """Elapsed seconds (or, above 1e8, epoch seconds) a progress line stands for; None for any other line."""
+        raise NotImplementedError
+
+    def ensure_progress(self, argv: list[str]) -> tuple[list[str], list[str]]:
+        """The argv with a progress report asked for if it has none, and the options added (empty: none)."""
+        raise NotImplementedError
+
+    def read_argv(self, argv: list[str]) -> ArgvFacts:
+        raise NotImplementedError
+
+    def parse_version(self, text: str) -> str | None:
+        m = re.search(r"(\d+(?:\.\d+)+)", text)
+        return m.group(1) if m else None
+
+    def engine_of(self, argv: list[str]) -> str:
+        """The engine family a run with this argv drives."""
+        return self.read_argv(argv).engine or self.engines[0]
+
+    def latency_log(self, argv: list[str], default_prefix: str, add: bool) -> tuple[list[str], str | None, list[str]]:
+        """The per-transaction latency log: (argv, the log prefix the tool will write to or None, options added).
+        ``default_prefix`` is the run directory's; ``add`` asks for the log even if argv does not."""
+        return argv, None, []
+
+    def redact_argv(self, argv: list[str]) -> list[str]:
+        """argv as it may be saved and shown: a password given as an option replaced (after the program)."""
+        return list(argv)
+
+    def latency_log_reader(self, run_id: str) -> LatencyLogReader | None:
+        """What turns the per-transaction log's files into samples (None: the tool has no such log)."""
+        return None
+
+    def latency_log_file(self, base: str, name: str) -> bool:
+        """Whether ``name`` is one of the files the tool writes for a latency log of prefix ``base``."""
+        return False
+
+    # -- saved output ------------------------------------------------------------------
+
+    def recognises(self, line: bytes) -> bool:
+        """True for a line only this tool prints (``import`` tells the tools apart by their lines)."""
+        return False
+
+    # -- the run model -------------------------------------------------------------------
+
+    def run_model(self, run_id: str, meta: Mapping[str, Any], info_labels: dict[str, str]) -> RunModel:
+        """The model of a run recorded by ``run`` or ``attach``, as its meta.json describes it."""
+        raise NotImplementedError
+
+    def output_model(self, lines: Sequence[bytes], run_id: str, start_epoch: float | None,
+                     labels: Mapping[str, str]) -> OutputModel:
+        """The model of a saved output (``import``), which has no argv: labels from what it prints."""
+        raise NotImplementedError
+
+
+# -- the registry ---------------------------------------------------------------------------
+
+_LOADED: dict[str, LoadGenerator] = {}
+
+
+def load_generators() -> dict[str, LoadGenerator]:
+    """Every load generator, by name: the ``LOAD_GENERATOR`` of each folder of this package."""
+    if not _LOADED:
+        found: dict[str, LoadGenerator] = {}
+        for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
+            if not info.ispkg:
+                continue
+            module = importlib.import_module(f"{__name__}.{info.name}")
+            generator = getattr(module, "LOAD_GENERATOR", None)
+            if isinstance(generator, LoadGenerator):
+                found[generator.name] = generator
+        defaults = [g for g in found.values() if g.default]
+        if len(defaults) != 1:
+            raise RuntimeError(f"exactly one load generator must be the default, found {[g.name for g in defaults]}")
+        _LOADED.update(found)
+    return _LOADED
+
+
+def default() -> LoadGenerator:
+    return next(g for g in load_generators().values() if g.default)
+
+
+def for_program(program: str) -> LoadGenerator:
+    name = os.path.basename(program)
+    return next((g for g in load_generators().values() if name in g.programs), default())
+
+
+def for_output(data: bytes) -> LoadGenerator:
+    """The tool that printed a saved output: the first tool other than the default that recognises a line."""
+    others = [g for g in load_generators().values() if not g.default]
+    for line in data.split(b"\n"):
+        line = line.strip(b"\r")
+        for g in others:
+            if g.recognises(line):
+                return g
+    return default()
+
+
+def by_name(tool: str | None) -> LoadGenerator:
+    """The load generator of a recorded run; runs recorded before "tool" existed are the default's."""
+    generators = load_generators()
+    return generators[tool] if tool in generators else default()
+
+
+def names() -> list[str]:
+    return sorted(load_generators())

@@ -1,0 +1,104 @@
+"""sysbench 0.4 to 1.0: progress and summary on stdout (``--report-interval``), on MySQL/MariaDB or,
+with ``--db-driver=pgsql``, PostgreSQL."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from benchwatch.loadgens import ArgvFacts, LoadGenerator, OutputModel
+from benchwatch.loadgens.sysbench import args as sysbench_args
+
+# 1.0: "[ 1s ] thds: ...", 0.5: "[  10s] threads: ..." (the queue lines of --rate are not progress lines).
+_PROGRESS = re.compile(rb"^\[ *([0-9]+(?:\.[0-9]+)?)s ?\] (?:thds|threads):")
+_BANNER = re.compile(rb"^sysbench [0-9]+\.[0-9]+")
+# --db-driver values and the engine family each reaches.
+DRIVERS = {"mysql": "mysql", "pgsql": "postgresql"}
+
+
+class Sysbench(LoadGenerator):
+    name = "sysbench"
+    title = "sysbench"
+    programs = frozenset({"sysbench"})
+    progress_stream = "stdout"
+    progress_option = "--report-interval"
+    version_key = "sysbench_version"
+    engines = ("mysql", "postgresql")
+    metrics_doc = """
+## sysbench runs (benchwatch exporter, `pgbench_runs` collector)
+
+A sysbench run (`benchwatch run -- sysbench ...`, or `import` of a saved sysbench 1.0 or 0.5 output)
+writes the series above that mean the same for it, under the same names with `tool="sysbench"`, so
+the TPS-drop and stall alerts and the run dashboard serve both tools: `pgbench_progress_tps`,
+`pgbench_progress_stalled`, `pgbench_progress_interval_seconds` (`--report-interval`),
+`pgbench_progress_last_line_timestamp_seconds`, `pgbench_progress_lines_total`,
+`pgbench_transactions_total`, `pgbench_running`, `pgbench_exit_code`, `pgbench_run_info`,
+`pgbench_run_start_timestamp_seconds`, `pgbench_summary_tps`, `pgbench_summary_latency_seconds`
+(the average), `pgbench_summary_transactions` and `pgbench_exporter_unparsed_lines_total`.
+sysbench prints a latency percentile, not an average, per interval: it has its own name below, with
+`quantile` (`0.95` for sysbench's default `--percentile=95`); `pgbench_progress_latency_seconds` stays
+pgbench's average. `type` is `read`, `write` or `other` (sysbench 0.5 prints no `other`).
+`pgbench_run_info` of a sysbench run carries `script` (the test, e.g. `oltp_read_write`), `command`,
+`threads`, `duration_seconds`, `transactions` (`--events`), `rate_limit_tps`, `tables`, `table_size`,
+`percentile`, `db_driver`, `database`, `sysbench_version`, `server_version`, `mode`, `hostname`
+(each where known), and, for `benchwatch run` on a MariaDB stack, `target` (the instance the run
+drives) and, with `--experiment NAME`, `experiment` (runs observed as one, e.g. one per instance).
+With `--histogram`, sysbench's latency table (hundreds of rows) is folded at the end of the run onto
+the ladder of `pgbench_latency_seconds` as `pgbench_summary_latency_histogram_events` (52 series per
+run): `histogram_quantile(0.99, pgbench_summary_latency_histogram_events{run_id="…"})`.
+
+| metric | type | meaning |
+| --- | --- | --- |
+
+"""
+
+    @property
+    def metrics(self) -> Mapping[str, tuple[str, str]]:
+        from benchwatch.loadgens.sysbench.model import SYSBENCH_METRICS
+
+        return SYSBENCH_METRICS
+
+    def progress_elapsed(self, line: bytes) -> float | None:
+        m = _PROGRESS.match(line)
+        return float(m.group(1)) if m else None
+
+    def ensure_progress(self, argv: list[str]) -> tuple[list[str], list[str]]:
+        return sysbench_args.ensure_progress(argv)
+
+    def read_argv(self, argv: list[str]) -> ArgvFacts:
+        parsed = sysbench_args.parse_sysbench_args(argv)
+        driver = parsed.options.get("db-driver")
+        return ArgvFacts(parsed.error, sysbench_args.progress_interval(parsed), parsed.info_labels(),
+                         engine=DRIVERS.get(driver) if driver else None)
+
+    def recognises(self, line: bytes) -> bool:
+        return bool(_PROGRESS.match(line) or _BANNER.match(line))
+
+    def run_model(self, run_id: str, meta: Mapping[str, Any], info_labels: dict[str, str]):
+        from benchwatch.loadgens.sysbench.model import SysbenchRunModel
+
+        return SysbenchRunModel(run_id, info_labels=info_labels, interval_s=meta.get("progress_interval"),
+                                start_epoch=meta.get("clock_start_epoch"))
+
+    def output_model(self, lines: Sequence[bytes], run_id: str, start_epoch: float | None,
+                     labels: Mapping[str, str]) -> OutputModel:
+        from benchwatch.loadgens.sysbench import output as sb
+        from benchwatch.loadgens.sysbench.model import SysbenchRunModel, info_from_summary
+
+        parser = sb.SysbenchOutputParser()
+        summary: dict[str, object] = {}
+        last_time = None
+        for line in lines:
+            for event in parser.feed(line):
+                if isinstance(event, sb.Summary):
+                    summary[event.key] = event.value
+                elif isinstance(event, sb.Progress):
+                    last_time = event.time_s
+        interval = summary.get("report_interval_s")
+        model = SysbenchRunModel(run_id, info_labels={**info_from_summary(summary), **labels}, start_epoch=start_epoch,
+                                 interval_s=float(interval) if isinstance(interval, float) else None)
+        return OutputModel(model, last_time)
+
+
+LOAD_GENERATOR = Sysbench()

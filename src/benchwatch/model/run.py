@@ -1,0 +1,339 @@
+"""One benchmark run as Prometheus series: a load generator's events in, timestamped samples out.
+
+The tool-neutral part of every run model: where a progress line lands in time,
+how transactions are counted, stalls, the end of the run and its staleness
+markers. Each load generator (benchwatch.loadgens.<tool>) subclasses
+:class:`RunModel` with its parser and the events only it prints; the same
+model serves a live run (the exporter follows the run directory and
+remote-writes what ``feed``/``tick``/``finish`` return) and an import of a
+saved output, so a backfilled run is the same series as a live one.
+
+Rules that make the stored curve trustworthy:
+- each progress line is exactly one sample of each progress series, at
+  the tool's own time (start of its clock + elapsed);
+- timestamps are strictly increasing per run: a line whose time is not after
+  the previous sample (old pgbench's catch-up bursts repeat the elapsed time)
+  is placed 1 ms after it;
+- transactions are counted as tps x the time the line covers, so catch-up lines
+  that cover no time add nothing (no double counting);
+- while a run is active and no line arrived for 1.5 intervals, ``tick`` writes
+  TPS 0 once per interval (a stall is a drop, not a flat line).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from benchwatch.model.samples import STALE_NAN, Sample, sample
+
+# Series every load generator's run writes: name -> (type, help). With each tool's own
+# catalogue (benchwatch.loadgens.<tool>), the source of exposition, OpenMetrics and docs.
+METRICS: dict[str, tuple[str, str]] = {
+    "pgbench_progress_tps": ("gauge", "Transactions per second over the last progress interval, as the load generator printed it; 0 while the run is stalled."),
+    "pgbench_progress_latency_seconds": ("gauge", "Average transaction latency over the last progress interval."),
+    "pgbench_progress_interval_seconds": ("gauge", "The progress reporting interval of the run (pgbench -P, sysbench --report-interval)."),
+    "pgbench_progress_last_line_timestamp_seconds": ("gauge", "Load generator time of the last progress line received, as a Unix timestamp."),
+    "pgbench_progress_lines_total": ("counter", "Progress lines received."),
+    "pgbench_progress_stalled": ("gauge", "1 while an active run has printed no progress line for more than 1.5 intervals."),
+    "pgbench_transactions_total": ("counter", "Transactions completed: tps times the time each progress line covers; the exact figure from the summary at the end."),
+    "pgbench_aborted_clients_total": ("counter", "Clients that aborted."),
+    "pgbench_running": ("gauge", "1 while the run is active, 0 once it ended."),
+    "pgbench_exit_code": ("gauge", "The load generator's exit code, once the run ended."),
+    "pgbench_run_info": ("gauge", "Run metadata in labels; always 1."),
+    "pgbench_run_start_timestamp_seconds": ("gauge", "Start of the load generator's clock for the run, as a Unix timestamp."),
+    "pgbench_summary_tps": ("gauge", "TPS of the whole run from the load generator's summary."),
+    "pgbench_summary_latency_seconds": ("gauge", "Average latency of the whole run from the load generator's summary."),
+    "pgbench_summary_transactions": ("gauge", "Transactions actually processed, from the load generator's summary."),
+    "pgbench_exporter_unparsed_lines_total": ("counter", "Output lines benchwatch could not parse (malformed, truncated or not UTF-8); they are kept in the raw output."),
+}
+
+# The names the base model writes (one place, so a rename is one edit).
+TPS = "pgbench_progress_tps"
+LATENCY = "pgbench_progress_latency_seconds"
+INTERVAL = "pgbench_progress_interval_seconds"
+LAST_LINE = "pgbench_progress_last_line_timestamp_seconds"
+LINES = "pgbench_progress_lines_total"
+STALLED = "pgbench_progress_stalled"
+TRANSACTIONS = "pgbench_transactions_total"
+ABORTED = "pgbench_aborted_clients_total"
+RUNNING = "pgbench_running"
+EXIT_CODE = "pgbench_exit_code"
+RUN_INFO = "pgbench_run_info"
+START = "pgbench_run_start_timestamp_seconds"
+UNPARSED = "pgbench_exporter_unparsed_lines_total"
+
+STALL_FACTOR = 1.5
+
+# Progress series that end with the run (staleness markers after its last line).
+ENDED_WITH_THE_RUN = (TPS, LATENCY, STALLED)
+
+
+@dataclass
+class _Series:
+    name: str
+    labels: dict[str, str]
+    value: float = 0.0
+    seen: bool = False
+    ts: int = 0  # newest sample written, in ms
+
+
+class RunModel:
+    """The run of one load generator. Subclasses (one per tool) set ``tool``, their catalogue
+    and parser, and turn their parser's events into calls of :meth:`progress`,
+    :meth:`unparsed` and :meth:`client_aborted`, keeping what the summary says in ``summary``.
+
+    Every series carries ``run_id`` and ``tool``, so one query, alert or panel
+    on a shared name serves every tool.
+    """
+
+    tool: ClassVar[str] = ""
+    catalogue: ClassVar[Mapping[str, tuple[str, str]]] = METRICS
+    # summary key -> gauge written from it at the end of the run
+    summary_gauges: ClassVar[Mapping[str, str]] = {}
+    ended_with_the_run: ClassVar[tuple[str, ...]] = ENDED_WITH_THE_RUN
+    exact_transactions_key: ClassVar[str] = "transactions"  # the summary's exact count of transactions
+
+    def __init__(self, run_id: str, *, info_labels: Mapping[str, str] | None = None,
+                 interval_s: float | None = None, start_epoch: float | None = None):
+        self.run_id = run_id
+        self.info_labels = {k: v for k, v in (info_labels or {}).items() if k not in ("run_id", "tool")}
+        self.interval_s = interval_s
+        self.interval_from_args = interval_s is not None
+        self.start_epoch = start_epoch  # start of the tool's clock; None until known
+        self.active = True
+        self.stalled = False
+        self.last_ts_ms: int | None = None        # newest sample written for this run
+        self.last_line_ts_ms: int | None = None   # tool time of the last real progress line
+        self.last_line_time_s: float | None = None
+        self.last_stall_sample_ms: int | None = None
+        self.summary: dict[str, object] = {}
+        self.errors: list[str] = []
+        self.values: dict[tuple[str, tuple[tuple[str, str], ...]], _Series] = {}
+        self.parser = self.new_parser()
+        self._counters = {name: 0.0 for name in self.catalogue if name.endswith("_total")}
+
+    # -- what a tool's model provides ------------------------------------------
+
+    def new_parser(self) -> Any:
+        """The tool's output parser: ``feed(line) -> events`` and ``flush() -> events``."""
+        raise NotImplementedError
+
+    def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
+        """One parser event in, its samples out."""
+        raise NotImplementedError
+
+    def heartbeat_extra(self, ts: int) -> list[Sample]:
+        """Hook: the tool's own series repeated with every heartbeat (e.g. statements per transaction)."""
+        return []
+
+    def summary_counters(self, ts: int) -> list[Sample]:
+        """Hook: counters the summary gives exactly (written before the other counters' final values)."""
+        return []
+
+    def finish_extra(self, ts: int) -> list[Sample]:
+        """Hook: the tool's own end-of-run series."""
+        return []
+
+    # -- counts -------------------------------------------------------------------
+
+    @property
+    def progress_lines(self) -> int:
+        return int(self._counters[LINES])
+
+    @property
+    def unparsed_lines(self) -> int:
+        return int(self._counters[UNPARSED])
+
+    # -- inputs ---------------------------------------------------------------
+
+    def feed_line(self, line: bytes | str, arrival_epoch: float | None = None) -> list[Sample]:
+        out: list[Sample] = []
+        for event in self.parser.feed(line):
+            out.extend(self.feed(event, arrival_epoch))
+        return out
+
+    def unparsed(self, arrival_epoch: float | None) -> list[Sample]:
+        """A line the parser could not read: counted, nothing else."""
+        self._counters[UNPARSED] += 1
+        return self._emit_counters([UNPARSED], arrival_epoch)
+
+    def client_aborted(self, message: str, arrival_epoch: float | None) -> list[Sample]:
+        self._counters[ABORTED] += 1
+        self.errors.append(message)
+        return self._emit_counters([ABORTED], arrival_epoch)
+
+    def progress(self, time_s: float, absolute: bool, arrival_epoch: float | None, tps: float, *,
+                 gauges: Iterable[tuple[str, float | None, Mapping[str, str] | None]] = (),
+                 counters: Iterable[tuple[str, float | None]] = (),
+                 rates: Iterable[tuple[str, float | None]] = (),
+                 after: Callable[[int, float], list[Sample]] | None = None) -> list[Sample]:
+        """One progress line: TPS and the tool's gauges at the line's own time, transactions counted
+        over the time the line covers. ``gauges``: (name, value or None, extra labels);
+        ``counters``: (name, increment); ``rates``: (counter name, per-second rate) counted
+        like transactions; ``after(ts, covered)``: the tool's own samples of the line, written
+        after the counters."""
+        ts, covered = self.place_line(time_s, absolute, arrival_epoch)
+        out = [self._set(TPS, tps, ts)]
+        out.extend(self._unstall(ts))
+        for name, value, labels in gauges:
+            if value is not None:
+                out.append(self._set(name, value, ts, dict(labels) if labels else None))
+        done = tps * covered
+        if math.isfinite(done):  # pgbench prints "NaN tps" / "inf tps" for an empty or zero-length interval
+            self._counters[TRANSACTIONS] += round(done)
+        self._counters[LINES] += 1
+        changed = [TRANSACTIONS, LINES]
+        for name, increment in counters:
+            if increment is not None:
+                self._counters[name] += increment
+                changed.append(name)
+        for name, rate in rates:
+            if rate is not None:
+                done = rate * covered
+                if math.isfinite(done):
+                    self._counters[name] += round(done)
+                changed.append(name)
+        out.extend(self._emit_counters(changed, None, ts=ts))
+        if after is not None:
+            out.extend(after(ts, covered))
+        out.extend(self._heartbeat(ts))
+        return out
+
+    def tick(self, now_epoch: float) -> list[Sample]:
+        """Called by a live follower several times per interval: writes stall zeros."""
+        if not self.active or self.start_epoch is None or self.last_line_ts_ms is None:
+            return []
+        interval_ms = (self.interval_s or 1.0) * 1000.0
+        now_ms = int(now_epoch * 1000)
+        if now_ms - self.last_line_ts_ms <= STALL_FACTOR * interval_ms:
+            return []
+        if self.last_stall_sample_ms is not None and now_ms - self.last_stall_sample_ms < interval_ms:
+            return []
+        self.stalled = True
+        ts = self._next_ts(now_ms)
+        self.last_stall_sample_ms = ts
+        out = [self._set(TPS, 0.0, ts), self._set(STALLED, 1.0, ts)]
+        out.extend(self._heartbeat(ts))
+        return out
+
+    def finish(self, end_epoch: float | None, exit_code: int | None) -> list[Sample]:
+        """The run ended: flush the parser, write the summary, running=0."""
+        out: list[Sample] = []
+        for event in self.parser.flush():
+            out.extend(self.feed(event, end_epoch))
+        if self.start_epoch is None:
+            # Nothing placed the run in time (no progress line): anchor it at its end.
+            self.start_epoch = end_epoch if end_epoch is not None else 0.0
+        end_ms = int(end_epoch * 1000) if end_epoch is not None else (self.last_ts_ms or int(self.start_epoch * 1000))
+        ts = self._next_ts(end_ms)
+        self.active = False
+        processed = self.summary.get(self.exact_transactions_key)
+        if isinstance(processed, (int, float)) and processed >= self._counters[TRANSACTIONS]:
+            self._counters[TRANSACTIONS] = float(processed)
+        if self.stalled:
+            out.append(self._set(STALLED, 0.0, ts))
+        out.extend(self.summary_counters(ts))
+        out.extend(self._emit_counters(list(self._counters), None, ts=ts))
+        for key, name in self.summary_gauges.items():
+            value = self.summary.get(key)
+            if isinstance(value, (int, float)):
+                out.append(self._set(name, float(value), ts))
+        out.extend(self.finish_extra(ts))
+        if exit_code is not None:
+            out.append(self._set(EXIT_CODE, float(exit_code), ts))
+        out.extend(self._heartbeat(ts, running=0.0))
+        return out
+
+    def end_markers(self) -> list[Sample]:
+        """For Prometheus only, after finish(): staleness markers that end the progress curves with the run.
+
+        A marker goes one progress interval after the curves' newest sample, as
+        Prometheus's scrape staleness would put it: a range query looks up each
+        step's latest sample, so a marker 1 ms after the last line hid that line
+        from every step not falling in that millisecond. Prometheus needs it only
+        after the series' own samples, so it may precede finish()'s when the run
+        ended late; the run's clock (last_ts_ms, an import's saved end) is untouched.
+        """
+        ended = [s for s in self.values.values() if s.name in self.ended_with_the_run]
+        if not ended:
+            return []
+        interval_ms = int(round((self.interval_s or 1.0) * 1000))
+        stale_ts = max(s.ts for s in ended) + interval_ms
+        return [Sample(name, labels, STALE_NAN, stale_ts)
+                for (name, labels) in self.values if name in self.ended_with_the_run]
+
+    # -- internals ------------------------------------------------------------
+
+    def _unstall(self, ts: int) -> list[Sample]:
+        if not self.stalled:
+            return []
+        self.stalled = False
+        return [self._set(STALLED, 0.0, ts)]
+
+    def place_line(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> tuple[int, float]:
+        """A progress line's timestamp (ms, at the tool's own time) and the seconds it covers."""
+        if absolute:
+            if self.start_epoch is None:
+                self.start_epoch = time_s - (self.interval_s or 1.0)
+            line_ms = int(round(time_s * 1000))
+            elapsed = time_s - self.start_epoch
+        else:
+            if self.start_epoch is None:
+                # Calibrate the tool's clock from the first line's arrival.
+                self.start_epoch = (arrival_epoch if arrival_epoch is not None else 0.0) - time_s
+            line_ms = int(round((self.start_epoch + time_s) * 1000))
+            elapsed = time_s
+        previous = self.last_line_time_s
+        covered = elapsed - previous if previous is not None else (self.interval_s if absolute else elapsed)
+        covered = max(covered or 0.0, 0.0)
+        if not self.interval_from_args and previous is not None and elapsed > previous:
+            # Learn the interval from the first spacing seen (attach, import).
+            if self.interval_s is None:
+                self.interval_s = round(elapsed - previous, 3)
+        self.last_line_time_s = elapsed
+        ts = self._next_ts(line_ms)
+        self.last_line_ts_ms = ts
+        self.last_stall_sample_ms = None
+        return ts, covered
+
+    def _heartbeat(self, ts: int, running: float = 1.0) -> list[Sample]:
+        out = [self._set(RUNNING, running, ts),
+               self._set(RUN_INFO, 1.0, ts, self.info_labels),
+               self._set(START, float(self.start_epoch or 0.0), ts)]
+        if self.interval_s:
+            out.append(self._set(INTERVAL, float(self.interval_s), ts))
+        out.extend(self.heartbeat_extra(ts))
+        if self.last_line_ts_ms is not None:
+            out.append(self._set(LAST_LINE, self.last_line_ts_ms / 1000.0, ts))
+        return out
+
+    def _emit_counters(self, names: Iterable[str], arrival_epoch: float | None, ts: int | None = None) -> list[Sample]:
+        if ts is None:
+            epoch = arrival_epoch if arrival_epoch is not None else self.start_epoch
+            if epoch is None:
+                return []  # placed in time later, with the next progress line or at finish
+            ts = self._next_ts(int(epoch * 1000))
+        return [self._set(name, self._counters[name], ts) for name in names]
+
+    def _next_ts(self, wanted_ms: int) -> int:
+        ts = wanted_ms if self.last_ts_ms is None or wanted_ms > self.last_ts_ms else self.last_ts_ms + 1
+        self.last_ts_ms = ts
+        return ts
+
+    def _set(self, name: str, value: float, ts: int, extra: Mapping[str, str] | None = None) -> Sample:
+        labels = {"run_id": self.run_id, "tool": self.tool, **(extra or {})}
+        s = sample(name, labels, value, ts)
+        entry = self.values.get((name, s.labels))
+        if entry is None:
+            entry = self.values[(name, s.labels)] = _Series(name, labels)
+        entry.value = value
+        entry.seen = True
+        entry.ts = ts
+        return s
+
+    def current(self) -> list[_Series]:
+        """Latest value of every series, for /metrics."""
+        return list(self.values.values())
