@@ -10,7 +10,7 @@ writes a progress line with a unique tps value to attach's stdin and notes the
 time, then polls every 10 ms
 
 * the run's saved output (attach has written the line), and
-* Prometheus ``/api/v1/query`` for ``pgbench_progress_tps{run_id=...}``,
+* Prometheus ``/api/v1/query`` for ``benchmark_progress_tps{run_id=...}``,
 
 until the sample with that value is returned. The query is evaluated a minute
 ahead so a sample stamped a few ms after the query moment still counts (the
@@ -49,7 +49,7 @@ _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def latest_tps(prometheus: str, run_id: str) -> float | None:
-    params = urllib.parse.urlencode({"query": f'pgbench_progress_tps{{run_id="{run_id}"}}',
+    params = urllib.parse.urlencode({"query": f'benchmark_progress_tps{{run_id="{run_id}"}}',
                                      "time": f"{time.time() + 60:.3f}"})
     with _OPENER.open(f"{prometheus}/api/v1/query?{params}", timeout=2) as r:
         result = json.load(r)["data"]["result"]

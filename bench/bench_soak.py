@@ -5,7 +5,7 @@
 Starts its own stack (bench/_live.py), runs `benchwatch run -- pgbench -T SECONDS -P 1 -R RATE`,
 and every --every seconds prints the exporter's RSS (KiB), open file descriptors, the
 remote-write backlog and the supervisor's restart count. At the end: printed progress lines
-vs samples stored in Prometheus (pgbench_progress_tps, values compared), and the RSS / fd drift
+vs samples stored in Prometheus (benchmark_progress_tps, values compared), and the RSS / fd drift
 between the first and the last quarter of the run.
 """
 
@@ -70,7 +70,7 @@ def main() -> int:
             printed = [float(m.group(2)) for m in map(PROGRESS.match, f) if m]
 
         def stored() -> list[float]:
-            r = query(live.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}[3h]')
+            r = query(live.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}[3h]')
             return [float(v) for _, v in r[0]["values"]] if r else []
 
         complete = processes.wait_until(lambda: stored() == printed, 30, 0.5)

@@ -112,9 +112,9 @@ def stream(templates: list[list[bytes]], total_lines: int):
 def last_count_and_sum(samples, previous: tuple[float, float]) -> tuple[float, float]:
     count, total = previous
     for s in samples:
-        if s.name == "pgbench_latency_seconds_count":
+        if s.name == "benchmark_latency_seconds_count":
             count = s.value
-        elif s.name == "pgbench_latency_seconds_sum":
+        elif s.name == "benchmark_latency_seconds_sum":
             total = s.value
     return count, total
 

@@ -120,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 f"{', '.join(t.name for t in stack.mysql_targets())})")
             return 2
         argv, server_facts = _mysql_connection(target, argv)
-        info["target"] = target.name  # the instance this run drives (pgbench_run_info's target)
+        info["target"] = target.name  # the instance this run drives (benchmark_run_info's target)
     if args.experiment:
         info["experiment"] = args.experiment
     terminal = LineSafeStream(sys.stderr.buffer)
@@ -487,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="add -l so the per-transaction log gives latency percentiles (p50/p95/p99)")
     p.add_argument("--target", help="sysbench on a stack of several MariaDB instances: the one to drive (mariadb-1..N)")
     p.add_argument("--experiment", help="a name shared by runs observed as one experiment (e.g. one per instance, side "
-                   "by side): pgbench_run_info's experiment label; the sysbench dashboard sums them")
+                   "by side): benchmark_run_info's experiment label; the sysbench dashboard sums them")
     p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench ARGS...")
     p.set_defaults(func=cmd_run)
 

@@ -71,12 +71,12 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
         return code
     base = stack.cfg.url("prometheus")
     selector = f'{{run_id="{run.run_id}"}}'
-    ended = processes.wait_until(lambda: bool(prometheus.query(base, f"pgbench_running{selector} == 0")), 30.0, interval=0.2)
+    ended = processes.wait_until(lambda: bool(prometheus.query(base, f"benchmark_running{selector} == 0")), 30.0, interval=0.2)
     with open(run.file("stderr.log"), "rb") as f:
         printed = sum(1 for line in f if line.startswith(b"progress: "))
     at = time.time()
-    stored = prometheus.query(base, f"count_over_time(pgbench_progress_tps{selector}[1h])", at)
-    tps = prometheus.query(base, f"pgbench_progress_tps{selector}[1h]", at)
+    stored = prometheus.query(base, f"count_over_time(benchmark_progress_tps{selector}[1h])", at)
+    tps = prometheus.query(base, f"benchmark_progress_tps{selector}[1h]", at)
     values = [float(v) for _, v in tps[0]["values"]] if tps else []
     # Every configured target, also those not scraped yet (the watchers' own jobs scrape every 15 s).
     targets = {t["labels"]["job"]: t["health"] for t in prometheus.active_targets(base)}
@@ -89,7 +89,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
     shown = {"up": "yes", "down": "NO", "unknown": "not scraped yet"}
     print("  scrape targets up: " + ", ".join(f"{job}={shown.get(h, h)}" for job, h in sorted(targets.items())))
     print(f"  run directory: {run.path}")
-    expr = urllib.parse.quote(f"pgbench_progress_tps{selector}")
+    expr = urllib.parse.quote(f"benchmark_progress_tps{selector}")
     print(f"  Prometheus: {base}/graph?g0.expr={expr}&g0.range_input=5m")
     print(f"  Alertmanager: {stack.cfg.url('alertmanager')}")
     print("  stop the stack with: benchwatch down")
@@ -273,7 +273,7 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
         proxy = prometheus.query(base_url, f'timestamp(pg_stat_database_xact_commit{{datname="{PROXY_DATABASE}"}})')
         return bool(newest) and float(newest[0]["value"][1]) >= ended_at \
             and bool(proxy) and float(proxy[0]["value"][1]) >= ended_at + 1 \
-            and bool(prometheus.query(base_url, f"pgbench_running{selector} == 0"))
+            and bool(prometheus.query(base_url, f"benchmark_running{selector} == 0"))
 
     arrived = processes.wait_until(shipped, 30.0, interval=0.5)
     summary = shard_summary(base_url, run.run_id, names, float(meta["started_at"]), ended_at)
@@ -289,7 +289,7 @@ def _value(base: str, promql: str, at: float) -> float | None:
 def shard_summary(base: str, run_id: str, names: list[str], start: float, end: float) -> dict:
     """pgbench's TPS and the shards' commits/s over the run's steady part; the proxy database's
     commits and each target's checkpoints over the whole run."""
-    tps = prometheus.query(base, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]', end)
+    tps = prometheus.query(base, f'benchmark_progress_tps{{run_id="{run_id}"}}[1h]', end)
     points = [(float(t), float(v)) for t, v in tps[0]["values"]] if tps else []
     steady = points[WARMUP_S:-1]  # the last line may cover a part second
     out: dict = {"tps": None, "window": None, "shard_commits": {}, "proxy_commits": None, "transactions": None,
@@ -311,7 +311,7 @@ def shard_summary(base: str, run_id: str, names: list[str], start: float, end: f
     proxy = f'sum(pg_stat_database_xact_commit{{datname="{PROXY_DATABASE}"}})'
     before, after = _value(base, proxy, start), _value(base, proxy, end + 1)
     out["proxy_commits"] = None if before is None or after is None else after - before
-    out["transactions"] = _value(base, f'pgbench_summary_transactions{{run_id="{run_id}"}}', end + 1)
+    out["transactions"] = _value(base, f'benchmark_result_transactions{{run_id="{run_id}"}}', end + 1)
     # pg_checkpoint_info: one series per completed checkpoint (its figures are labels).
     cps = prometheus.query(base, f'count by (target) (count_over_time(pg_checkpoint_info[{int(end - start) + 2}s]))', end)
     out["checkpoints"] = {r["metric"]["target"]: int(float(r["value"][1])) for r in cps}
@@ -414,7 +414,7 @@ def demo_mariadb(stack: Stack, *, instances: int, duration: int, say: Callable[[
         return 1
     base = stack.cfg.url("prometheus")
     run_ids = [run_id for _, _, run_id, _ in outcomes]
-    ended = processes.wait_until(lambda: all(prometheus.query(base, f'pgbench_running{{run_id="{r}"}} == 0')
+    ended = processes.wait_until(lambda: all(prometheus.query(base, f'benchmark_running{{run_id="{r}"}} == 0')
                                              for r in run_ids), 30.0, interval=0.2)
     at = time.time()
     window = f"{duration + 60}s"
@@ -422,14 +422,14 @@ def demo_mariadb(stack: Stack, *, instances: int, duration: int, say: Callable[[
     print(f"experiment {experiment}: {len(targets)} MariaDB instances, one sysbench oltp_write_only run each")
     means = []
     for t, _, run_id, _ in outcomes:
-        tps = f'pgbench_progress_tps{{run_id="{run_id}"}}[{window}]'
+        tps = f'benchmark_progress_tps{{run_id="{run_id}"}}[{window}]'
         mean, low, high = (_value(base, f"{fn}_over_time({tps})", at) for fn in ("avg", "min", "max"))
         pressure = _value(base, f'sum_over_time(instance:mysql_innodb_flushing_pressure:bool{{target="{t.name}"}}[{window}])', at)
         means.append(mean or 0.0)
         print(f"  {t.name:<10} run {run_id}  TPS mean {mean or 0:.1f}  min {low or 0:.1f}  max {high or 0:.1f}"
               f"  seconds under flushing pressure {int(pressure or 0)}")
-    per_run = (f'pgbench_progress_tps * on(run_id) group_left(target) '
-               f'pgbench_run_info{{experiment="{experiment}"}}')
+    per_run = (f'benchmark_progress_tps * on(run_id) group_left(target) '
+               f'benchmark_run_info{{experiment="{experiment}"}}')
     summed = _value(base, f"avg_over_time(sum({per_run})[{duration}s:1s] @ {at - 1:.3f})", at)
     print(f"  {'sum':<10} TPS mean {sum(means):.1f} (the instances' means added)"
           + (f"; mean of the summed curve {summed:.1f}" if summed is not None else ""))

@@ -136,7 +136,7 @@ def test_central_down_for_a_minute_during_a_run_loses_nothing_the_agents_collect
                             "-T", str(OUTAGE_S + 45), "-P", "1"], env=central.env(),
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        assert processes.wait_until(lambda: bool(query(prom, 'pgbench_progress_tps')), 60, interval=0.5)
+        assert processes.wait_until(lambda: bool(query(prom, 'benchmark_progress_tps')), 60, interval=0.5)
         time.sleep(3)  # a few seconds of the run before the outage
         before = _checkpoints_completed(prom, time.time())
         stop_at = time.time()

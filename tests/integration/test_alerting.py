@@ -249,7 +249,7 @@ def test_steady_run_with_checkpoints_notifies_nothing(live_stack, webhook):
     starts = checkpoint_starts(live_stack.stack.log_file("postgres"), started, ended)
     assert len(starts) >= 3, starts
     # Its end reached Prometheus, and anything it could have fired had time to arrive.
-    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run.run_id}"}} == 0')), 30, 0.2)
+    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'benchmark_running{{run_id="{run.run_id}"}} == 0')), 30, 0.2)
     late = webhook.wait_for(lambda n: bool(n.matching(run_id=run.run_id)), timeout=5)
     assert late is None, late
     for n in webhook.snapshot():

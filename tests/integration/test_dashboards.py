@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from benchwatch.grafana.dashboards import run_dashboards
 from benchwatch.query import grafana as gq
 from benchwatch.stack.native import pg_bindir
 from benchwatch.util import processes
@@ -48,10 +49,10 @@ def observed_run(live_stack):
         t.join()
     assert r.returncode == 0, r.stderr
     run_id = [l.split()[2].rstrip(":") for l in r.stderr.decode().splitlines() if l.startswith("benchwatch: run ")][0]
-    ok = processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+    ok = processes.wait_until(lambda: bool(query(live_stack.prometheus, f'benchmark_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     assert ok
     # The exporter writes each finished dip within a few seconds of the run's end.
-    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_dip_info{{run_id="{run_id}"}}[5m]')), 15, 0.2)
+    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'benchmark_dip_info{{run_id="{run_id}"}}[5m]')), 15, 0.2)
     meta = json.load(open(os.path.join(live_stack.state_dir, "runs", run_id, "meta.json")))
     # The range a user would look at: the run, with a little margin.
     return run_id, meta["clock_start_epoch"] - 5, meta["ended_at"] + 5
@@ -59,8 +60,10 @@ def observed_run(live_stack):
 
 def all_queries():
     out = []
-    # sysbench-innodb.json reads MariaDB: test_sysbench_dashboard.py runs its queries on a real sysbench run.
-    for name in sorted(f for f in os.listdir(DASHBOARDS) if f.endswith(".json") and f != "sysbench-innodb.json"):
+    # The run dashboards of other tools or engines read runs of those: test_sysbench_dashboard.py and
+    # test_tool_engine_matrix.py run their queries on real runs of them.
+    others = {d.file for d in run_dashboards() if d.generator.name != "pgbench" or d.engine.name != "postgresql"}
+    for name in sorted(f for f in os.listdir(DASHBOARDS) if f.endswith(".json") and f not in others):
         with open(os.path.join(DASHBOARDS, name), encoding="utf-8") as f:
             dash = json.load(f)
         out.extend((name, q) for q in gq.dashboard_queries(dash))

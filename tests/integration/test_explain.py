@@ -70,7 +70,7 @@ class Run:
         assert self.proc.wait(timeout=120) == 0, b"".join(self.stderr)
         prom = self.live.prometheus
         assert processes.wait_until(
-            lambda: bool(query(prom, f'pgbench_running{{run_id="{self.run_id}"}} == 0')), 30, 0.2)
+            lambda: bool(query(prom, f'benchmark_running{{run_id="{self.run_id}"}} == 0')), 30, 0.2)
         ended = self.meta()["ended_at"]
         assert processes.wait_until(lambda: time.time() > ended + 2, 5, 0.1)  # the last scrapes of the evidence
         r = self.live.benchwatch("explain", self.run_id, "--json", timeout=120)
@@ -145,7 +145,7 @@ def test_lock_is_named_in_explain_the_alert_and_the_annotation(live_stack):
     assert "relation" in dip["evidence"]
     assert named, causes
     # The run dashboard's annotation: the exporter wrote the finished dip with its cause.
-    spans = query(live.prometheus, f'pgbench_dip_info{{run_id="{run.run_id}",cause="lock"}}[5m]')
+    spans = query(live.prometheus, f'benchmark_dip_info{{run_id="{run.run_id}",cause="lock"}}[5m]')
     assert spans and any(locked - 3 <= float(t) <= unlocked + 3 for s in spans for t, _ in s["values"]), spans
 
 

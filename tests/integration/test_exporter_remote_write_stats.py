@@ -68,7 +68,7 @@ scrape_configs:
         assert processes.wait_until(lambda: settled(lambda m: m.get("rejected_samples_total", 0) > 100), 30), seen
         assert seen["samples_total"] == 0 and seen["pending_samples"] == 0 and seen["dropped_samples_total"] == 0
         assert seen["failed_requests_total"] == 1  # the whole run went in one request
-        assert query(prom.url, f'pgbench_running{{run_id="{OLD_RUN}"}}', time=315_532_900) == []
+        assert query(prom.url, f'benchmark_running{{run_id="{OLD_RUN}"}}', time=315_532_900) == []
         old_run_samples = seen["rejected_samples_total"]
 
         # A 4xx: a second value for a sample Prometheus already has ("duplicate sample for timestamp", 400).

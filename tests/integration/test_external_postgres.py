@@ -43,7 +43,7 @@ def test_up_and_run_against_an_existing_server(live_stack):
                              capture_output=True, timeout=120)
         assert run.returncode == 0, run.stderr
         run_id = [l.split()[2].rstrip(":") for l in run.stderr.decode().splitlines() if l.startswith("benchwatch: run ")][0]
-        assert processes.wait_until(lambda: bool(query(prom, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+        assert processes.wait_until(lambda: bool(query(prom, f'benchmark_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
         # The password is in the 0600 secrets only: not in argv, logs, stack.json or run metadata.
         stack = Stack(load_config(state, ports))
         for c in stack.components():

@@ -50,7 +50,7 @@ def printed(run: rundir.RunDir) -> list[float]:
 
 
 def stored(live, run_id: str) -> list[float]:
-    result = query(live.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]')
+    result = query(live.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}[1h]')
     return [float(v) for _, v in result[0]["values"]] if result else []
 
 

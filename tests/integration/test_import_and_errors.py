@@ -42,12 +42,12 @@ def test_import_backfills_a_2016_run(live_stack, tmp_path):
     r = live_stack.benchwatch("import", path, "--start", "2016-01-06T10:00:00Z")
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.decode().strip()
-    result = query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]', START_2016 + 1800)
+    result = query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}[1h]', START_2016 + 1800)
     assert len(result) == 1
     got = [(float(t), float(v)) for t, v in result[0]["values"]]
     assert got == [(round(START_2016 + e, 3), v) for e, v in printed(path)]
     # It appears like a live run: info, summary and statements are there too.
-    info = query(live_stack.prometheus, f'pgbench_run_info{{run_id="{run_id}"}}', START_2016 + 5)
+    info = query(live_stack.prometheus, f'benchmark_run_info{{run_id="{run_id}"}}', START_2016 + 5)
     assert info and info[0]["metric"]["mode"] == "import"
     statements = query(live_stack.prometheus, f'pgbench_statement_latency_seconds{{run_id="{run_id}"}}[1h]', START_2016 + 1800)
     assert len(statements) == 11
@@ -61,7 +61,7 @@ def test_import_old_format_with_catch_up_burst(live_stack, tmp_path):
     assert r.returncode == 0, r.stderr
     run_id = r.stdout.decode().strip()
     start = START_2016 + 86400
-    result = query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]', start + 1800)
+    result = query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}[1h]', start + 1800)
     stamps = [float(t) for t, _ in result[0]["values"]]
     assert len(stamps) == len(printed(path)) == 8
     assert stamps == sorted(set(stamps))
@@ -141,9 +141,9 @@ def test_import_of_a_run_directory_keeps_its_clock(live_stack):
     run_dir = os.path.join(live_stack.state_dir, "runs", run_id)
     meta = json.load(open(os.path.join(run_dir, "meta.json")))
     # The live run is complete in Prometheus once the exporter wrote its end.
-    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'benchmark_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     r = live_stack.benchwatch("import", run_dir, "--run-id", f"{run_id}-replayed")
     assert r.returncode == 0, r.stderr
-    live = query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]')[0]["values"]
-    replayed = query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}-replayed"}}[1h]')[0]["values"]
+    live = query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}[1h]')[0]["values"]
+    replayed = query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}-replayed"}}[1h]')[0]["values"]
     assert replayed == live and meta["clock_start_epoch"]

@@ -32,13 +32,13 @@ def test_p50_p95_p99_match_the_log(live_stack):
     for path in files:
         with open(path) as f:
             latencies += [int(line.split()[2]) / 1e6 for line in f if line.split()[2].isdigit()]
-    count_query = f'max(last_over_time(pgbench_latency_seconds_count{{run_id="{run_id}"}}[1h]))'
+    count_query = f'max(last_over_time(benchmark_latency_seconds_count{{run_id="{run_id}"}}[1h]))'
     assert processes.wait_until(lambda: (lambda res: bool(res) and float(res[0]["value"][1]) == len(latencies))(
         query(live_stack.prometheus, count_query)), 30, 0.2), query(live_stack.prometheus, count_query)
     window = int(meta["ended_at"] - meta["clock_start_epoch"]) + 30
     for q in (0.5, 0.95, 0.99):
         got = float(query(live_stack.prometheus, f'histogram_quantile({q}, sum by (le) '
-                          f'(increase(pgbench_latency_seconds_bucket{{run_id="{run_id}"}}[{window}s])))')[0]["value"][1])
+                          f'(increase(benchmark_latency_seconds_bucket{{run_id="{run_id}"}}[{window}s])))')[0]["value"][1])
         want = exact_quantile(latencies, q)
         # Buckets are at most 4/3 apart: the estimate lies in the exact value's bucket.
         assert want * 0.75 <= got <= want * 4 / 3, (q, got, want)

@@ -43,7 +43,7 @@ def raw_samples(live, metric: str, run_id: str, extra: str = "") -> list[tuple[f
 
 
 def wait_ingested(live, run_id: str, timeout: float = 30.0) -> None:
-    ok = processes.wait_until(lambda: bool(query(live.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), timeout, 0.2)
+    ok = processes.wait_until(lambda: bool(query(live.prometheus, f'benchmark_running{{run_id="{run_id}"}} == 0')), timeout, 0.2)
     assert ok, f"run {run_id} never reached Prometheus as ended"
 
 
@@ -99,29 +99,29 @@ def test_run_is_point_exact(live_stack):
     wait_ingested(live_stack, run_id)
     printed = printed_progress(os.path.join(run_dir, "stderr.log"))
     assert len(printed) >= 5
-    tps = raw_samples(live_stack, "pgbench_progress_tps", run_id)
+    tps = raw_samples(live_stack, "benchmark_progress_tps", run_id)
     assert [v for _, v in tps] == [p[1] for p in printed]
     # One sample per line, at pgbench's own time: start + elapsed.
     start = meta["clock_start_epoch"]
     assert [round(t, 3) for t, _ in tps] == [round(start + p[0], 3) for p in printed]
-    latency = raw_samples(live_stack, "pgbench_progress_latency_seconds", run_id)
+    latency = raw_samples(live_stack, "benchmark_progress_latency_seconds", run_id)
     assert [round(v, 9) for _, v in latency] == [round(p[2] / 1000, 9) for p in printed]
     # Counters and the summary.
-    total = raw_samples(live_stack, "pgbench_transactions_total", run_id)
+    total = raw_samples(live_stack, "benchmark_transactions_total", run_id)
     assert total[-1][1] == summary_processed(r.stdout)
     assert all(b[1] >= a[1] for a, b in zip(total, total[1:])), "counter decreased"
     statements = query(live_stack.prometheus, f'pgbench_statement_latency_seconds{{run_id="{run_id}"}}[3h]')
     assert len(statements) == 11  # TPC-B (sort of): 4 \set + 7 SQL statements
-    info = query(live_stack.prometheus, f'last_over_time(pgbench_run_info{{run_id="{run_id}"}}[3h])')[0]["metric"]
+    info = query(live_stack.prometheus, f'last_over_time(benchmark_run_info{{run_id="{run_id}"}}[3h])')[0]["metric"]
     assert info["clients"] == "2" and info["threads"] == "2" and info["script"] == "tpcb-like" and info["scale"] == "2"
     summary_tps = float(re.search(rb"tps = ([0-9.]+)", r.stdout).group(1))
-    assert raw_samples(live_stack, "pgbench_summary_tps", run_id)[-1][1] == pytest.approx(summary_tps)
+    assert raw_samples(live_stack, "benchmark_result_tps", run_id)[-1][1] == pytest.approx(summary_tps)
     # The curve ends with the run (staleness marker), not 5 minutes of flat line.
     last = tps[-1][0]
-    assert query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}', last - 0.5)
+    assert query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}', last - 0.5)
     assert processes.wait_until(lambda: time.time() > last + 2, 10, 0.1)
-    assert query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}', last + 2) == []
-    assert query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}}', last + 2)[0]["value"][1] == "0"
+    assert query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}', last + 2) == []
+    assert query(live_stack.prometheus, f'benchmark_running{{run_id="{run_id}"}}', last + 2)[0]["value"][1] == "0"
     # The exporter keeps the run's other series in its directory, for snapshots without Prometheus.
     series_dir = os.path.join(run_dir, "series")
     assert processes.wait_until(lambda: os.path.isdir(series_dir) and any(n.endswith(".csv") for n in os.listdir(series_dir)), 30, 0.2)
@@ -136,7 +136,7 @@ def test_pgbench_errors_and_exit_code_pass_through(live_stack):
     run_id = run_id_of(r.stderr)
     assert open(os.path.join(live_stack.state_dir, "runs", run_id, "stderr.log"), "rb").read() == bare.stderr
     wait_ingested(live_stack, run_id)
-    assert raw_samples(live_stack, "pgbench_exit_code", run_id)[-1][1] == bare.returncode
+    assert raw_samples(live_stack, "benchmark_exit_code", run_id)[-1][1] == bare.returncode
 
 
 def _start_run(live, *pgbench_args: str) -> subprocess.Popen:
@@ -183,7 +183,7 @@ def test_lock_makes_tps_read_zero(live_stack):
     assert len(zero_lines) >= 2, printed
     for elapsed, _, _ in zero_lines:
         at = meta["clock_start_epoch"] + elapsed + 0.5
-        assert float(query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}', at)[0]["value"][1]) == 0.0
+        assert float(query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}', at)[0]["value"][1]) == 0.0
 
 
 def _pgbench_child(pid: int) -> int:
@@ -205,10 +205,10 @@ def test_frozen_pgbench_is_a_drop_not_a_flat_line(live_stack):
     assert proc.returncode == 0, err
     wait_ingested(live_stack, run_id)
     mid = stopped_at + 3.0
-    assert float(query(live_stack.prometheus, f'pgbench_progress_tps{{run_id="{run_id}"}}', mid)[0]["value"][1]) == 0.0
-    assert float(query(live_stack.prometheus, f'pgbench_progress_stalled{{run_id="{run_id}"}}', mid)[0]["value"][1]) == 1.0
+    assert float(query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}', mid)[0]["value"][1]) == 0.0
+    assert float(query(live_stack.prometheus, f'benchmark_progress_stalled{{run_id="{run_id}"}}', mid)[0]["value"][1]) == 1.0
     printed = printed_progress(os.path.join(holder["path"], "stderr.log"))
-    tps = raw_samples(live_stack, "pgbench_progress_tps", run_id)
+    tps = raw_samples(live_stack, "benchmark_progress_tps", run_id)
     real = [v for _, v in tps if v != 0.0]
     assert real == [p[1] for p in printed if p[1] != 0.0]
     assert len(tps) > len(printed), "no stall samples were written"
@@ -218,7 +218,7 @@ def test_frozen_pgbench_is_a_drop_not_a_flat_line(live_stack):
         expected += round(line_tps * (elapsed - previous))
         previous = elapsed
     last_line_ts = max(t for t, v in tps if v != 0.0)
-    counted = float(query(live_stack.prometheus, f'pgbench_transactions_total{{run_id="{run_id}"}}', last_line_ts)[0]["value"][1])
+    counted = float(query(live_stack.prometheus, f'benchmark_transactions_total{{run_id="{run_id}"}}', last_line_ts)[0]["value"][1])
     assert counted == expected
     assert abs(counted - summary_processed(out)) / summary_processed(out) < 0.05
 
@@ -235,23 +235,24 @@ def test_attach_reads_a_pipe(live_stack):
     run_id = run_id_of(r.stderr)
     wait_ingested(live_stack, run_id)
     printed = [m for m in map(PROGRESS.match, stream.splitlines()) if m]
-    tps = raw_samples(live_stack, "pgbench_progress_tps", run_id)
+    tps = raw_samples(live_stack, "benchmark_progress_tps", run_id)
     assert [v for _, v in tps] == [float(m.group(2)) for m in printed]
-    assert raw_samples(live_stack, "pgbench_exporter_unparsed_lines_total", run_id)[-1][1] == 2
+    assert raw_samples(live_stack, "benchmark_unparsed_lines_total", run_id)[-1][1] == 2
 
 
 def test_exporter_metrics_pass_promtool(live_stack):
     status, body = net.http_get(live_stack.stack.cfg.url("benchwatch_exporter") + "/metrics")
     assert status == 200
-    assert b"pgbench_progress_tps{" in body and b"pgbench_run_info{" in body
+    assert b"benchmark_progress_tps{" in body and b"benchmark_run_info{" in body
     assert_promtool_clean(body)
 
 
 def assert_promtool_clean(exposition: bytes) -> None:
     """promtool check metrics finds nothing but the one lint the contract names cause.
 
-    pgbench_summary_tps and pgbench_summary_latency_seconds are names users'
-    scripts rely on (issue 2), and promtool dislikes "summary" in a gauge's name.
+    pgbench_summary_initial_connection_time_seconds and pgbench_summary_latency_stddev_seconds keep the
+    names users' scripts rely on (issue 2), and promtool dislikes "summary" in a gauge's name; the figures
+    every tool prints at the end are benchmark_result_* since issue 19.
     """
     check = subprocess.run([require_tool("promtool"), "check", "metrics"], input=exposition, capture_output=True)
     problems = [l for l in (check.stdout + check.stderr).decode().splitlines()

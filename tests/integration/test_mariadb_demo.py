@@ -46,7 +46,7 @@ def test_demo_runs_four_instances_side_by_side_and_prints_their_sum():
         assert abs(total - sum(lines.values())) < 0.2, r.stdout
         # The four runs are one experiment, each run_info naming the instance it drove.
         experiment = re.search(r"^experiment (\S+):", r.stdout, re.M).group(1)
-        infos = query(stack.cfg.url("prometheus"), f'last_over_time(pgbench_run_info{{experiment="{experiment}"}}[10m])')
+        infos = query(stack.cfg.url("prometheus"), f'last_over_time(benchmark_run_info{{experiment="{experiment}"}}[10m])')
         assert sorted(x["metric"]["target"] for x in infos) == names
         runs = [d for d in os.listdir(stack.cfg.runs_dir)]
         metas = [json.load(open(os.path.join(stack.cfg.runs_dir, d, "meta.json"))) for d in runs]

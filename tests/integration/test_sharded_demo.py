@@ -61,7 +61,7 @@ def sharded():
 
 
 def _tps_points(prom: str, run_id: str, at: float) -> list[tuple[float, float]]:
-    result = query(prom, f'pgbench_progress_tps{{run_id="{run_id}"}}[1h]', at)
+    result = query(prom, f'benchmark_progress_tps{{run_id="{run_id}"}}[1h]', at)
     return [(float(t), float(v)) for t, v in result[0]["values"]]
 
 
@@ -214,7 +214,7 @@ def test_every_dashboard_query_has_data_for_the_sharded_run_per_target_and_for_a
     empty = []
     for label, (value, selected_logs) in selections.items():
         variables = {**defaults, "target": value, "run_id": sharded["run_id"], "datasource": "benchwatch-prometheus"}
-        dips_annotation = "pgbench_dip_info" in q.expr
+        dips_annotation = "benchmark_dip_info" in q.expr
         # A steady sharded run may have no TPS dip: then the dips annotation has nothing to draw
         # (and the live detector, which sees only past lines, may still have drawn a mild one).
         expected = _run_has_dips(sharded) if dips_annotation else _expected(q, selected_logs, start, end)

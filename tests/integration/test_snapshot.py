@@ -53,7 +53,7 @@ def finished_run(live_stack, *pgbench_args: str, during=None) -> str:
     result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
     assert result.returncode == 0, err.decode()
     run_id = run_id_of(result)
-    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+    assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'benchmark_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     save_run_series(os.path.join(live_stack.state_dir, "runs", run_id), live_stack.prometheus)
     return run_id
 
@@ -122,7 +122,7 @@ def test_snapshot_directory_and_archive(snapshot, checkpoint_run):
     assert os.path.basename(directory) == f"snapshot-{checkpoint_run}"
     for name in ("index.html", "grafana-snapshot.json", "summary.md", "summary.json", "tps.png", "latency.png",
                  "disk.png", "manifest.json", "raw/meta.json", "raw/stdout.log", "raw/stderr.log",
-                 "data/annotations.csv", "data/series/pgbench_progress_tps.csv",
+                 "data/annotations.csv", "data/series/benchmark_progress_tps.csv",
                  "data/series/pg_checkpoint_in_progress.csv", "data/series/node_disk_io_time_seconds_total.csv"):
         assert os.path.isfile(os.path.join(directory, name)), name
     with tarfile.open(archive) as tar:

@@ -27,7 +27,7 @@ def sysbench_run(live, *args: str) -> str:
     r = live.benchwatch("run", "--", "sysbench", "oltp_write_only", *TABLES, *args, "run", timeout=300)
     assert r.returncode == 0, r.stderr.decode()
     run_id = re.search(rb"benchwatch: run (\S+):", r.stderr).group(1).decode()
-    assert wait_until(lambda: bool(query(live.prometheus, f'pgbench_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
+    assert wait_until(lambda: bool(query(live.prometheus, f'benchmark_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
     return run_id
 
 
@@ -144,9 +144,9 @@ def test_attach_follows_a_sysbench_pipe(mariadb_stack, runs):
     assert len(printed) >= 3
 
     def stored() -> int:
-        result = query(live.prometheus, f'count_over_time(pgbench_progress_tps{{run_id="{run_id}",tool="sysbench"}}[10m])')
+        result = query(live.prometheus, f'count_over_time(benchmark_progress_tps{{run_id="{run_id}",tool="sysbench"}}[10m])')
         return int(float(result[0]["value"][1])) if result else 0
 
     assert wait_until(lambda: stored() == len(printed), 30, 0.5), (stored(), len(printed))
-    info = query(live.prometheus, f'last_over_time(pgbench_run_info{{run_id="{run_id}"}}[10m])')
+    info = query(live.prometheus, f'last_over_time(benchmark_run_info{{run_id="{run_id}"}}[10m])')
     assert info[0]["metric"]["script"] == "oltp_write_only" and info[0]["metric"]["mode"] == "attach"

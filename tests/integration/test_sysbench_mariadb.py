@@ -38,7 +38,7 @@ def printed(stdout: bytes) -> list[tuple[float, float]]:
 
 
 def tps_samples(live, run_id: str) -> list[tuple[float, float]]:
-    result = query(live.prometheus, f'pgbench_progress_tps{{run_id="{run_id}",tool="sysbench"}}[1h]')
+    result = query(live.prometheus, f'benchmark_progress_tps{{run_id="{run_id}",tool="sysbench"}}[1h]')
     return [(float(t), float(v)) for t, v in result[0]["values"]] if result else []
 
 
@@ -92,7 +92,7 @@ def test_import_of_a_saved_sysbench_output(mariadb_stack):
     r = mariadb_stack.benchwatch("import", fixture, "--start", "2012-01-17T10:00:00Z", "--run-id", "sb-import", timeout=60)
     assert r.returncode == 0, r.stderr.decode()
     assert b"10 progress lines" in r.stderr and b"0 unparsed lines" in r.stderr
-    result = query(mariadb_stack.prometheus, 'pgbench_progress_tps{run_id="sb-import",tool="sysbench"}[1m]',
+    result = query(mariadb_stack.prometheus, 'benchmark_progress_tps{run_id="sb-import",tool="sysbench"}[1m]',
                    time=1326794400 + 30)
     values = [(float(t), float(v)) for t, v in result[0]["values"]]
     with open(fixture, "rb") as f:

@@ -31,7 +31,7 @@ def test_attached_sysbench_stream_is_a_sysbench_run(tmp_path):
     assert meta["clock_start_epoch"] > 0  # stamped from sysbench's first "[ 1s ]" line
     assert open(run.file("output.log"), "rb").read() == data
     samples = replay.replay_run_dir(run.path, meta)
-    tps = [s for s in samples if s.name == "pgbench_progress_tps" and s.value == s.value]  # NaN: the end marker
+    tps = [s for s in samples if s.name == "benchmark_progress_tps" and s.value == s.value]  # NaN: the end marker
     printed = sum(1 for line in data.split(b"\n") if line.startswith(b"[ ") and b"tps:" in line)
     assert len(tps) == printed and all(dict(s.labels)["tool"] == "sysbench" for s in tps)
 

@@ -112,11 +112,13 @@ def test_target_variable(name):
             assert names.index(v["name"]) > names.index("target"), v["name"]
 
 
-def test_run_dashboard_has_a_total_row_and_a_row_per_target():
-    dash = load("pgbench-run.json")
+@pytest.mark.parametrize("name", ["pgbench-run.json", "sysbench-postgresql.json"])
+def test_postgresql_run_dashboards_have_a_total_row_and_a_row_per_target(name):
+    dash = load(name)
     rows = [p for p in dash["panels"] if p["type"] == "row"]
     repeated = [r for r in rows if r.get("repeat") == "target"]
-    assert len(repeated) == 1 and len(rows) == 2
+    assert [r["title"] for r in rows] == ["Host I/O (iostat -x)", "All selected targets", "Target: $target"]
+    assert len(repeated) == 1
     # The panels of an open row follow it up to the next row.
     order = dash["panels"]
     own = order[order.index(repeated[0]) + 1:]
@@ -158,18 +160,35 @@ def test_sysbench_dashboard_draws_flushing_pressure_per_target_and_picks_sysbenc
     dash = load("sysbench-innodb.json")
     assert dash["uid"] == "benchwatch-sysbench-innodb" and dash["title"] == "sysbench on InnoDB"
     names = [a["name"] for a in dash["annotations"]["list"] if not a.get("builtIn")]
-    assert names == ["InnoDB flushing pressure", "sysbench run"]
+    assert names == ["InnoDB flushing pressure", "sysbench run", "TPS dips: cause"]
     pressure = dash["annotations"]["list"][1]
     assert pressure["expr"] == 'instance:mysql_innodb_flushing_pressure:bool{target=~"$target"} == 1'
     assert "{{target}}" in pressure["titleFormat"] and pressure["tagKeys"] == "target"
     picker = [v for v in dash["templating"]["list"] if v["name"] == "run_id"][0]["query"]["query"]
-    assert 'tool="sysbench"' in picker and 'tool!="sysbench"' not in picker
+    assert 'tool="sysbench", engine=~"mysql|"' in picker and 'tool="pgbench"' not in picker
     titles = " ".join(p["title"] for p in panels(dash))
     for part in ("TPS", "QPS", "Dirty pages", "Checkpoint age", "Pages flushed", "Redo", "Latency percentile",
                  "Errors and reconnects", "Experiment", "%util", "await"):
         assert part in titles, part
 
 
-def test_run_picker_labels_pgbench_and_sysbench_runs():
-    picker = [v for v in load("pgbench-run.json")["templating"]["list"] if v["name"] == "run_id"][0]["query"]["query"]
-    assert "clients, scale" in picker and "sysbench $2, $3 threads" in picker
+def picker(name: str) -> str:
+    return [v for v in load(name)["templating"]["list"] if v["name"] == "run_id"][0]["query"]["query"]
+
+
+def test_run_pickers_list_their_own_tool_on_their_own_engine():
+    """A run dashboard lists its tool's runs on its engine only (a third tool must not appear in pgbench's
+    picker); a run recorded before engines were (no engine label) is its tool's first engine's."""
+    assert 'tool="pgbench", engine=~"postgresql|"' in picker("pgbench-run.json")
+    assert "clients, scale" in picker("pgbench-run.json") and "sysbench" not in picker("pgbench-run.json")
+    assert 'tool="sysbench", engine="postgresql"' in picker("sysbench-postgresql.json")
+    for other in ("host-io.json", "checkpoints-wal.json"):
+        assert "clients, scale" in picker(other) and "sysbench $2, $3 threads" in picker(other)
+        assert "engine" not in picker(other)
+
+
+def test_run_series_are_read_under_their_old_names_too():
+    """Runs recorded before the tool-neutral names (pgbench_progress_tps for every tool) still draw."""
+    tps = [t["expr"] for p in panels(load("pgbench-run.json")) if p["title"] == "TPS" for t in p["targets"]][0]
+    assert '{__name__=~"benchmark_progress_tps|pgbench_progress_tps", run_id="$run_id"}' in tps
+    assert "pgbench_run_info" in picker("pgbench-run.json")

@@ -24,18 +24,18 @@ RUN = "r"
 
 
 class FakePrometheus:
-    """Stands in for query.series.fetch: the run's pgbench_progress_tps as sent, over the same window."""
+    """Stands in for query.series.fetch: the run's benchmark_progress_tps as sent, over the same window."""
 
     def __init__(self):
         self.samples: list[Sample] = []
         self.calls: list[str] = []  # "tps" (the look) or "evidence" (everything a full pass reads)
 
     def fetch(self, base, selectors, start, end):
-        self.calls.append("tps" if selectors[0].startswith("pgbench_progress_tps{") else "evidence")
+        self.calls.append("tps" if selectors[0].startswith("benchmark_progress_tps{") else "evidence")
         since = end - max(1, math.ceil(end - start))
         points = [(s.timestamp_ms, s.value) for s in self.samples
-                  if s.name == "pgbench_progress_tps" and since * 1000 < s.timestamp_ms <= end * 1000]
-        return [Series("pgbench_progress_tps", {"run_id": RUN, "tool": "pgbench"}, points)] if points else []
+                  if s.name == "benchmark_progress_tps" and since * 1000 < s.timestamp_ms <= end * 1000]
+        return [Series("benchmark_progress_tps", {"run_id": RUN, "tool": "pgbench"}, points)] if points else []
 
 
 class Harness:
@@ -61,7 +61,7 @@ class Harness:
 
     def line(self, ts_ms: int, tps: float) -> None:
         """A progress line (or staleness marker) at ts_ms, then the poll of that moment."""
-        self.send([sample("pgbench_progress_tps", {"run_id": RUN, "tool": "pgbench"}, tps, ts_ms)])
+        self.send([sample("benchmark_progress_tps", {"run_id": RUN, "tool": "pgbench"}, tps, ts_ms)])
         self.poll(ts_ms / 1000 + 0.05)
 
     def poll(self, now: float) -> None:
@@ -77,10 +77,10 @@ class Harness:
             self.poll(now + dt)
 
     def leading(self) -> list[Sample]:
-        return [s for s in self.out if s.name == "pgbench_dip_leading_cause_info"]
+        return [s for s in self.out if s.name == "benchmark_dip_leading_cause_info"]
 
     def finished(self) -> list[dict]:
-        return [dict(s.labels) for s in self.out if s.name == "pgbench_dip_info" and not is_stale_marker(s.value)]
+        return [dict(s.labels) for s in self.out if s.name == "benchmark_dip_info" and not is_stale_marker(s.value)]
 
 
 def steady(n: int, rng: random.Random, level: float = 1000.0, noise: float = 0.03) -> list[float]:
@@ -134,7 +134,7 @@ def test_a_drop_to_40_percent_calls_for_a_pass_on_its_first_line(tmp_path):
     assert is_stale_marker(lead[-1].value)
     (dip,) = {tuple(sorted(d.items())) for d in h.finished()}
     assert dict(dip)["level"] == "deep" and dict(dip)["dip"] == "1"
-    span = [s.timestamp_ms for s in h.out if s.name == "pgbench_dip_info"]
+    span = [s.timestamp_ms for s in h.out if s.name == "benchmark_dip_info"]
     assert span[0] == int((T0 + 60) * 1000) and span[-2] == int((T0 + 65) * 1000)
 
 
@@ -151,7 +151,7 @@ def test_a_mild_two_line_dip_at_75_percent_is_written(tmp_path):
     h.end(T0 + len(values) + 1)
     expected = dips.detect([(int((T0 + i + 1) * 1000), v) for i, v in enumerate(values)])
     assert [(d.start, d.end, d.level) for d in expected] == [(T0 + 60, T0 + 62, "mild")]
-    span = [s.timestamp_ms for s in h.out if s.name == "pgbench_dip_info"]
+    span = [s.timestamp_ms for s in h.out if s.name == "benchmark_dip_info"]
     assert span[0] == int((T0 + 60) * 1000) and span[-2] == int((T0 + 62) * 1000)
 
 
@@ -289,7 +289,7 @@ def test_the_exporter_shows_the_dips_collector_every_batch_sent(tmp_path):
     e = Exporter(runs_dir=str(tmp_path / "runs"), remote_write_url="http://127.0.0.1:9/api/v1/write")
     watcher = e.collectors["dips"]
     assert watcher.observing
-    line = sample("pgbench_progress_tps", {"run_id": RUN, "tool": "pgbench"}, 812.5, int(T0 * 1000))
-    e.send([line, sample("pgbench_progress_latency_seconds", {"run_id": RUN}, 0.002, int(T0 * 1000))])
+    line = sample("benchmark_progress_tps", {"run_id": RUN, "tool": "pgbench"}, 812.5, int(T0 * 1000))
+    e.send([line, sample("benchmark_progress_latency_seconds", {"run_id": RUN}, 0.002, int(T0 * 1000))])
     assert watcher.lines[RUN].points == [(int(T0 * 1000), 812.5)]
     assert e.writer.pending == 2  # and queued for Prometheus as before

@@ -89,8 +89,8 @@ def test_every_metric_the_exporter_emits_is_documented(tmp_path):
     exposed |= {family.name + "_total" if family.type == "counter" else family.name for family in families}
 
     # Make sure the scenario reached what it is meant to cover, so the check below means something.
-    assert {"pgbench_progress_stalled", "pgbench_statement_failures_total", "pgbench_aborted_clients_total",
-            "pgbench_progress_lag_seconds", "pgbench_latency_seconds_bucket", "pg_checkpoint_info",
+    assert {"benchmark_progress_stalled", "pgbench_statement_failures_total", "benchmark_aborted_clients_total",
+            "pgbench_progress_lag_seconds", "benchmark_latency_seconds_bucket", "pg_checkpoint_info",
             "pgbench_txlog_failed_transactions_total", "pg_checkpoints_too_frequent_total"} <= written
     assert "pg_checkpoint_last_duration_seconds" in exposed and "benchwatch_exporter_remote_write_samples_total" in exposed
     doc = documented()

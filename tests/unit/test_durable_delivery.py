@@ -38,15 +38,15 @@ def test_restart_resumes_after_the_acknowledged_lines(tmp_path):
     run = live_run(str(tmp_path), 5)
     first: list = []
     PgbenchRunsCollector(str(tmp_path), first.extend, clock=lambda: START + 5.5).poll()
-    assert values(first, "pgbench_progress_tps") == [101, 102, 103, 104, 105]
+    assert values(first, "benchmark_progress_tps") == [101, 102, 103, 104, 105]
     assert DeliveryLog(run.path).load() == {"stderr.log": os.path.getsize(run.file("stderr.log"))}
     with open(run.file("stderr.log"), "ab") as f:
         f.write(progress(6) + progress(7) + progress(8))
     # A new exporter process: only the three new lines are sent, and the model goes on where it was.
     second: list = []
     PgbenchRunsCollector(str(tmp_path), second.extend, clock=lambda: START + 8.5).poll()
-    assert values(second, "pgbench_progress_tps") == [106, 107, 108]
-    assert values(second, "pgbench_progress_lines_total")[-1] == 8
+    assert values(second, "benchmark_progress_tps") == [106, 107, 108]
+    assert values(second, "benchmark_progress_lines_total")[-1] == 8
 
 
 def test_done_only_once_the_last_samples_are_acknowledged(tmp_path):
@@ -56,12 +56,12 @@ def test_done_only_once_the_last_samples_are_acknowledged(tmp_path):
     sent: list = []
     c = PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: START + 4, mark=marks.append)
     c.poll()
-    assert values(sent, "pgbench_running")[-1] == 0
+    assert values(sent, "benchmark_running")[-1] == 0
     assert not os.path.exists(run.file(INGESTED_MARKER)) and not os.path.exists(run.file(DELIVERED))
     # A crash here: the next exporter sends the run again, whole, since nothing was acknowledged.
     again: list = []
     PgbenchRunsCollector(str(tmp_path), again.extend, clock=lambda: START + 5).poll()
-    assert values(again, "pgbench_progress_tps") == [101, 102, 103]
+    assert values(again, "benchmark_progress_tps") == [101, 102, 103]
     assert os.path.exists(run.file(INGESTED_MARKER))
     for record in marks:  # the first process's acknowledgements, late: harmless
         record()
@@ -88,7 +88,7 @@ def test_reading_stops_while_the_backlog_is_full(tmp_path):
     assert sent == []  # the lines wait in the run directory, nothing is dropped
     c.backlog = lambda: 0
     c.poll()
-    assert values(sent, "pgbench_progress_tps") == [101, 102, 103, 104]
+    assert values(sent, "benchmark_progress_tps") == [101, 102, 103, 104]
 
 
 def test_unreadable_delivery_record_sends_everything_again(tmp_path):
@@ -97,7 +97,7 @@ def test_unreadable_delivery_record_sends_everything_again(tmp_path):
         f.write("{not json")
     sent: list = []
     PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: START + 3).poll()
-    assert values(sent, "pgbench_progress_tps") == [101, 102]
+    assert values(sent, "benchmark_progress_tps") == [101, 102]
 
 
 
@@ -109,7 +109,7 @@ def test_a_new_run_is_found_at_once_not_at_the_next_rescan(tmp_path):
     assert sent == []
     live_run(str(tmp_path), 2)
     c.poll()
-    assert values(sent, "pgbench_progress_tps") == [101, 102]
+    assert values(sent, "benchmark_progress_tps") == [101, 102]
 
 
 def test_a_run_waiting_for_meta_json_is_looked_at_again_each_poll(tmp_path):
@@ -122,7 +122,7 @@ def test_a_run_waiting_for_meta_json_is_looked_at_again_each_poll(tmp_path):
     live_run(str(tmp_path), 1, made=True)
     assert os.stat(tmp_path).st_mtime_ns == mtime  # files in the run directory: the runs directory unchanged
     c.poll()
-    assert values(sent, "pgbench_progress_tps") == [101]
+    assert values(sent, "benchmark_progress_tps") == [101]
 
 
 def test_an_unchanged_runs_dir_is_not_listed_again(tmp_path, monkeypatch):

@@ -106,8 +106,8 @@ def gauge(name: str, labels: dict, points: list[tuple[float, float]]) -> Series:
 
 def run_with_dip(zero_from: int = 10, zero_to: int = 15, seconds: int = 30) -> list[Series]:
     values = [0.0 if zero_from <= i < zero_to else 500.0 for i in range(seconds)]
-    return [gauge("pgbench_progress_tps", {"run_id": "r"}, [(T0 + i + 1, v) for i, v in enumerate(values)]),
-            gauge("pgbench_run_info", {"run_id": "r", "clients": "2", "pgbench_version": "15.18"}, [(T0 + 1, 1)])]
+    return [gauge("benchmark_progress_tps", {"run_id": "r"}, [(T0 + i + 1, v) for i, v in enumerate(values)]),
+            gauge("benchmark_run_info", {"run_id": "r", "clients": "2", "pgbench_version": "15.18"}, [(T0 + 1, 1)])]
 
 
 META = {"clock_start_epoch": T0, "ended_at": T0 + 30, "progress_interval": 1.0}
@@ -169,18 +169,18 @@ def test_a_spread_checkpoint_merely_under_way_is_not_a_cause():
 
 def test_no_progress_lines_is_a_client_stall():
     # Rebuilt from the output: no line from 10 s to 15 s (no stall zeros, just a gap).
-    tps = gauge("pgbench_progress_tps", {"run_id": "r"},
+    tps = gauge("benchmark_progress_tps", {"run_id": "r"},
                 [(T0 + t, 500.0) for t in range(1, 11)] + [(T0 + 15, 100.0)] + [(T0 + t, 500.0) for t in range(16, 31)])
     d = only_dip([tps, *run_with_dip()[1:]])
     assert d["cause"] == "client_stall" and "5.0 s" in d["evidence"]
 
 
 def test_live_stall_zeros_are_not_lines():
-    # As the exporter writes a stall: TPS 0 and pgbench_progress_stalled 1 once a second.
+    # As the exporter writes a stall: TPS 0 and benchmark_progress_stalled 1 once a second.
     lines = [(T0 + t, 500.0) for t in range(1, 11)] + [(T0 + t, 500.0) for t in range(15, 31)]
     zeros = [(T0 + t + 0.6, 0.0) for t in range(11, 14)]
-    tps = gauge("pgbench_progress_tps", {"run_id": "r"}, sorted(lines + zeros))
-    stalled = gauge("pgbench_progress_stalled", {"run_id": "r"}, [(t, 1.0) for t, _ in zeros] + [(T0 + 15, 0.0)])
+    tps = gauge("benchmark_progress_tps", {"run_id": "r"}, sorted(lines + zeros))
+    stalled = gauge("benchmark_progress_stalled", {"run_id": "r"}, [(t, 1.0) for t, _ in zeros] + [(T0 + 15, 0.0)])
     assert only_dip([tps, stalled, *run_with_dip()[1:]])["cause"] == "client_stall"
 
 
@@ -205,7 +205,7 @@ def test_disk_far_above_its_baseline():
 
 
 def test_aborted_clients_and_a_target_down():
-    aborted = gauge("pgbench_aborted_clients_total", {"run_id": "r"}, [(T0 + 1, 0), (T0 + 10, 2)])
+    aborted = gauge("benchmark_aborted_clients_total", {"run_id": "r"}, [(T0 + 1, 0), (T0 + 10, 2)])
     assert only_dip(run_with_dip() + [aborted])["cause"] == "clients_aborted"
     down = gauge("pg_up", {"target": "shard2"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
     d = only_dip(run_with_dip() + [down])
@@ -266,14 +266,15 @@ def test_cli_explain_from_the_run_directory(tmp_path, capsys):
 def test_dip_samples_span_the_dip_and_end_with_it():
     d = {"start": T0 + 2.0, "end": T0 + 6.5, "level": "deep", "cause": "lock", "evidence": "up to 2 sessions"}
     out = dip_samples("r", 1, d)
-    assert {s.name for s in out} == {"pgbench_dip_info"}
+    assert {s.name for s in out} == {"benchmark_dip_info"}
     assert dict(out[0].labels) == {"run_id": "r", "dip": "1", "level": "deep", "cause": "lock", "evidence": "up to 2 sessions"}
     assert [s.timestamp_ms for s in out[:-1]] == [int((T0 + x) * 1000) for x in (2, 3, 4, 5, 6, 6.5)]
     assert is_stale_marker(out[-1].value) and out[-1].timestamp_ms == int((T0 + 6.5) * 1000) + 1
     # The annotation's query reads it as a 0/1 state with exact edges.
     from benchwatch.explain import annotation
     from benchwatch.query import promql
-    assert promql.boolean_selector(annotation.EXPR.replace("$run_id", "r")) == 'pgbench_dip_info{run_id="r"}'
+    assert promql.boolean_selector(annotation.EXPR.replace("$run_id", "r")) == \
+        '{__name__=~"benchmark_dip_info|pgbench_dip_info", run_id="r"}'
 
 
 def test_signals_ignore_what_ended_long_before_the_run():
@@ -298,8 +299,8 @@ def test_live_watcher_writes_the_leading_cause_then_the_finished_dip(tmp_path):
                     "clock_start_epoch": start, "state": rundir.RUNNING, "pid": os.getpid(), "pgbench_version": "15.18"})
     # 1000 tps, an unexplained 2 s dip at 10 s, then TPS 0 for the last 5 s with both clients waiting on a lock.
     tps = [0.0 if 10 <= i < 12 or i >= 35 else 1000.0 for i in range(40)]
-    samples = [sample("pgbench_progress_tps", {"run_id": "live"}, v, int((start + i + 1) * 1000)) for i, v in enumerate(tps)]
-    samples.append(sample("pgbench_run_info", {"run_id": "live", "clients": "2"}, 1.0, int((start + 1) * 1000)))
+    samples = [sample("benchmark_progress_tps", {"run_id": "live"}, v, int((start + i + 1) * 1000)) for i, v in enumerate(tps)]
+    samples.append(sample("benchmark_run_info", {"run_id": "live", "clients": "2"}, 1.0, int((start + 1) * 1000)))
     samples += [sample("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"}, 2.0,
                        int((start + i) * 1000)) for i in range(36, 41)]
     with start_prometheus(tmp_path / "prom", REMOTE_WRITE_CONFIG, ["--web.enable-remote-write-receiver"]) as prom:
@@ -308,10 +309,10 @@ def test_live_watcher_writes_the_leading_cause_then_the_finished_dip(tmp_path):
         watcher = DipWatcher(runs, prom.url, sink=lambda s: None, clock=lambda: clock[0])
         watcher._pass()
         out = watcher._outbox
-        leading = [s for s in out if s.name == "pgbench_dip_leading_cause_info"]
+        leading = [s for s in out if s.name == "benchmark_dip_leading_cause_info"]
         assert len(leading) == 1 and dict(leading[0].labels)["cause"] == "lock", out
         assert "relation 2" in dict(leading[0].labels)["evidence"]
-        finished = [s for s in out if s.name == "pgbench_dip_info"]
+        finished = [s for s in out if s.name == "benchmark_dip_info"]
         assert {dict(s.labels)["cause"] for s in finished} == {report.NO_CAUSE}
         assert finished[0].timestamp_ms == int((start + 10) * 1000) and is_stale_marker(finished[-1].value)
         # The run ends: after the settling time the lock dip is written and the leading series ended.
@@ -323,6 +324,6 @@ def test_live_watcher_writes_the_leading_cause_then_the_finished_dip(tmp_path):
         clock[0] = now + 4
         watcher._pass()
         out = watcher._outbox
-        assert any(s.name == "pgbench_dip_leading_cause_info" and is_stale_marker(s.value) for s in out), out
-        assert not any(s.name == "pgbench_dip_info" and dict(s.labels)["cause"] == report.NO_CAUSE for s in out)
+        assert any(s.name == "benchmark_dip_leading_cause_info" and is_stale_marker(s.value) for s in out), out
+        assert not any(s.name == "benchmark_dip_info" and dict(s.labels)["cause"] == report.NO_CAUSE for s in out)
         assert "live" not in watcher.runs and "live" in watcher.done

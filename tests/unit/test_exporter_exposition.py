@@ -121,7 +121,7 @@ def test_golden_file_covers_every_collector_and_self_metric():
         text = f.read()
     for name in load_collectors():
         assert f'benchwatch_exporter_collector_success{{collector="{name}"}} 1.0' in text
-    for family in ("pgbench_running", "pg_checkpoints_completed_total", "benchwatch_exporter_checkpoints_log_present",
+    for family in ("benchmark_running", "pg_checkpoints_completed_total", "benchwatch_exporter_checkpoints_log_present",
                    "benchwatch_exporter_collector_duration_seconds", "benchwatch_exporter_collector_errors_total",
                    "benchwatch_exporter_remote_write_samples_total", "benchwatch_exporter_remote_write_failed_requests_total",
                    "benchwatch_exporter_remote_write_rejected_samples_total",
@@ -150,20 +150,20 @@ def test_process_metrics(exporter):
 def test_sample_values(exporter):
     get = exporter.registry.get_sample_value
     labels = {"run_id": RUN_ID, "tool": "pgbench"}
-    assert get("pgbench_running", labels) == 0.0
-    assert get("pgbench_exit_code", labels) == 0.0
+    assert get("benchmark_running", labels) == 0.0
+    assert get("benchmark_exit_code", labels) == 0.0
     with open(os.path.join(FIXTURES, "pg15_report.stdout")) as f:
         processed = int(re.search(r"actually processed: (\d+)", f.read()).group(1))
-    assert get("pgbench_transactions_total", labels) == processed
-    assert get("pgbench_exporter_unparsed_lines_total", labels) == 0.0
-    assert get("pgbench_progress_interval_seconds", labels) == 1.0
+    assert get("benchmark_transactions_total", labels) == processed
+    assert get("benchmark_unparsed_lines_total", labels) == 0.0
+    assert get("benchmark_progress_interval_seconds", labels) == 1.0
     assert get("pg_checkpoints_too_frequent_total") == 4
     for name in ("pgbench_runs", "checkpoints"):
         assert get("benchwatch_exporter_collector_success", {"collector": name}) == 1.0
         assert get("benchwatch_exporter_collector_duration_seconds", {"collector": name}) == POLL_SECONDS
         assert get("benchwatch_exporter_collector_errors_total", {"collector": name}) == 0.0
     # What /metrics shows is what was queued for Prometheus, last value per series.
-    assert any(s.name == "pgbench_progress_tps" for s in exporter.writer._pending)
+    assert any(s.name == "benchmark_progress_tps" for s in exporter.writer._pending)
     runs_dir = exporter.collectors["pgbench_runs"].runs_dir
     # Queued is not delivered: nobody answers here, so the run is not done (issue 12).
     assert not os.path.exists(os.path.join(runs_dir, RUN_ID, ".ingested"))
@@ -195,7 +195,7 @@ def test_failing_collector_is_counted_and_the_others_go_on(tmp_path, refused_url
     assert get("benchwatch_exporter_collector_errors_total", {"collector": "checkpoints"}) == 3
     assert get("benchwatch_exporter_collector_duration_seconds", {"collector": "checkpoints"}) == POLL_SECONDS
     assert get("benchwatch_exporter_collector_success", {"collector": "pgbench_runs"}) == 1.0
-    assert get("pgbench_running", {"run_id": RUN_ID, "tool": "pgbench"}) == 0.0
+    assert get("benchmark_running", {"run_id": RUN_ID, "tool": "pgbench"}) == 0.0
     # One traceback when it starts failing, not one per poll.
     assert [r.getMessage() for r in caplog.records if r.exc_info] == [
         "collector checkpoints failed (benchwatch_exporter_collector_errors_total counts the next)"]

@@ -91,7 +91,7 @@ def test_live_follower_on_fuzzed_output_written_in_pieces(tmp_path, seed):
     c.poll()
     assert c.unreadable == {} and c.following == {}
     assert os.path.exists(run.file(".ingested"))
-    unparsed = [s.value for s in sent if s.name == "pgbench_exporter_unparsed_lines_total"]
+    unparsed = [s.value for s in sent if s.name == "benchmark_unparsed_lines_total"]
     assert unparsed and unparsed[-1] > 0
     encode_write_request(sent)
 
@@ -128,7 +128,7 @@ def test_damaged_meta_json_is_set_aside_and_counted(tmp_path):
     for _ in range(3):
         c.poll()
     # The good run went through whole; each damaged one is counted, none crashed the collector.
-    assert [s.value for s in sent if s.name == "pgbench_progress_tps" and s.value == s.value] == [100.0]
+    assert [s.value for s in sent if s.name == "benchmark_progress_tps" and s.value == s.value] == [100.0]
     assert os.path.exists(good.file(".ingested"))
     damaged = len(CORRUPT_METAS) - 1  # b"" is no object either
     assert len(c.unreadable) >= damaged, c.unreadable

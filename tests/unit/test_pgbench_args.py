@@ -98,8 +98,11 @@ def test_dsn_parsing_and_redaction(text):
 
 
 def test_redact_argv():
-    argv = ["pgbench", "postgresql://u:hunter2@h/db", "host=h password=hunter2 dbname=x"]
-    assert "hunter2" not in " ".join(dsn.redact_argv(argv))
+    from benchwatch.util.secrets import redact_argv
+
+    argv = ["pgbench", "postgresql://u:hunter2@h/db", "host=h password=hunter2 dbname=x", "mysql://root:hunter2@h/db"]
+    assert "hunter2" not in " ".join(redact_argv(argv))
+    assert redact_argv(["-c", "8", "postgresql://u@h/db"]) == ["-c", "8", "postgresql://u@h/db"]
 
 
 def test_sql_statements_per_transaction():

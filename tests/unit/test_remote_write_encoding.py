@@ -148,15 +148,15 @@ def test_encode_exact_bytes_of_minimal_request():
 
 def test_encode_decode_fields():
     samples = [
-        sample("pgbench_progress_tps", {"run": "r1", "host": "db1"}, 1234.5, T0 + 1000),
-        sample("pgbench_progress_tps", {"run": "r1", "host": "db1"}, 1200.25, T0),
+        sample("benchmark_progress_tps", {"run": "r1", "host": "db1"}, 1234.5, T0 + 1000),
+        sample("benchmark_progress_tps", {"run": "r1", "host": "db1"}, 1200.25, T0),
         sample("pgbench_xacts_total", {"run": "r1"}, 99.0, T0),
-        sample("pgbench_progress_tps", {"run": "r1", "host": "db1"}, -0.5, T0 + 2000),
+        sample("benchmark_progress_tps", {"run": "r1", "host": "db1"}, -0.5, T0 + 2000),
     ]
     series = decode_write_request(encode_write_request(samples))
     assert series == [
         {
-            "labels": [("__name__", "pgbench_progress_tps"), ("host", "db1"), ("run", "r1")],
+            "labels": [("__name__", "benchmark_progress_tps"), ("host", "db1"), ("run", "r1")],
             "samples": [(1200.25, T0), (1234.5, T0 + 1000), (-0.5, T0 + 2000)],
         },
         {
@@ -211,7 +211,7 @@ def test_snappy_block_format_round_trip():
 
 
 def test_encoding_100k_samples_is_fast():
-    names = ["pgbench_progress_tps", "pgbench_progress_latency_ms", "pgbench_xacts_total"]
+    names = ["benchmark_progress_tps", "pgbench_progress_latency_ms", "pgbench_xacts_total"]
     samples = [
         sample(names[i % 3], {"run": "r1", "client": str(i % 5)}, i * 0.5, T0 + (i // 15) * 1000)
         for i in range(100_000)
@@ -407,21 +407,21 @@ def om_text(samples, **kw) -> str:
 def test_openmetrics_escaping_and_layout():
     samples = [
         sample("pgbench_xacts_total", {"run": 'r"1\\x\ny', "b": "é"}, 10, T0 + 1000),
-        sample("pgbench_progress_tps", {"run": "a"}, 0.5, T0 + 250),
+        sample("benchmark_progress_tps", {"run": "a"}, 0.5, T0 + 250),
         sample("pgbench_xacts_total", {"run": 'r"1\\x\ny', "b": "é"}, 0, T0),
-        sample("pgbench_progress_tps", {"run": "a"}, float("nan"), T0 + 1250),
+        sample("benchmark_progress_tps", {"run": "a"}, float("nan"), T0 + 1250),
         sample("up", {}, float("-inf"), T0),
     ]
     text = om_text(
         samples,
         types={"pgbench_xacts": "counter"},
-        help={"pgbench_xacts": 'Transactions "done"\\ so far\nline 2', "pgbench_progress_tps": "tps"},
+        help={"pgbench_xacts": 'Transactions "done"\\ so far\nline 2', "benchmark_progress_tps": "tps"},
     )
     assert text == (
-        "# HELP pgbench_progress_tps tps\n"
-        "# TYPE pgbench_progress_tps gauge\n"
-        'pgbench_progress_tps{run="a"} 0.5 1452074400.250\n'
-        'pgbench_progress_tps{run="a"} NaN 1452074401.250\n'
+        "# HELP benchmark_progress_tps tps\n"
+        "# TYPE benchmark_progress_tps gauge\n"
+        'benchmark_progress_tps{run="a"} 0.5 1452074400.250\n'
+        'benchmark_progress_tps{run="a"} NaN 1452074401.250\n'
         '# HELP pgbench_xacts Transactions \\"done\\"\\\\ so far\\nline 2\n'
         "# TYPE pgbench_xacts counter\n"
         'pgbench_xacts_total{b="é",run="r\\"1\\\\x\\ny"} 0.0 1452074400.000\n'

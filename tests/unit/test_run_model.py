@@ -41,7 +41,7 @@ def test_one_sample_per_progress_line_at_start_plus_elapsed():
     samples = feed_all(model, "pg15_plain")
     samples += model.finish(START + 60, 0)
     printed = [l for l in lines("pg15_plain") if l.startswith(b"progress: ")]
-    tps = series(samples, "pgbench_progress_tps")
+    tps = series(samples, "benchmark_progress_tps")
     assert len(tps) == len(printed)
     for (ts, value), line in zip(tps, printed):
         elapsed = float(line.split()[1])
@@ -53,7 +53,7 @@ def test_timestamps_strictly_increase_through_a_catch_up_burst():
     """9.4 prints several lines with the same elapsed time after a stall."""
     model = RunModel("r94", start_epoch=START)
     samples = feed_all(model, "pg94_report_stall")
-    tps = series(samples, "pgbench_progress_tps")
+    tps = series(samples, "benchmark_progress_tps")
     stamps = [ts for ts, _ in tps]
     assert stamps == sorted(set(stamps)), "not strictly increasing"
     assert len(tps) == 8
@@ -61,14 +61,14 @@ def test_timestamps_strictly_increase_through_a_catch_up_burst():
     at_5_2 = round((START + 5.2) * 1000)
     assert stamps[2:5] == [at_5_2, at_5_2 + 1, at_5_2 + 2]
     # -nan latency of an interval without transactions is kept as NaN, not dropped.
-    latency = series(samples, "pgbench_progress_latency_seconds")
+    latency = series(samples, "benchmark_progress_latency_seconds")
     assert math.isnan(latency[3][1])
 
 
 def test_catch_up_lines_do_not_double_count():
     model = RunModel("r94", start_epoch=START)
     samples = feed_all(model, "pg94_report_stall")
-    total = series(samples, "pgbench_transactions_total")
+    total = series(samples, "benchmark_transactions_total")
     by_ts = dict(total)
     at_5_2 = round((START + 5.2) * 1000)
     # 1512.3 x 1 + 1498.0 x 1 + 146.5 x 3.2; the repeats at 5.2 s cover no time and add nothing.
@@ -80,7 +80,7 @@ def test_catch_up_lines_do_not_double_count():
 def test_aborted_clients_are_counted():
     model = RunModel("r94", start_epoch=START)
     samples = feed_all(model, "pg94_report_stall")
-    assert series(samples, "pgbench_aborted_clients_total")[-1][1] == 1
+    assert series(samples, "benchmark_aborted_clients_total")[-1][1] == 1
 
 
 def test_stall_writes_zero_once_per_interval_then_recovers():
@@ -89,15 +89,15 @@ def test_stall_writes_zero_once_per_interval_then_recovers():
     assert model.start_epoch == START
     assert model.tick(START + 2.4) == []            # within 1.5 intervals: no stall yet
     stall = model.tick(START + 2.6)
-    assert series(stall, "pgbench_progress_tps") == [(round((START + 2.6) * 1000), 0.0)]
-    assert series(stall, "pgbench_progress_stalled") == [(round((START + 2.6) * 1000), 1.0)]
+    assert series(stall, "benchmark_progress_tps") == [(round((START + 2.6) * 1000), 0.0)]
+    assert series(stall, "benchmark_progress_stalled") == [(round((START + 2.6) * 1000), 1.0)]
     assert model.tick(START + 3.0) == []            # at most one zero per interval
-    assert series(model.tick(START + 3.7), "pgbench_progress_tps") == [(round((START + 3.7) * 1000), 0.0)]
+    assert series(model.tick(START + 3.7), "benchmark_progress_tps") == [(round((START + 3.7) * 1000), 0.0)]
     # A catch-up line covering 4 s arrives: its own time, its own value, counted once.
     after = model.feed_line(b"progress: 5.0 s, 80.0 tps, lat 9.000 ms stddev 0.100, 0 failed", START + 5.0)
-    assert series(after, "pgbench_progress_tps") == [(round((START + 5.0) * 1000), 80.0)]
-    assert series(after, "pgbench_progress_stalled")[-1][1] == 0.0
-    assert series(after, "pgbench_transactions_total")[-1][1] == 100 + 80 * 4
+    assert series(after, "benchmark_progress_tps") == [(round((START + 5.0) * 1000), 80.0)]
+    assert series(after, "benchmark_progress_stalled")[-1][1] == 0.0
+    assert series(after, "benchmark_transactions_total")[-1][1] == 100 + 80 * 4
 
 
 def test_stall_zero_never_precedes_an_earlier_line():
@@ -106,7 +106,7 @@ def test_stall_zero_never_precedes_an_earlier_line():
     model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100", None)
     stall = model.tick(START + 3.0)
     late = model.feed_line(b"progress: 2.9 s, 50.0 tps, lat 1.000 ms stddev 0.100", None)
-    assert series(late, "pgbench_progress_tps")[0][0] == series(stall, "pgbench_progress_tps")[0][0] + 1
+    assert series(late, "benchmark_progress_tps")[0][0] == series(stall, "benchmark_progress_tps")[0][0] + 1
 
 
 def test_finished_run_is_not_stalled():
@@ -120,14 +120,14 @@ def test_summary_and_statement_latencies_at_the_end():
     model = RunModel("rr", start_epoch=START, info_labels={"script": "tpcb-like"})
     feed_all(model, "pg15_report")
     end = model.finish(START + 100, 0)
-    summary_tps = [s for s in end if s.name == "pgbench_summary_tps"]
+    summary_tps = [s for s in end if s.name == "benchmark_result_tps"]
     assert len(summary_tps) == 1 and summary_tps[0].value > 0
     rows = [s for s in end if s.name == "pgbench_statement_latency_seconds"]
     assert len(rows) == 11
     assert {dict(s.labels)["script"] for s in rows} == {"tpcb-like"}
-    assert series(end, "pgbench_running") == [(end[0].timestamp_ms, 0.0)]
+    assert series(end, "benchmark_running") == [(end[0].timestamp_ms, 0.0)]
     processed = model.summary["transactions_processed"]
-    assert series(end, "pgbench_transactions_total")[-1][1] == processed
+    assert series(end, "benchmark_transactions_total")[-1][1] == processed
 
 
 def test_multi_script_statements_are_labelled_by_script():
@@ -141,7 +141,7 @@ def test_multi_script_statements_are_labelled_by_script():
 def test_progress_timestamp_lines_are_their_own_clock():
     model = RunModel("rt")
     samples = feed_all(model, "pg15_progress_timestamp")
-    first = series(samples, "pgbench_progress_tps")[0]
+    first = series(samples, "benchmark_progress_tps")[0]
     assert first[0] == 1795370176604
 
 
@@ -152,13 +152,13 @@ def test_malformed_and_non_utf8_lines_are_counted_never_fatal():
     for line in data.split(b"\n"):
         model.feed_line(line)
     model.finish(START + 10, None)
-    assert model._counters["pgbench_exporter_unparsed_lines_total"] > 0
+    assert model._counters["benchmark_unparsed_lines_total"] > 0
 
 
 def test_import_fills_run_info_from_the_summary():
     data = b"\n".join(lines("pg15_prepared")) + b"\n"
     _model, samples = replay.replay_output(data, "imp", START)
-    info = [dict(s.labels) for s in samples if s.name == "pgbench_run_info"]
+    info = [dict(s.labels) for s in samples if s.name == "benchmark_run_info"]
     assert info and info[0]["protocol"] == "prepared" and info[0]["script"] == "tpcb-like"
     assert info[0]["clients"] == "4" and info[0]["scale"] == "2"
 
@@ -179,7 +179,7 @@ def test_end_markers_are_staleness_markers_not_values():
     feed_all(model, "pg15_plain")
     finished = model.finish(START + 60, 0)
     markers = model.end_markers()
-    assert {s.name for s in markers} >= {"pgbench_progress_tps", "pgbench_progress_latency_seconds"}
+    assert {s.name for s in markers} >= {"benchmark_progress_tps", "benchmark_progress_latency_seconds"}
     assert all(is_stale_marker(s.value) for s in markers)
     assert not any(is_stale_marker(s.value) for s in finished)
     assert not is_stale_marker(float("nan"))  # -nan latency from old pgbench is a value
@@ -196,13 +196,13 @@ def test_end_markers_one_interval_after_the_last_line(end_after_last_line):
     start = START + 0.604
     model = RunModel("rm", start_epoch=start, interval_s=1.0)
     samples = feed_all(model, "pg15_stall")
-    last_line = series(samples, "pgbench_progress_tps")[-1][0]
+    last_line = series(samples, "benchmark_progress_tps")[-1][0]
     assert last_line == round((start + 8) * 1000)
     model.finish(start + 8 + end_after_last_line, 0)
     clock = model.last_ts_ms
     markers = model.end_markers()
     assert marker_times(markers) == {last_line + 1000}
-    assert {s.name for s in markers} == {"pgbench_progress_tps", "pgbench_progress_latency_seconds",
+    assert {s.name for s in markers} == {"benchmark_progress_tps", "benchmark_progress_latency_seconds",
                                          "pgbench_progress_latency_stddev_seconds"}
     assert model.last_ts_ms == clock  # the run's end (an import's saved ended_at) stays where it was
     assert [(s.name, s.labels, s.timestamp_ms) for s in model.end_markers()] == [(s.name, s.labels, s.timestamp_ms) for s in markers]
@@ -214,17 +214,17 @@ def test_end_markers_of_an_import_follow_the_learned_interval():
                   b"\n".join(lines("pg15_stall")))
     model, samples = replay.replay_output(data, "ri", START)
     assert model.interval_s == 10.0
-    last_line = series(samples, "pgbench_progress_tps")[-1][0]
+    last_line = series(samples, "benchmark_progress_tps")[-1][0]
     assert marker_times(model.end_markers()) == {last_line + 10_000}
 
 
 def test_end_markers_after_a_stall_follow_its_last_zero():
     model = RunModel("rs", start_epoch=START, interval_s=1.0)
     model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100, 0 failed")
-    zero = series(model.tick(START + 2.6), "pgbench_progress_tps")
+    zero = series(model.tick(START + 2.6), "benchmark_progress_tps")
     assert zero == [(round((START + 2.6) * 1000), 0.0)]
     finished = model.finish(START + 3.0, 1)
-    stalled_end = series(finished, "pgbench_progress_stalled")
+    stalled_end = series(finished, "benchmark_progress_stalled")
     assert stalled_end == [(round((START + 3.0) * 1000), 0.0)]
     # One time for all the run's markers, after each curve's own last sample.
     assert marker_times(model.end_markers()) == {stalled_end[0][0] + 1000}

@@ -32,12 +32,11 @@ def test_a_snapshot_draws_the_dashboard_of_the_runs_tool():
     assert collect.dashboard_for({"tool": "sysbench"})["uid"] == "benchwatch-sysbench-innodb"
 
 
-def test_the_sysbench_dashboard_gets_no_second_copy_of_the_host_panels():
-    dash = collect.snapshot_dashboard(collect.dashboard_for({"tool": "sysbench"}), ["local"])
-    titles = [p["title"] for p in dash["panels"]]
-    assert "Host disks (added by benchwatch snapshot)" not in titles and "Utilisation (%util)" in titles
-    pg = collect.snapshot_dashboard(collect.dashboard_for({"tool": "pgbench"}), ["local"])
-    assert "Host disks (added by benchwatch snapshot)" in [p["title"] for p in pg["panels"]]
+def test_every_run_dashboard_has_the_host_panels_once():
+    for meta in ({"tool": "sysbench"}, {"tool": "pgbench"}, {"tool": "sysbench", "engine": "postgresql"}):
+        dash = collect.snapshot_dashboard(collect.dashboard_for(meta), ["local"])
+        titles = [p["title"] for p in dash["panels"]]
+        assert titles.count("Utilisation (%util)") == 1 and titles.count("Wait per request (r_await, w_await)") == 1, meta
 
 
 def test_summary_of_a_sysbench_run_has_its_percentile_queries_and_pressure_regions():
@@ -52,7 +51,7 @@ def test_summary_of_a_sysbench_run_has_its_percentile_queries_and_pressure_regio
     [region] = s["flushing_pressure"]
     assert region["target"] == "local" and region["start"] == START + 3 and region["end"] == START + 7
     titles = [t for t, _, _ in sm.tables(s)]
-    assert titles == ["Throughput", "Latency", "InnoDB flushing pressure", "Server settings"]
+    assert titles == ["Throughput", "Latency", "InnoDB flushing pressure", "Dips and their causes", "Server settings"]
     md = sm.to_markdown(s)
     assert md.startswith("# sysbench run sb1") and "sysbench 1.0.20" in md and "p95 of the run" in md
 
@@ -74,7 +73,7 @@ def test_histogram_table_becomes_a_cumulative_series_on_the_latency_ladder():
     with open(os.path.join(FIXTURES, "hist.txt"), "rb") as f:
         data = f.read()
     model, samples = replay.replay_output(data, "h1", START)
-    events = {dict(s.labels)["le"]: s.value for s in samples if s.name == "pgbench_summary_latency_histogram_events"}
+    events = {dict(s.labels)["le"]: s.value for s in samples if s.name == "benchmark_result_latency_histogram_events"}
     assert len(events) == 52
     total = sum(b.count for b in model.histogram)
     assert total > 0 and events["+Inf"] == total

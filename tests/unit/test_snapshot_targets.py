@@ -48,15 +48,15 @@ def test_a_row_per_target_of_the_run():
     assert_grid_is_sound(snap)
     assert not any(p.get("repeat") for p in all_panels(snap)), "a snapshot leaves nothing for Grafana to repeat"
     rows = [p for p in snap["panels"] if p["type"] == "row"]
-    assert [r["title"] for r in rows] == ["All selected targets", "Target: db1", "Target: shard.2",
-                                          "Host disks (added by benchwatch snapshot)"]
+    assert [r["title"] for r in rows] == ["Host I/O (iostat -x)", "All selected targets", "Target: db1", "Target: shard.2"]
     # The dashboard's own panels keep their ids (the first copy of a repeated row too).
     for pid, p in original.items():
         assert any(q["id"] == pid and q["title"] == p["title"].replace("$target", "db1") for q in all_panels(snap)), p["title"]
     order = snap["panels"]
-    for row, name, regex in ((rows[1], "db1", "db1"), (rows[2], "shard.2", "shard\\.2")):
+    for row, name, regex in ((rows[2], "db1", "db1"), (rows[3], "shard.2", "shard\\.2")):
         i = order.index(row)
-        own = order[i + 1:order.index(rows[rows.index(row) + 1])]
+        later = rows[rows.index(row) + 1:]
+        own = order[i + 1:order.index(later[0]) if later else len(order)]
         assert len(own) == 6
         for p in own:
             assert p["title"].startswith(f"{name}: "), p["title"]

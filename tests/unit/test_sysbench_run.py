@@ -67,13 +67,13 @@ def test_one_sample_per_progress_line_at_sysbench_time_with_the_printed_values()
     data = fixture("p99.txt")
     model, samples = replay.replay_output(data, "r1", START)
     printed = progress_lines(data)
-    tps = [s for s in samples if s.name == "pgbench_progress_tps"]
+    tps = [s for s in samples if s.name == "benchmark_progress_tps"]
     assert [s.value for s in tps] == [p.tps for p in printed]
     assert [s.timestamp_ms for s in tps] == [int((START + p.time_s) * 1000) for p in printed]
     assert all(dict(s.labels)["tool"] == "sysbench" for s in samples)
-    lat = [s for s in samples if s.name == "pgbench_progress_latency_quantile_seconds"]
+    lat = [s for s in samples if s.name == "benchmark_progress_latency_quantile_seconds"]
     assert [s.value for s in lat] == [p.latency_s for p in printed] and dict(lat[0].labels)["quantile"] == "0.99"
-    reads = [s.value for s in samples if s.name == "pgbench_progress_qps" and dict(s.labels)["type"] == "read"]
+    reads = [s.value for s in samples if s.name == "benchmark_progress_qps" and dict(s.labels)["type"] == "read"]
     assert reads == [p.read_qps for p in printed]
     assert model.progress_lines == len(printed) and model.unparsed_lines == 0
 
@@ -84,21 +84,21 @@ def test_summary_totals_end_the_counters():
     for s in samples:
         last[(s.name, s.labels)] = s.value
     by = {(n, dict(lab).get("type")): v for (n, lab), v in last.items()}
-    assert by[("pgbench_transactions_total", None)] == 3790  # "transactions: 3790" in the summary
-    assert by[("pgbench_errors_total", None)] == 3412
-    assert by[("pgbench_queries_total", "read")] == 100828
-    assert by[("pgbench_summary_tps", None)] == 755.55
-    assert by[("pgbench_reconnects_total", None)] == 0
+    assert by[("benchmark_transactions_total", None)] == 3790  # "transactions: 3790" in the summary
+    assert by[("benchmark_errors_total", None)] == 3412
+    assert by[("benchmark_queries_total", "read")] == 100828
+    assert by[("benchmark_result_tps", None)] == 755.55
+    assert by[("benchmark_reconnects_total", None)] == 0
 
 
 def test_lock_stall_lines_read_zero_and_a_silent_stall_is_zeroed_by_tick():
     _, samples = replay.replay_output(fixture("lock.txt"), "r1", START)
-    tps = [s.value for s in samples if s.name == "pgbench_progress_tps"]
+    tps = [s.value for s in samples if s.name == "benchmark_progress_tps"]
     assert tps[3:7] == [0.0] * 4
     model = SysbenchRunModel("live", interval_s=1.0, start_epoch=START)
     model.feed_line(b"[ 1s ] thds: 2 tps: 100.00 qps: 2000.00 (r/w/o: 1400.00/400.00/200.00) lat (ms,95%): 2.00 err/s: 0.00 reconn/s: 0.00")
     zeros = model.tick(START + 3.0)
-    assert [(s.name, s.value) for s in zeros[:2]] == [("pgbench_progress_tps", 0.0), ("pgbench_progress_stalled", 1.0)]
+    assert [(s.name, s.value) for s in zeros[:2]] == [("benchmark_progress_tps", 0.0), ("benchmark_progress_stalled", 1.0)]
 
 
 def test_malformed_lines_are_counted_never_fatal():
@@ -110,9 +110,9 @@ def test_import_of_05_output():
     data = fixture("v05_oltp.txt")
     model, samples = replay.replay_output(data, "old", START)
     assert model.interval_s == 10.0 and model.progress_lines == 4
-    tps = [(s.timestamp_ms, s.value) for s in samples if s.name == "pgbench_progress_tps"]
+    tps = [(s.timestamp_ms, s.value) for s in samples if s.name == "benchmark_progress_tps"]
     assert tps[2] == (int((START + 30) * 1000), 0.0)
-    assert not [s for s in samples if s.name == "pgbench_progress_qps" and dict(s.labels)["type"] == "other"]
+    assert not [s for s in samples if s.name == "benchmark_progress_qps" and dict(s.labels)["type"] == "other"]
 
 
 def test_live_follower_gives_the_samples_of_an_import(tmp_path):
@@ -129,10 +129,10 @@ def test_live_follower_gives_the_samples_of_an_import(tmp_path):
     assert follower.done and follower.model.tool == "sysbench"
     _, imported = replay.replay_output(data, run.run_id, START)
     strip = lambda samples, name: [(s.timestamp_ms, s.value) for s in samples if s.name == name and s.value == s.value]  # noqa: E731
-    assert strip(live, "pgbench_progress_tps") == strip(imported, "pgbench_progress_tps")
-    info = [s for s in live if s.name == "pgbench_run_info"][-1]
+    assert strip(live, "benchmark_progress_tps") == strip(imported, "benchmark_progress_tps")
+    info = [s for s in live if s.name == "benchmark_run_info"][-1]
     assert dict(info.labels)["script"] == "oltp_read_write" and dict(info.labels)["threads"] == "2"
-    assert [s.value for s in live if s.name == "pgbench_exit_code"] == [0.0]
+    assert [s.value for s in live if s.name == "benchmark_exit_code"] == [0.0]
 
 
 def test_saved_import_records_its_tool(tmp_path):

@@ -105,7 +105,7 @@ def buckets_at(samples, ts: int | None = None) -> list[float]:
     """Cumulative bucket values (le order, +Inf last) at ``ts`` (default: the last)."""
     vals = {}
     for s in samples:
-        if s.name == "pgbench_latency_seconds_bucket" and (ts is None or s.timestamp_ms == ts):
+        if s.name == "benchmark_latency_seconds_bucket" and (ts is None or s.timestamp_ms == ts):
             vals[dict(s.labels)["le"]] = s.value  # later samples overwrite earlier ones
     les = sorted(vals, key=lambda le: math.inf if le == "+Inf" else float(le))
     return [vals[le] for le in les]
@@ -156,7 +156,7 @@ def test_le_labels_and_series_names():
     agg = TxlogAggregator("r1")
     feed_files(agg, run_files("threads"))
     samples = agg.samples(final=True)
-    les = [dict(s.labels)["le"] for s in samples if s.name == "pgbench_latency_seconds_bucket"][:52]
+    les = [dict(s.labels)["le"] for s in samples if s.name == "benchmark_latency_seconds_bucket"][:52]
     assert les[:4] == ["0.0001", "0.000125", "0.00015", "0.0002"]
     assert les[-3:] == ["8.0", "10.0", "+Inf"]
     for (name, labels), _ in group_by_series(samples).items():
@@ -182,8 +182,8 @@ def test_totals_match_independent_count(run):
     assert agg.lines == exp.lines
     assert agg.unparsed_lines == 0 and agg.slow_lines == 0  # real logs take the fast path
     assert agg.failed == exp.failed and agg.skipped == exp.skipped
-    assert last_value(samples, "pgbench_latency_seconds_count") == len(exp.latencies)
-    assert last_value(samples, "pgbench_latency_seconds_sum") == pytest.approx(sum(exp.latencies) / 1e6, abs=1e-9)
+    assert last_value(samples, "benchmark_latency_seconds_count") == len(exp.latencies)
+    assert last_value(samples, "benchmark_latency_seconds_sum") == pytest.approx(sum(exp.latencies) / 1e6, abs=1e-9)
     assert last_value(samples, "pgbench_txlog_failed_transactions_total") == exp.failed
     assert last_value(samples, "pgbench_txlog_skipped_transactions_total") == exp.skipped
     assert last_value(samples, "pgbench_txlog_unparsed_lines_total") == 0
@@ -198,7 +198,7 @@ def test_totals_match_pgbench_summary(run, failed, skipped):
     agg = TxlogAggregator("r1")
     feed_files(agg, run_files(run))
     samples = agg.samples(final=True)
-    assert last_value(samples, "pgbench_latency_seconds_count") == summary_number(
+    assert last_value(samples, "benchmark_latency_seconds_count") == summary_number(
         run, "number of transactions actually processed"
     )
     assert agg.failed == failed and agg.skipped == skipped
@@ -211,7 +211,7 @@ def test_totals_match_pgbench_summary(run, failed, skipped):
 def test_sampling_rate_logs_about_half():
     agg = TxlogAggregator("r1")
     feed_files(agg, run_files("sampling"))
-    logged = last_value(agg.samples(final=True), "pgbench_latency_seconds_count")
+    logged = last_value(agg.samples(final=True), "benchmark_latency_seconds_count")
     processed = summary_number("sampling", "number of transactions actually processed")
     assert logged == 397 and 0.4 < logged / processed < 0.6
 
@@ -233,7 +233,7 @@ def test_aggregate_interval_lines_are_counted_not_parsed():
     samples = agg.samples(final=True)
     assert agg.aggregate_lines == 3 and agg.unparsed_lines == 3
     assert last_value(samples, "pgbench_txlog_unparsed_lines_total") == 3
-    assert last_value(samples, "pgbench_latency_seconds_count") == 0
+    assert last_value(samples, "benchmark_latency_seconds_count") == 0
     # Their interval starts still give the time: one write per interval.
     first = int((TXLOG / "aggregate").glob("pgbench_log.*").__next__().read_text().split()[0])
     stamps = sorted({s.timestamp_ms for s in samples})
@@ -299,7 +299,7 @@ def test_chunk_size_does_not_change_totals(chunk_lines):
     feed_files(agg, files, chunk_lines=chunk_lines)
     samples = agg.samples() + agg.samples(final=True)
     assert buckets_at(samples) == buckets_at(ref)
-    assert last_value(samples, "pgbench_latency_seconds_sum") == last_value(ref, "pgbench_latency_seconds_sum")
+    assert last_value(samples, "benchmark_latency_seconds_sum") == last_value(ref, "benchmark_latency_seconds_sum")
     assert agg.failed == whole.failed == 33
     assert agg.slow_lines == 0
 
@@ -329,7 +329,7 @@ def test_slow_path_gives_the_same_histogram():
     a, b = fast.samples(final=True), slow.samples(final=True)
     assert slow.slow_lines == fast.lines + len(files) and slow.unparsed_lines == len(files)
     assert buckets_at(a) == buckets_at(b)
-    assert last_value(a, "pgbench_latency_seconds_sum") == last_value(b, "pgbench_latency_seconds_sum")
+    assert last_value(a, "benchmark_latency_seconds_sum") == last_value(b, "benchmark_latency_seconds_sum")
     assert slow.failed == fast.failed == 33
 
 
@@ -415,7 +415,7 @@ S = 1795370200
 
 
 def written_seconds(samples) -> list[int]:
-    return [s.timestamp_ms // 1000 - 1 for s in samples if s.name == "pgbench_latency_seconds_count"]
+    return [s.timestamp_ms // 1000 - 1 for s in samples if s.name == "benchmark_latency_seconds_count"]
 
 
 def test_watermark_waits_for_the_slower_source():
@@ -426,14 +426,14 @@ def test_watermark_waits_for_the_slower_source():
     # b's newest second S+1 may still grow: only S is complete everywhere.
     assert agg.watermark() == S
     assert written_seconds(first) == [S - 1, S]  # zeros at the start of S, then S
-    assert last_value(first, "pgbench_latency_seconds_count") == 8
+    assert last_value(first, "benchmark_latency_seconds_count") == 8
     agg.feed("b", lines_for(S + 1, 2, 2000) + lines_for(S + 2, 5, 2000) + lines_for(S + 3, 1, 2000))
     second = agg.samples()
     assert written_seconds(second) == [S + 1, S + 2]
-    assert [s.value for s in second if s.name == "pgbench_latency_seconds_count"] == [8 + 3 + 7, 8 + 10 + 8]
+    assert [s.value for s in second if s.name == "benchmark_latency_seconds_count"] == [8 + 3 + 7, 8 + 10 + 8]
     final = agg.samples(final=True)
     assert written_seconds(final) == [S + 3]
-    assert last_value(final, "pgbench_latency_seconds_count") == 12 + 18
+    assert last_value(final, "benchmark_latency_seconds_count") == 12 + 18
     assert agg.late_lines == 0
     assert agg.samples(final=True) == []  # nothing new: nothing written again
 
@@ -455,11 +455,11 @@ def test_silent_source_stops_holding_back_and_its_late_lines_go_to_the_next_seco
     assert agg.late_lines == 8
     agg.feed("a", lines_for(S + SILENT_SOURCE_SECONDS + 2, 1))
     out = agg.samples(final=True)
-    incr = [s.value for s in out if s.name == "pgbench_latency_seconds_count"]
+    incr = [s.value for s in out if s.name == "benchmark_latency_seconds_count"]
     assert written_seconds(out)[0] == S + SILENT_SOURCE_SECONDS + 1
     assert incr[0] - (2 + SILENT_SOURCE_SECONDS + 1) == 1 + 8  # a's own line plus b's 8 late ones
     assert last_value(out, "pgbench_txlog_late_lines_total") == 8
-    assert last_value(out, "pgbench_latency_seconds_count") == 2 + 8 + SILENT_SOURCE_SECONDS + 3
+    assert last_value(out, "benchmark_latency_seconds_count") == 2 + 8 + SILENT_SOURCE_SECONDS + 3
 
 
 def test_expected_source_holds_back_until_silent():
@@ -473,7 +473,7 @@ def test_expected_source_holds_back_until_silent():
     agg.feed("b", lines_for(S + 1, 1))
     out = agg.samples()
     assert written_seconds(out) == [S - 1, S]
-    assert last_value(out, "pgbench_latency_seconds_count") == 4 and agg.late_lines == 0
+    assert last_value(out, "benchmark_latency_seconds_count") == 4 and agg.late_lines == 0
 
     lonely = TxlogAggregator("r2")
     lonely.expect("b")
@@ -509,7 +509,7 @@ def test_timestamps_strictly_increase_and_values_never_decrease():
     for ts in {s.timestamp_ms for s in samples}:
         cum = buckets_at(samples, ts)
         assert cum == sorted(cum)
-        count = [s.value for s in samples if s.name == "pgbench_latency_seconds_count" and s.timestamp_ms == ts]
+        count = [s.value for s in samples if s.name == "benchmark_latency_seconds_count" and s.timestamp_ms == ts]
         assert count == [cum[-1]]
     exp = expected_for(files)
     assert buckets_at(samples) == cumulative(exp.latencies)
@@ -522,14 +522,14 @@ def test_first_write_is_zero_at_the_start_of_the_first_second():
     first_ts = min(s.timestamp_ms for s in out)
     assert first_ts == S * 1000
     assert all(s.value == 0 for s in out if s.timestamp_ms == first_ts)
-    assert [s.value for s in out if s.name == "pgbench_latency_seconds_count"] == [0, 2]
+    assert [s.value for s in out if s.name == "benchmark_latency_seconds_count"] == [0, 2]
 
 
 def test_empty_seconds_are_written_so_rate_sees_a_stall():
     agg = TxlogAggregator("r1")
     agg.feed("a", lines_for(S, 2) + lines_for(S + 4, 1))
     out = agg.samples(final=True)
-    counts = [(s.timestamp_ms // 1000 - 1, s.value) for s in out if s.name == "pgbench_latency_seconds_count"]
+    counts = [(s.timestamp_ms // 1000 - 1, s.value) for s in out if s.name == "benchmark_latency_seconds_count"]
     assert counts == [(S - 1, 0), (S, 2), (S + 1, 2), (S + 2, 2), (S + 3, 2), (S + 4, 3)]
 
 
@@ -566,7 +566,7 @@ def test_empty_latency_field_is_unparsed_on_the_fast_path():
     agg.feed(path.name, b"".join(lines))
     samples = agg.samples(final=True)
     assert agg.slow_lines == 0 and agg.unparsed_lines == 1
-    assert last_value(samples, "pgbench_latency_seconds_count") == len(exp.latencies) - 1
+    assert last_value(samples, "benchmark_latency_seconds_count") == len(exp.latencies) - 1
 
 
 def test_a_bad_line_slows_only_its_piece():
@@ -577,7 +577,7 @@ def test_a_bad_line_slows_only_its_piece():
     samples = agg.samples(final=True)
     assert agg.unparsed_lines == 1 and agg.lines == 40 * 300 + 1
     assert 0 < agg.slow_lines < 70 * 1024 // 30  # one 64 KiB piece at most
-    assert last_value(samples, "pgbench_latency_seconds_count") == 40 * 300
+    assert last_value(samples, "benchmark_latency_seconds_count") == 40 * 300
 
 
 def test_custom_buckets():
@@ -585,7 +585,7 @@ def test_custom_buckets():
     exp = expected_for(run_files("threads"))
     feed_files(agg, run_files("threads"))
     samples = agg.samples(final=True)
-    les = sorted({dict(s.labels)["le"] for s in samples if s.name == "pgbench_latency_seconds_bucket"})
+    les = sorted({dict(s.labels)["le"] for s in samples if s.name == "benchmark_latency_seconds_bucket"})
     assert les == ["+Inf", "0.001", "0.005", "0.3"]
     cum = buckets_at(samples)
     assert cum == [sum(1 for v in exp.latencies if v <= le) for le in (1000, 5000, 300_000)] + [len(exp.latencies)]

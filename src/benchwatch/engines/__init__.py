@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import ClassVar
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
 
 
 class UnknownEngine(KeyError):
@@ -37,6 +38,53 @@ class Engine:
     # Recording-rule files of prometheus/rules/ about its series alone, loaded only by a stack
     # that runs it (a group selecting nothing still costs Prometheus CPU every second).
     rule_files: ClassVar[tuple[str, ...]] = ()
+
+    def describe_server(self, env: Mapping[str, str]) -> dict:
+        """meta.json's facts of the server a tool with this environment reaches (server_version, settings),
+        best effort; {} when the engine cannot be asked that way."""
+        return {}
+
+    # -- its part of the dashboards (benchwatch.grafana.dashboards) ----------------------------
+    server_transactions_text: ClassVar[str] = "commits+rollbacks per second counted by the selected targets' servers"
+    regions_text: ClassVar[str] = ""         # what the shaded regions over the TPS curve are
+    regions_name: ClassVar[str] = "its regions"
+    panels_summary: ClassVar[str] = ""       # what its panels of a run dashboard show, for the description
+
+    def server_transactions_expr(self) -> str:
+        """PromQL: commits+rollbacks per second on the selected targets, beside the tool's TPS."""
+        raise NotImplementedError
+
+    def annotations(self) -> list[Any]:
+        """Its regions over every dashboard's time axis (PrometheusAnnotation builders)."""
+        return []
+
+    def dashboard_panels(self, layout: Any) -> list[Any]:
+        """Its section of a run dashboard, starting with a row (panel builders placed by ``layout``)."""
+        return []
+
+    def dashboards(self) -> dict[str, Callable[[], dict]]:
+        """Its own dashboards: file name -> builder of the dashboard JSON."""
+        return {}
+
+    # -- its part of a run's summary and of comparisons (benchwatch.share) -----------------------
+    context_selectors: ClassVar[tuple[str, ...]] = ()  # series its summary reads beyond the dashboard's
+
+    def summary_figures(self, ctx: Any) -> dict:
+        """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""
+        return {}
+
+    def summary_tables(self, summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+        """Its tables of the summary (events during the run: checkpoints, flushing pressure)."""
+        return []
+
+    def settings_tables(self, summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+        """The server's settings, last in the summary."""
+        return []
+
+    @property
+    def compare_rows(self) -> list[Any]:
+        """Its rows of a comparison (benchwatch.share.summary.CompareRow)."""
+        return []
 
     def __repr__(self) -> str:
         return f"<engine {self.name}>"

@@ -19,6 +19,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from benchwatch.model import names
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
@@ -50,7 +51,7 @@ SELECTORS = [
 
 def run_selectors(run_id: str) -> list[str]:
     """Everything explaining a run reads: its own pgbench_* series and the signals."""
-    return [f'{{__name__=~"pgbench_.*",run_id="{run_id}"}}', *SELECTORS]
+    return [names.run_selector(run_id), *SELECTORS]
 
 
 @dataclass
@@ -193,10 +194,10 @@ class Signals:
 
     def _line_gaps(self, series: list[Series]) -> list[tuple[float, float]]:
         """Stretches without a progress line from pgbench: gaps between its lines (the exporter's
-        stall zeros, marked by pgbench_progress_stalled, are not lines)."""
+        stall zeros, marked by benchmark_progress_stalled, are not lines)."""
         run = self.ctx.run_id
-        tps = [s for s in _named(series, "pgbench_progress_tps") if s.labels.get("run_id") == run]
-        stalled = {ts for s in _named(series, "pgbench_progress_stalled") if s.labels.get("run_id") == run
+        tps = [s for s in _named(series, "benchmark_progress_tps") if s.labels.get("run_id") == run]
+        stalled = {ts for s in _named(series, "benchmark_progress_stalled") if s.labels.get("run_id") == run
                    for ts, v in s.samples if v == 1}
         if not tps:
             return []
@@ -210,9 +211,9 @@ class Signals:
         return out
 
     def _aborts(self, series: list[Series]) -> list[tuple[float, float]]:
-        """(time, clients aborted then) for each rise of pgbench_aborted_clients_total."""
+        """(time, clients aborted then) for each rise of benchmark_aborted_clients_total."""
         out = []
-        for s in _named(series, "pgbench_aborted_clients_total"):
+        for s in _named(series, "benchmark_aborted_clients_total"):
             if s.labels.get("run_id") != self.ctx.run_id:
                 continue
             prev = 0.0

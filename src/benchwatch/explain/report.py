@@ -16,10 +16,10 @@ NO_CAUSE = "no cause found"
 
 
 def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: float | None = None) -> causes.Context:
-    interval = float(meta.get("progress_interval") or 0) or _last(series, "pgbench_progress_interval_seconds", run_id) or 1.0
+    interval = float(meta.get("progress_interval") or 0) or _last(series, "benchmark_progress_interval_seconds", run_id) or 1.0
     start = meta.get("clock_start_epoch") or meta.get("started_at") or _first_tps(series, run_id) or 0.0
     end = meta.get("ended_at") or now or time.time()
-    info = [s for s in series if s.name == "pgbench_run_info" and s.labels.get("run_id") == run_id]
+    info = [s for s in series if s.name == "benchmark_run_info" and s.labels.get("run_id") == run_id]
     clients = (info[0].labels.get("clients") if info else None) or (meta.get("info") or {}).get("clients")
     version = str(meta.get("pgbench_version") or (info[0].labels.get("pgbench_version", "") if info else ""))
     m = re.match(r"(\d+)(?:\.(\d+))?", version)
@@ -39,7 +39,7 @@ def _last(series: list[Series], name: str, run_id: str) -> float | None:
 
 def tps_samples(series: list[Series], run_id: str) -> list[tuple[int, float]]:
     for s in prefer_pushed(series):
-        if s.name == "pgbench_progress_tps" and s.labels.get("run_id") == run_id:
+        if s.name == "benchmark_progress_tps" and s.labels.get("run_id") == run_id:
             return [(ts, v) for ts, v in s.samples if not is_stale_marker(v)]
     return []
 

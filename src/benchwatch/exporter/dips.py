@@ -3,10 +3,10 @@
 Two small families (catalogue: DIP_METRICS), read by the run dashboard's
 annotation and the PgbenchTPSDrop alert's text:
 
-- ``pgbench_dip_leading_cause_info{run_id, cause, evidence}``: 1 every second
+- ``benchmark_dip_leading_cause_info{run_id, cause, evidence}``: 1 every second
   while a dip is under way, labelled with its leading cause so far; ended by a
   staleness marker when the dip ends or the cause changes;
-- ``pgbench_dip_info{run_id, dip, level, cause, evidence}``: 1 over a finished
+- ``benchmark_dip_info{run_id, dip, level, cause, evidence}``: 1 over a finished
   dip's span, written when it ends (like pg_checkpoint_info): the annotation.
 
 The analysis reads the run and its evidence back from Prometheus (the same
@@ -38,8 +38,8 @@ from benchwatch.util import processes
 log = logging.getLogger("benchwatch.exporter")
 
 DIP_METRICS: dict[str, tuple[str, str]] = {
-    "pgbench_dip_leading_cause_info": ("gauge", "1 while a TPS dip of the run is under way, labelled with its leading cause and evidence so far (benchwatch explain)."),
-    "pgbench_dip_info": ("gauge", "1 over a finished TPS dip's span, written when it ends, labelled with its number, level (deep, mild), cause and evidence."),
+    "benchmark_dip_leading_cause_info": ("gauge", "1 while a TPS dip of the run is under way, labelled with its leading cause and evidence so far (benchwatch explain)."),
+    "benchmark_dip_info": ("gauge", "1 over a finished TPS dip's span, written when it ends, labelled with its number, level (deep, mild), cause and evidence."),
 }
 
 EVERY_S = 1.0
@@ -61,8 +61,8 @@ DISCOVER_S = 5.0
 # A pass waits at most this long for the lines that called for it to reach Prometheus.
 DELIVERY_WAIT_S = 3.0
 
-TPS = "pgbench_progress_tps"
-INTERVAL = "pgbench_progress_interval_seconds"
+TPS = "benchmark_progress_tps"
+INTERVAL = "benchmark_progress_interval_seconds"
 
 # What a pass does for a run: LOOK reads the TPS back and fetches the evidence only if it finds
 # a dip to write (today's cheap look); MEMORY runs the detector on the lines in memory first;
@@ -110,7 +110,7 @@ class _Lines:
 
     def __init__(self) -> None:
         self.points: list[tuple[int, float]] = []
-        self.interval: float | None = None  # the last pgbench_progress_interval_seconds sent
+        self.interval: float | None = None  # the last benchmark_progress_interval_seconds sent
         self.checked_ms = -1  # the newest line possibly_low has looked at
 
     def add(self, ts: int, v: float) -> None:
@@ -269,7 +269,7 @@ class DipWatcher:
         if not points or points[-1][0] <= lines.checked_ms:
             return False
         # The look reads the interval from meta.json (or takes 1 s), the evidence pass may read
-        # pgbench_progress_interval_seconds: the check holds for either.
+        # benchmark_progress_interval_seconds: the check holds for either.
         given = float(meta.get("progress_interval") or 0)
         intervals = (given or 1.0, given or lines.interval or 1.0)
         first_new = len(points)
@@ -376,9 +376,9 @@ class DipWatcher:
             else:
                 state.leading_sets += 1
         if state.leading is not None and state.leading != leading:
-            out.append(Sample("pgbench_dip_leading_cause_info", state.leading, STALE_NAN, now_ms))
+            out.append(Sample("benchmark_dip_leading_cause_info", state.leading, STALE_NAN, now_ms))
         if leading is not None:
-            out.append(Sample("pgbench_dip_leading_cause_info", leading, 1.0, now_ms + 1))
+            out.append(Sample("benchmark_dip_leading_cause_info", leading, 1.0, now_ms + 1))
         state.leading = leading
         for d in result["dips"]:
             if d.get("ongoing") or len(state.exported) >= MAX_DIPS:
@@ -396,13 +396,13 @@ class DipWatcher:
 
 
 def dip_samples(run_id: str, number: int, d: dict) -> list[Sample]:
-    """pgbench_dip_info over the dip: 1 each second from its start to its end, then a staleness marker."""
+    """benchmark_dip_info over the dip: 1 each second from its start to its end, then a staleness marker."""
     labels = {"run_id": run_id, "dip": str(number), "level": d["level"], "cause": d["cause"],
               "evidence": d["evidence"] or "no signal stands out"}
     a, b = int(d["start"] * 1000), int(d["end"] * 1000)
     stamps = list(range(a, b, 1000)) + [b]
-    out = [sample("pgbench_dip_info", labels, 1.0, ts) for ts in stamps]
-    out.append(sample("pgbench_dip_info", labels, STALE_NAN, b + 1))
+    out = [sample("benchmark_dip_info", labels, 1.0, ts) for ts in stamps]
+    out.append(sample("benchmark_dip_info", labels, STALE_NAN, b + 1))
     return out
 
 

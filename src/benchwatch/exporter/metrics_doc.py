@@ -25,7 +25,7 @@ Every series carries `run_id` and `tool` (`pgbench`, or `sysbench` for the serie
 shares with pgbench runs: see the next section). They reach Prometheus by remote write at pgbench's own timestamps
 (one sample per progress line); the exporter's /metrics shows their latest values. pgbench prints
 milliseconds: every time here is in seconds. `pgbench_statement_*` also carry `script` and
-`statement`; `pgbench_run_info` carries the run's description: `script`, `clients`, `threads`,
+`statement`; `benchmark_run_info` carries the run's description: `script`, `clients`, `threads`,
 `protocol`, `duration_seconds`, `transactions_per_client`, `rate_limit_tps`, `scale`, `mode`,
 `pgbench_version`, `server_version`, `hostname` (each where known).
 
@@ -59,7 +59,7 @@ The dip detector of `benchwatch explain` ([explain.md](explain.md)) run on each 
 Prometheus holds, when a new TPS line might be low, while a dip is under way, every 15 s and at the
 run's end ([explain.md](explain.md#live-annotations-and-the-alert)); remote-written, never on /metrics. Both carry `run_id`, `cause`
 (`lock`, `checkpoint`, `client_stall`, `disk`, ..., or `no cause found`) and `evidence` (a sentence);
-`pgbench_dip_info` also `dip` (its number in the run) and `level` (`deep`: below 50% of the steady
+`benchmark_dip_info` also `dip` (its number in the run) and `level` (`deep`: below 50% of the steady
 level, `mild`: below 80%). At most 30 dips and 40 leading-cause label sets per run are written;
 `benchwatch explain` lists every dip.
 

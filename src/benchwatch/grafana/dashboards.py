@@ -1,89 +1,61 @@
-"""The four Grafana dashboards as code; dashboards/generate.py writes them to dashboards/*.json.
+"""The Grafana dashboards as code; dashboards/generate.py writes them to dashboards/*.json.
 
 Built with Grafana's schema-generated builders (benchwatch.grafana.panels).
 Every panel has a title, a description and a unit, takes its datasource from
 the `datasource` variable (default: the provisioned uid), and rates over
 $__rate_interval.
 
-Targets: every database-side series (node_exporter, postgres_exporter, the
+A run dashboard is composed, one per load generator and engine it can drive
+(pgbench on PostgreSQL, sysbench on InnoDB and on PostgreSQL, ...): the run's
+TPS beside its server's transactions, its statistics, the tool's own panels
+(benchwatch.loadgens.<tool>.dashboard), the engine's (benchwatch.engines.
+<family>.dashboard), the host's disks and CPUs, under the engine's regions
+(checkpoints, InnoDB flushing pressure), the run and its TPS dips. Beside them:
+Host I/O (any engine) and each engine's own dashboards (Checkpoints & WAL).
+
+Targets: every database-side series (node_exporter, the engine's exporter, the
 checkpoint collector) carries `target` (one database instance) and `host`.
 The `target` variable (multi-select, All) filters every database-side query
 with target=~"$target"; All is `.*`, which also matches series without a
 target label, so data recorded before targets existed still shows. Run series
-(pgbench_*) are not filtered: a run is chosen by the run picker.
+are not filtered: a run is chosen by the run picker, and read under their name
+now or the one runs recorded before it had (benchwatch.model.names).
 """
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.cog import builder as cog_b
 from grafana_foundation_sdk.models import dashboard as dash_m
 
+from benchwatch import engines, loadgens
 from benchwatch.explain import annotation as dip
 from benchwatch.grafana import panels as P
 from benchwatch.grafana import rules
-from benchwatch.grafana.panels import DATASOURCE_UID, DS, Layout, PrometheusAnnotation, row, stat, table, timeseries
-from benchwatch.record.host import NOT_DISK_PATTERN
+from benchwatch.grafana.panels import (
+    DATASOURCE_UID,
+    DISKS,
+    DS,
+    TARGET,
+    Layout,
+    PrometheusAnnotation,
+    of_any_run,
+    of_run,
+    on_targets,
+    row,
+    stat,
+    timeseries,
+)
 
-RUN = 'run_id="$run_id"'
-TARGET = 'target=~"$target"'
-DISKS = f'device!~"{NOT_DISK_PATTERN}.*"'  # block devices that are disks a database can live on
-
-
-def on_targets(metric: str, extra: str = "") -> str:
-    """``metric`` on the selected targets (and ``extra`` matchers)."""
-    return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"
-
-UIDS = {"run": "benchwatch-pgbench-run", "host": "benchwatch-host-io", "checkpoints": "benchwatch-checkpoints-wal",
-        "sysbench": "benchwatch-sysbench-innodb"}
-
-# One colour per checkpoint reason, so a dip's cause reads at a glance.
-CHECKPOINT_REASONS = [
-    ("time", 'reason=~"time.*"', "#5794F2"),
-    ("wal", 'reason=~"(wal|xlog).*"', "#FF9830"),
-    ("requested", 'reason=~"(immediate|force|wait).*"', "#F2495C"),
-    ("other", 'reason!~"(time|wal|xlog|immediate|force|wait).*"', "#B877D9"),  # shutdown, end-of-recovery
-]
+HOST_IO = ("benchwatch-host-io", "host-io.json", "Host I/O")
 
 
 # -- annotations ------------------------------------------------------------------------
-
-def checkpoint_annotations() -> list[PrometheusAnnotation]:
-    """One region per checkpoint of every selected target, edges at its server log's
-    timestamps, coloured by reason, titled with the target.
-
-    Completed checkpoints come from pg_checkpoint_info (its labels carry the figures
-    for the text); the one under way from pg_checkpoint_in_progress. max_over_time
-    over the 1 s step keeps checkpoints shorter than a step (a manual CHECKPOINT
-    takes milliseconds).
-    """
-    out = []
-    for name, selector, colour in CHECKPOINT_REASONS:
-        out.append(PrometheusAnnotation(f"Checkpoints: {name}", f"max_over_time({on_targets('pg_checkpoint_info', selector)}[1s])", colour)
-                   .step("1s").title_format("{{target}}: {{kind}} ({{reason}})")
-                   .text_format("{{total_seconds}} s (write {{write_seconds}} s, sync {{sync_seconds}} s), {{buffers}} buffers written")
-                   .tag_keys("target,reason"))
-    out.append(PrometheusAnnotation("Checkpoint in progress", f"max_over_time({on_targets('pg_checkpoint_in_progress')}[1s]) == 1", "#8F8F8F")
-               .step("1s").title_format("{{target}}: {{kind}} in progress ({{reason}})").tag_keys("target,reason"))
-    return out
-
-
-def run_annotation() -> PrometheusAnnotation:
-    return (PrometheusAnnotation("pgbench run", f'pgbench_run_info{{{RUN}}} and on(run_id) (pgbench_running{{{RUN}}} == 1)', "#73BF69")
-            .step("1s").title_format("pgbench run {{run_id}}").text_format("pgbench {{args}}").tag_keys("script,clients"))
-
-
-def innodb_annotations() -> list[PrometheusAnnotation]:
-    """InnoDB flushing-pressure regions of every selected target (prometheus/rules/mysql.yml: dirty
-    pages at their flush point, or checkpoint age past 7/8 of its maximum), drawn over the sysbench
-    curve as checkpoint regions are over pgbench's."""
-    return [PrometheusAnnotation("InnoDB flushing pressure", f"{on_targets('instance:mysql_innodb_flushing_pressure:bool')} == 1",
-                                 "#FF9830").step("1s").title_format("{{target}}: InnoDB flushing pressure")
-            .text_format("dirty pages at innodb_max_dirty_pages_pct (or its low-water mark), or checkpoint age past 7/8 of its maximum")
-            .tag_keys("target")]
-
 
 def dip_annotation() -> PrometheusAnnotation:
     """Each finished TPS dip of the run, its cause in the title (benchwatch.explain.annotation)."""
@@ -91,22 +63,19 @@ def dip_annotation() -> PrometheusAnnotation:
             .text_format(dip.TEXT).tag_keys(dip.TAG_KEYS))
 
 
-def sysbench_run_annotation() -> PrometheusAnnotation:
-    return (PrometheusAnnotation("sysbench run", f'pgbench_run_info{{{RUN}}} and on(run_id) (pgbench_running{{{RUN}}} == 1)', "#73BF69")
-            .step("1s").title_format("sysbench run {{run_id}}").text_format("sysbench {{args}}").tag_keys("script,threads"))
+def run_annotation(generator: loadgens.LoadGenerator | None = None) -> PrometheusAnnotation:
+    """The picked run, while it ran, with its arguments: named after its tool on a tool's dashboard."""
+    name = f"{generator.title} run" if generator else "benchmark run"
+    tags = ",".join(("script", *(label for label in generator.run_picker_labels[1:2]))) if generator else "script,tool"
+    return (PrometheusAnnotation(name, f"{of_run('benchmark_run_info')} and on(run_id) ({of_run('benchmark_running')} == 1)",
+                                 "#73BF69")
+            .step("1s").title_format(f"{generator.title if generator else '{{tool}}'} run {{{{run_id}}}}")
+            .text_format(f"{generator.title if generator else '{{tool}}'} {{{{args}}}}").tag_keys(tags))
 
 
-def dashboard_annotations(which: str) -> list[dash_b.AnnotationQuery]:
-    """Every annotation of dashboard ``which`` (a key of UIDS), in the order Grafana lists their toggles.
-
-    The one place to add an annotation: append it here, for the dashboards it belongs on
-    (``if which == "run": out.append(...)``)."""
-    if which == "sysbench":
-        return [*innodb_annotations(), sysbench_run_annotation()]
-    out: list[dash_b.AnnotationQuery] = [*checkpoint_annotations(), run_annotation()]
-    if which == "run":
-        out.append(dip_annotation())
-    return out
+def engine_annotations() -> list[PrometheusAnnotation]:
+    """Every engine's regions (checkpoints, InnoDB flushing pressure): for the dashboards of any engine."""
+    return [a for e in engines.load_engines().values() for a in e.annotations()]
 
 
 # -- variables ----------------------------------------------------------------------------
@@ -131,27 +100,35 @@ def target_variable() -> dash_b.QueryVariable:
             .current(dash_m.VariableOption(selected=True, text=["All"], value=["$__all"])).options([]))
 
 
-# Newest first, labelled "run_id — script, N clients, scale S" (pgbench) or
-# "run_id — sysbench test, N threads" (sysbench, whose run_info has threads, not clients).
-_PGBENCH_RUNS = (
-    'label_replace(label_join('
-    'last_over_time(pgbench_run_start_timestamp_seconds{tool!="sysbench"}[$__range]) * on(run_id) group_left(script, clients, scale) '
-    'last_over_time(pgbench_run_info{tool!="sysbench"}[$__range]), '
-    '"display", "|", "run_id", "script", "clients", "scale"), '
-    '"display", "$1 — $2, $3 clients, scale $4", "display", "([^|]*)\\\\|([^|]*)\\\\|([^|]*)\\\\|(.*)")'
-)
-_SYSBENCH_RUNS = (
-    'label_replace(label_join('
-    'last_over_time(pgbench_run_start_timestamp_seconds{tool="sysbench"}[$__range]) * on(run_id) group_left(script, threads) '
-    'last_over_time(pgbench_run_info{tool="sysbench"}[$__range]), '
-    '"display", "|", "run_id", "script", "threads"), '
-    '"display", "$1 — sysbench $2, $3 threads", "display", "([^|]*)\\\\|([^|]*)\\\\|(.*)")'
-)
-RUN_PICKER_EXPR = f"sort_desc({_PGBENCH_RUNS} or {_SYSBENCH_RUNS})"
-SYSBENCH_RUN_PICKER_EXPR = f"sort_desc({_SYSBENCH_RUNS})"
+def runs_of(generator: loadgens.LoadGenerator, engine: engines.Engine | None = None) -> str:
+    """The runs of one tool (on one engine), each labelled "run_id — what it ran" by the tool's
+    run_picker_labels and run_picker_format (pgbench: script, clients, scale; sysbench: test, threads).
+    A run recorded without an engine label (before engines were recorded) counts as its tool's first
+    engine's."""
+    labels = generator.run_picker_labels
+    matchers = f'tool="{generator.name}"'
+    if engine is not None:
+        matchers += f', engine=~"{engine.name}|"' if engine.name == generator.engines[0] else f', engine="{engine.name}"'
+    joined = ", ".join(f'"{x}"' for x in ("run_id", *labels))
+    groups = "\\\\|".join(["([^|]*)"] * len(labels) + ["(.*)"])
+    return ("label_replace(label_join("
+            f"last_over_time({of_any_run('benchmark_run_start_timestamp_seconds', matchers)}[$__range]) "
+            f"* on(run_id) group_left({', '.join(labels)}) "
+            f"last_over_time({of_any_run('benchmark_run_info', matchers)}[$__range]), "
+            f'"display", "|", {joined}), '
+            f'"display", "$1 — {generator.run_picker_format}", "display", "{groups}")')
 
 
-def run_variable(expr: str = RUN_PICKER_EXPR) -> dash_b.QueryVariable:
+def run_picker_expr(pairs: list[tuple[loadgens.LoadGenerator, engines.Engine | None]]) -> str:
+    return "sort_desc(" + " or ".join(runs_of(g, e) for g, e in pairs) + ")"
+
+
+def every_run() -> str:
+    """Runs of every tool on every engine: the picker of the dashboards that are not a run's own."""
+    return run_picker_expr([(g, None) for g in loadgens.load_generators().values()])
+
+
+def run_variable(expr: str) -> dash_b.QueryVariable:
     return (dash_b.QueryVariable("run_id").label("Run").datasource(DS)
             .query({"query": f"query_result({expr})", "refId": "run_id"})
             .regex('/display="(?<text>[^"]*)".*run_id="(?<value>[^"]*)"/')
@@ -187,85 +164,22 @@ def dashboard(uid: str, title: str, description: str, items: list[P.PanelBuilder
     return P.to_json(d)
 
 
-# -- per-target rows ----------------------------------------------------------------------
+# -- the parts every run dashboard shares --------------------------------------------------
 
-def target_rows(L: Layout) -> list[P.PanelBuilder]:
-    """A total row over the selected targets, then one row per target (repeated by the `target` variable):
-    its disks, checkpoints, WAL and server-side commits."""
-    # Recording rules' expressions at query time (benchwatch.grafana.rules): 1 s resolution.
-    commits = rules.expr("instance_datname:pg_xact_commit:rate1s", f'{TARGET}, datname!~"template.*"')
-    wal = rules.expr("instance:pg_wal_bytes:rate1s", TARGET)
-    checkpointer = rules.expr("instance:pg_checkpoint_buffers_written:rate1s", TARGET)
-    # Targets sharing a host share its disks: count each (host, device) once.
-    written = f"max by (host, device) {rules.expr('instance_device:node_disk_written_bytes:rate1s', f'{TARGET}, {DISKS}')}"
-    items: list[P.PanelBuilder] = [row(L, "All selected targets")]
-    items += [
-        timeseries(L, "Server commits per second by target", "Commits per second counted by each selected target's "
-                   "server (pg_stat_database, every database), and their sum: with a sharded setup, the work "
-                   "each instance does against the total.", "reqps",
-                   [(f"sum by (target) ({commits})", "{{target}}"), (f"sum({commits})", "total")], w=6),
-        timeseries(L, "WAL bytes per second by target", "WAL each selected target generates per second "
-                   "(pg_stat_wal), and the sum.", "Bps",
-                   [(f"sum by (target) ({wal})", "{{target}}"), (f"sum({wal})", "total")], w=6),
-        timeseries(L, "Checkpoint buffers written by target", "Shared buffers each selected target's checkpointer "
-                   "writes per second, and the sum: checkpoints of several instances overlapping show here.", "short",
-                   [(f"sum by (target) ({checkpointer})", "{{target}}"), (f"sum({checkpointer})", "total")], w=6),
-        timeseries(L, "Disk bytes written per second by host", "Bytes written per second to the disks of the hosts "
-                   "the selected targets run on (node_exporter), each host's disks counted once.", "Bps",
-                   [(f"sum by (host) ({written})", "{{host}}"), (f"sum({written})", "total")], w=6),
-    ]
-    one = TARGET  # inside a repeated row $target is that row's single value
-
-    def per_device(rule: str, legend: str) -> tuple:
-        return (rules.expr(f"instance_device:{rule}", f"{one}, {DISKS}"), f"{{{{device}}}} {legend}")
-
-    items.append(row(L, "Target: $target", repeat="target"))
-    items += [
-        timeseries(L, "$target: disk await", "Average time a read or write took on each disk of the target's host, "
-                   "queueing included (iostat r_await/w_await): the disks whose await matters for this instance.", "s",
-                   [per_device("node_disk_read_await_seconds:mean1s", "r_await"),
-                    per_device("node_disk_write_await_seconds:mean1s", "w_await")], w=8, h=7),
-        timeseries(L, "$target: disk utilisation", "Share of time each disk of the target's host had requests in "
-                   "flight (iostat %util).", "percentunit",
-                   [per_device("node_disk_io_time_seconds:rate1s", "%util")], w=8, h=7),
-        timeseries(L, "$target: server commits per second", "Commits per second per database on this target "
-                   "(pg_stat_database): each shard database on its own line.", "reqps",
-                   [(f"sum by (datname) ({commits})", "{{datname}}")], w=8, h=7),
-        timeseries(L, "$target: buffers written per second", "Who writes this target's dirty shared buffers: the "
-                   "checkpointer, the background writer, or the backends themselves.", "short",
-                   [(rules.expr("instance:pg_checkpoint_buffers_written:rate1s", one), "checkpointer"),
-                    (rules.expr("instance:pg_bgwriter_buffers_clean:rate1s", one), "bgwriter"),
-                    (rules.expr("instance:pg_backend_buffers_written:rate1s", one), "backends")], w=8, h=7, stack=True),
-        timeseries(L, "$target: WAL bytes per second", "WAL this target generates per second (pg_stat_wal); it jumps "
-                   "right after each checkpoint (full-page images).", "Bps",
-                   [(rules.expr("instance:pg_wal_bytes:rate1s", one), "WAL")], w=8, h=7),
-        timeseries(L, "$target: WAL since the last checkpoint", "WAL written since the last checkpoint's redo point "
-                   "against max_wal_size: a requested checkpoint starts where it nears max_wal_size / "
-                   "(1 + checkpoint_completion_target).", "bytes",
-                   [(f"pg_control_checkpoint_wal_since_redo_bytes{{{one}}}", "WAL since redo"),
-                    (f"pg_control_checkpoint_max_wal_size_bytes{{{one}}}", "max_wal_size")], w=8, h=7),
-    ]
-    return items
-
-
-# -- the dashboards ---------------------------------------------------------------------------
-
-def pgbench_run() -> dict:
-    L = Layout()
-    tps = f"pgbench_progress_tps{{{RUN}}}"
-    not_template = 'datname!~"template.*"'
-    server_tps = (f"sum(rate({on_targets('pg_stat_database_xact_commit', not_template)}[$__rate_interval]) "
-                  f"+ rate({on_targets('pg_stat_database_xact_rollback', not_template)}[$__rate_interval]))")
+def tps_panels(L: Layout, generator: loadgens.LoadGenerator, engine: engines.Engine) -> list[P.PanelBuilder]:
+    """The run's own TPS beside its server's, then the statistics of the TPS curve."""
+    tps = of_run("benchmark_progress_tps")
     median = f"quantile_over_time(0.5, {tps}[$__range] @ end())"
     items: list[P.PanelBuilder] = [
-        timeseries(L, "TPS", "pgbench's own TPS, one point per progress line at pgbench's time (0 while the run is stalled), "
-                   "and commits+rollbacks per second counted by the selected targets' servers (pg_stat_database). Shaded "
-                   "regions are checkpoints, coloured by reason; the green region is the run, with its pgbench arguments.",
-                   "reqps", [(tps, "pgbench TPS"), (server_tps, "server commits+rollbacks/s")], w=24, h=10),
+        timeseries(L, "TPS", f"{generator.title}'s own TPS, one point per progress line at its own time (0 while the "
+                   f"run is stalled), and {engine.server_transactions_text}. {engine.regions_text} The green region "
+                   "is the run, with its arguments; yellow ones are its TPS dips, titled with their cause.", "reqps",
+                   [(tps, f"{generator.title} TPS"), (engine.server_transactions_expr(), "server commits+rollbacks/s")],
+                   w=24, h=10),
     ]
     L.new_row()
     items += [
-        stat(L, "TPS mean", "Mean of pgbench's TPS over the selected time range.", "reqps", f"avg_over_time({tps}[$__range])"),
+        stat(L, "TPS mean", "Mean of the run's TPS over the selected time range.", "reqps", f"avg_over_time({tps}[$__range])"),
         stat(L, "TPS min", "Lowest TPS over the selected range.", "reqps", f"min_over_time({tps}[$__range])"),
         stat(L, "TPS max", "Highest TPS over the selected range.", "reqps", f"max_over_time({tps}[$__range])"),
         stat(L, "TPS stddev", "Standard deviation of TPS over the selected range.", "reqps", f"stddev_over_time({tps}[$__range])"),
@@ -276,45 +190,112 @@ def pgbench_run() -> dict:
              f"sum_over_time(({tps} < bool 0.5 * scalar({median}))[$__range:1s])", decimals=0),
     ]
     L.new_row()
-    items += [
-        timeseries(L, "Statements per second (QPS)", "TPS times the SQL statements per transaction of the run's scripts "
-                   "(BEGIN and END count; backslash meta-commands do not).", "reqps",
-                   [(f"{tps} * on(run_id) pgbench_script_sql_statements{{{RUN}}}", "statements/s")]),
-        timeseries(L, "Latency", "Average and stddev per progress interval as pgbench printed them; p50/p95/p99 from the "
-                   "per-transaction log histogram when the run uses -l.", "s", [
-                       (f"pgbench_progress_latency_seconds{{{RUN}}}", "average"),
-                       (f"pgbench_progress_latency_stddev_seconds{{{RUN}}}", "stddev"),
-                       (f'histogram_quantile(0.5, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p50"),
-                       (f'histogram_quantile(0.95, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p95"),
-                       (f'histogram_quantile(0.99, sum by (le) (rate(pgbench_latency_seconds_bucket{{{RUN}}}[$__rate_interval])))', "p99")]),
+    return items
+
+
+def experiment_panel(L: Layout) -> P.PanelBuilder:
+    """The runs of the picked run's experiment side by side (meta.json "info": experiment and target,
+    e.g. the four-instance MariaDB demo), or the picked run alone when it belongs to none."""
+    info = "benchmark_run_info"
+    in_experiment = of_run(info, 'experiment!=""')
+    runs = f"({of_any_run(info)} and on(experiment) {in_experiment}) or {of_run(info)}"
+    per_run = f"{of_any_run('benchmark_progress_tps')} * on(run_id) group_left(target) ({runs})"
+    return timeseries(L, "Experiment: TPS per instance and sum", "TPS of every run of the picked run's experiment "
+                      "(benchwatch run --experiment NAME; benchwatch demo --engine mariadb --instances 4 runs four side "
+                      "by side), one line per database target it drove, and their sum; the picked run alone when it "
+                      "belongs to no experiment.", "reqps",
+                      [(f"sum by (target) ({per_run})", "{{target}}"), (f"sum({per_run})", "sum")], w=12)
+
+
+def host_rows(L: Layout) -> list[P.PanelBuilder]:
+    """iostat -x and avg-cpu of the selected targets' hosts, from node_exporter's raw counters (so they
+    do not depend on which of node.yml's rules are recorded)."""
+    disks = f"{TARGET}, {DISKS}"
+    busy = on_targets("node_cpu_seconds_total", 'mode=~"user|system|iowait"')
+    idle = on_targets("node_cpu_seconds_total", 'mode="idle"')
+
+    def disk(counter: str, legend: str) -> tuple:
+        return (f"rate({counter}{{{disks}}}[$__rate_interval])", f"{{{{target}}}} {{{{device}}}} {legend}")
+
+    def await_(time_c: str, count_c: str, legend: str) -> tuple:
+        return (f"rate({time_c}{{{disks}}}[$__rate_interval]) / (rate({count_c}{{{disks}}}[$__rate_interval]) > 0)",
+                f"{{{{target}}}} {{{{device}}}} {legend}")
+
+    return [
+        row(L, "Host I/O (iostat -x)"),
+        timeseries(L, "Requests per second (r/s, w/s)", "Reads and writes completed per second per disk of the "
+                   "selected targets' hosts (iostat r/s, w/s).", "iops",
+                   [disk("node_disk_reads_completed_total", "r/s"), disk("node_disk_writes_completed_total", "w/s")], w=8),
+        timeseries(L, "Throughput (rkB/s, wkB/s)", "Bytes read and written per second per disk (iostat rkB/s, wkB/s).",
+                   "Bps", [disk("node_disk_read_bytes_total", "read"), disk("node_disk_written_bytes_total", "written")], w=8),
+        timeseries(L, "Utilisation (%util)", "Share of time each disk had requests in flight (iostat %util).",
+                   "percentunit", [disk("node_disk_io_time_seconds_total", "%util")], w=8),
+        timeseries(L, "Wait per request (r_await, w_await)", "Average time a read or write took, queueing included "
+                   "(iostat r_await, w_await): climbing await in the valleys points at the disk.", "s",
+                   [await_("node_disk_read_time_seconds_total", "node_disk_reads_completed_total", "r_await"),
+                    await_("node_disk_write_time_seconds_total", "node_disk_writes_completed_total", "w_await")]),
+        timeseries(L, "CPU (avg-cpu)", "Machine-wide CPU of the selected targets' hosts, by mode (iostat avg-cpu: "
+                   "%user, %system, %iowait), as a share of all CPUs.", "percentunit",
+                   [(f"sum by (target, mode) (rate({busy}[$__rate_interval])) "
+                     f"/ on(target) group_left() count by (target) ({idle})",
+                     "{{target}} %{{mode}}")], stack=True),
     ]
-    L.new_row()
-    items += [
-        timeseries(L, "Failed, skipped and retried transactions", "Per second: failed (pgbench 15+ serialization/deadlock "
-                   "failures), skipped for being late (-R with -L), retried (--max-tries).", "reqps", [
-                       (f"rate(pgbench_failed_transactions_total{{{RUN}}}[$__rate_interval])", "failed/s"),
-                       (f"rate(pgbench_skipped_transactions_total{{{RUN}}}[$__rate_interval])", "skipped/s"),
-                       (f"rate(pgbench_retried_transactions_total{{{RUN}}}[$__rate_interval])", "retried/s")], w=8),
-        timeseries(L, "Aborted clients", "Clients that aborted so far; pgbench goes on with the others, so TPS drops without an error.",
-                   "short", [(f"pgbench_aborted_clients_total{{{RUN}}}", "aborted clients")], w=8),
-        timeseries(L, "Schedule lag", "With -R: how late transactions started compared with their schedule; growing lag "
-                   "means the server cannot keep up with the target rate.", "s",
-                   [(f"pgbench_progress_lag_seconds{{{RUN}}}", "lag")], w=8),
-    ]
-    L.new_row()
-    items.append(table(L, "Per-statement latency", "Average latency of each script statement from pgbench -r, reported at the "
-                       "end of the run, with failures and retries on pgbench 15+.", "s",
-                       f"pgbench_statement_latency_seconds{{{RUN}}}",
-                       {"script": "script", "statement": "statement", "Value": "latency"}))
-    items += target_rows(L)
+
+
+@dataclass(frozen=True)
+class RunDashboard:
+    """The dashboard of one tool's runs on one engine: where it is written and what it is called."""
+
+    generator: loadgens.LoadGenerator
+    engine: engines.Engine
+    uid: str
+    file: str
+    title: str
+
+
+def run_dashboards() -> list[RunDashboard]:
+    """One per load generator and engine it can drive; names from the tool where it gives them
+    (the existing ones keep their uids), else benchwatch-<tool>-<engine>."""
+    out = []
+    for generator in loadgens.load_generators().values():
+        for name in generator.engines:
+            engine = engines.get(name)
+            uid, file, title = generator.dashboard_names.get(engine.name) or (
+                f"benchwatch-{generator.name}-{engine.name}", f"{generator.name}-{engine.name}.json",
+                f"{generator.title} on {engine.title}")
+            out.append(RunDashboard(generator, engine, uid, file, title))
+    return out
+
+
+def run_dashboard_for(tool: str | None, engine: str | None) -> RunDashboard:
+    """The run dashboard of a recorded run: its tool's on its engine (the tool's first engine when unknown)."""
+    generator = loadgens.by_name(tool)
+    family = engines.get(engine).name if engine else generator.engines[0]
+    for d in run_dashboards():
+        if d.generator is generator and d.engine.name == family:
+            return d
+    return next(d for d in run_dashboards() if d.generator is generator)
+
+
+def run_dashboard(d: RunDashboard) -> dict:
+    L = Layout()
+    items = tps_panels(L, d.generator, d.engine)
+    items += d.generator.dashboard_panels(L)
+    items.append(experiment_panel(L))
+    items += host_rows(L)
+    # The engine's section last: it starts with a row, and a row repeated by target (PostgreSQL's)
+    # takes every panel after it.
+    items += d.engine.dashboard_panels(L)
     # run_id stays the last variable: snapshots freeze it there.
-    return dashboard(UIDS["run"], "pgbench run", "One pgbench run: TPS curve with checkpoint regions, latency, failures, "
-                     "and each database target's disks, checkpoints, WAL and commits.",
-                     items, [datasource_variable(), target_variable(), run_variable()], dashboard_annotations("run"))
+    return dashboard(d.uid, d.title, f"One {d.generator.title} run on {d.engine.title}: TPS with "
+                     f"{d.engine.regions_name}, the run's own figures ({d.generator.panels_summary}), the server's "
+                     f"({d.engine.panels_summary}) and the host's disks and CPUs.",
+                     items, [datasource_variable(), target_variable(), run_variable(run_picker_expr([(d.generator, d.engine)]))],
+                     [*d.engine.annotations(), run_annotation(d.generator), dip_annotation()])
 
 
 def host_io() -> dict:
-    """iostat -x 1 as time series per target and device, with the run's checkpoint regions."""
+    """iostat -x 1 as time series per target and device, with every engine's regions."""
     L = Layout()
     sel = f'{TARGET}, device=~"$device"'
 
@@ -351,192 +332,21 @@ def host_io() -> dict:
                                 cpu("node_cpu_user:ratio1s", "%user"), cpu("node_cpu_system:ratio1s", "%system"),
                                 cpu("node_cpu_iowait:ratio1s", "%iowait"), cpu("node_cpu_idle:ratio1s", "%idle")],
                             w=24, stack=True))
-    return dashboard(UIDS["host"], "Host I/O", "The iostat -x view per target, device and CPU, with the same checkpoint regions.",
-                     items, [datasource_variable(), target_variable(), run_variable(), device_variable()], dashboard_annotations("host"))
+    uid, _, title = HOST_IO
+    return dashboard(uid, title, "The iostat -x view per target, device and CPU, under every engine's regions "
+                     "(checkpoints, InnoDB flushing pressure).",
+                     items, [datasource_variable(), target_variable(), run_variable(every_run()), device_variable()],
+                     [*engine_annotations(), run_annotation()])
 
 
-def checkpoints_wal() -> dict:
-    L = Layout()
-
-    def r(record: str) -> str:  # a recording rule's expression at query time: 1 s resolution
-        return rules.expr(record, TARGET)
-
-    items: list[P.PanelBuilder] = [
-        timeseries(L, "Checkpoints per minute: timed vs requested", "Timed checkpoints come from checkpoint_timeout; "
-                   "requested ones from max_wal_size running out (or CHECKPOINT). Mostly requested means max_wal_size is "
-                   "too small for the write rate.", "short", [
-                       (r("instance:pg_checkpoints_timed:rate1m") + " * 60", "{{target}} timed/min"),
-                       (r("instance:pg_checkpoints_requested:rate1m") + " * 60", "{{target}} requested/min")]),
-        timeseries(L, "Checkpoint write and sync time", "Write and sync phase of each checkpoint from the server log "
-                   "(log_checkpoints), at its end. A long sync stalls the disk for everyone.", "s", [
-                       (on_targets("pg_checkpoint_last_duration_seconds", 'phase="write"'), "{{target}} write"),
-                       (on_targets("pg_checkpoint_last_duration_seconds", 'phase="sync"'), "{{target}} sync"),
-                       (on_targets("pg_checkpoint_last_duration_seconds", 'phase="total"'), "{{target}} total")]),
-    ]
-    L.new_row()
-    items += [
-        timeseries(L, "Buffers written per second", "Who writes dirty shared buffers: the checkpointer, the background "
-                   "writer, or the backends themselves (the last one hurts latency).", "short", [
-                       (r("instance:pg_checkpoint_buffers_written:rate1s"), "{{target}} checkpointer"),
-                       (r("instance:pg_bgwriter_buffers_clean:rate1s"), "{{target}} bgwriter"),
-                       (r("instance:pg_backend_buffers_written:rate1s"), "{{target}} backends")], stack=True),
-        timeseries(L, "WAL bytes per second", "WAL generated per second (pg_stat_wal). Right after a checkpoint it jumps: "
-                   "first changes to each page write a full-page image.", "Bps",
-                   [(r("instance:pg_wal_bytes:rate1s"), "{{target}} WAL")]),
-    ]
-    L.new_row()
-    items += [
-        timeseries(L, "Full-page image ratio", "Full-page images per WAL record: high just after each checkpoint "
-                   "(full_page_writes), the WAL cost of checkpointing often.", "percentunit",
-                   [(r("instance:pg_wal_fpi_per_record:ratio1s"), "{{target}} FPI per record")]),
-        timeseries(L, "Checkpoint distance against max_wal_size", "WAL written since the last checkpoint's redo point, "
-                   "and the distance of each completed checkpoint, against max_wal_size; a requested checkpoint starts "
-                   "near max_wal_size / (1 + checkpoint_completion_target).", "bytes", [
-                       (on_targets("pg_control_checkpoint_wal_since_redo_bytes"), "{{target}} WAL since redo"),
-                       (on_targets("pg_checkpoint_last_distance_bytes"), "{{target}} last checkpoint distance"),
-                       (on_targets("pg_control_checkpoint_max_wal_size_bytes"), "{{target}} max_wal_size")]),
-    ]
-    L.new_row()
-    items += [
-        timeseries(L, '"Checkpoints are occurring too frequently"', "Warnings the server logged (checkpoint_warning): "
-                   "checkpoints forced by WAL volume closer together than checkpoint_warning seconds.", "short",
-                   [(on_targets("pg_checkpoints_too_frequent_total"), "{{target}} warnings so far")], w=12),
-        stat(L, "Checkpoints in range", "Checkpoints completed during the selected range, by target and reason, from the "
-             "server log (counted exactly: the counter's rise over the range, no extrapolation).", "short",
-             f"sum by (target, reason) (max_over_time({on_targets('pg_checkpoints_completed_total')}[$__range]) "
-             f"- min_over_time({on_targets('pg_checkpoints_completed_total')}[$__range]))", w=12, h=8, decimals=0,
-             legend="{{target}} {{reason}}"),
-    ]
-    return dashboard(UIDS["checkpoints"], "Checkpoints & WAL", "Timed vs requested checkpoints, their cost, who writes "
-                     "buffers, WAL volume and full-page images, per target.", items,
-                     [datasource_variable(), target_variable(), run_variable()], dashboard_annotations("checkpoints"))
-
-
-def sysbench_innodb() -> dict:
-    """A sysbench run on MySQL/MariaDB: its TPS/QPS curve under InnoDB's flushing-pressure regions,
-    dirty pages and checkpoint age against their limits, flushing and redo rates, latency, errors,
-    the runs of the same experiment per instance and summed, and the host's iostat view.
-
-    The host panels read node_exporter's raw counters rather than node.yml's 1 s rules, so they do
-    not depend on which of those rules are recorded."""
-    L = Layout()
-    tps = f"pgbench_progress_tps{{{RUN}}}"
-    median = f"quantile_over_time(0.5, {tps}[$__range] @ end())"
-    busy = on_targets("node_cpu_seconds_total", 'mode=~"user|system|iowait"')
-    idle = on_targets("node_cpu_seconds_total", 'mode="idle"')
-
-    # The runs of the picked run's experiment (meta.json "info": experiment and target, e.g. the
-    # four-instance demo), or the picked run alone when it belongs to none.
-    runs = (f'(pgbench_run_info{{tool="sysbench"}} and on(experiment) pgbench_run_info{{{RUN}, experiment!=""}}) '
-            f'or pgbench_run_info{{{RUN}}}')
-    per_run = f"pgbench_progress_tps * on(run_id) group_left(target) ({runs})"
-    disks = f"{TARGET}, {DISKS}"
-
-    def disk(counter: str, legend: str) -> tuple:
-        return (f"rate({counter}{{{disks}}}[$__rate_interval])", f"{{{{target}}}} {{{{device}}}} {legend}")
-
-    def await_(time_c: str, count_c: str, legend: str) -> tuple:
-        return (f"rate({time_c}{{{disks}}}[$__rate_interval]) / (rate({count_c}{{{disks}}}[$__rate_interval]) > 0)",
-                f"{{{{target}}}} {{{{device}}}} {legend}")
-
-    items: list[P.PanelBuilder] = [
-        timeseries(L, "TPS", "sysbench's own TPS, one point per progress line at sysbench's time (0 while the run is "
-                   "stalled, e.g. by a table lock), and commits+rollbacks per second counted by the selected targets' "
-                   "servers. Orange regions: InnoDB under flushing pressure (dirty pages at their limit, or checkpoint "
-                   "age past the async point); the green region is the run.", "reqps",
-                   [(tps, "sysbench TPS"), (f"sum({on_targets('instance:mysql_transactions:rate1s')})", "server commits+rollbacks/s")],
-                   w=14, h=10),
-        timeseries(L, "QPS by type (read / write / other)", "Queries per second as sysbench printed them, split "
-                   "read/write/other (r/w/o), stacked to the total qps.", "reqps",
-                   [(f"pgbench_progress_qps{{{RUN}}}", "{{type}}")], w=10, h=10, stack=True),
-    ]
-    L.new_row()
-    items += [
-        stat(L, "TPS mean", "Mean of sysbench's TPS over the selected time range.", "reqps", f"avg_over_time({tps}[$__range])"),
-        stat(L, "TPS min", "Lowest TPS over the selected range.", "reqps", f"min_over_time({tps}[$__range])"),
-        stat(L, "TPS max", "Highest TPS over the selected range.", "reqps", f"max_over_time({tps}[$__range])"),
-        stat(L, "TPS coefficient of variation", "Stddev / mean of TPS over the selected range: 0 is perfectly steady.",
-             "percentunit", f"stddev_over_time({tps}[$__range]) / avg_over_time({tps}[$__range])", decimals=2),
-        stat(L, "Seconds below 50% of median", "How many seconds of the selected range TPS stayed under half its "
-             "median: the stalls and deep valleys.", "s",
-             f"sum_over_time(({tps} < bool 0.5 * scalar({median}))[$__range:1s])", decimals=0),
-        stat(L, "Seconds under flushing pressure", "Seconds of the selected range each selected target's InnoDB "
-             "was under flushing pressure (the orange regions).", "s",
-             f"sum by (target) (sum_over_time({on_targets('instance:mysql_innodb_flushing_pressure:bool')}[$__range:1s]))",
-             decimals=0, legend="{{target}}"),
-    ]
-    L.new_row()
-    items += [
-        timeseries(L, "Dirty pages vs innodb_max_dirty_pages_pct", "Dirty pages as a percentage of the buffer pool's "
-                   "pages, against innodb_max_dirty_pages_pct (the limit; the page cleaner flushes at "
-                   "innodb_io_capacity_max when it is reached) and the flush point (the low-water mark when set).",
-                   "percent", [(on_targets("instance:mysql_innodb_buffer_pool_dirty_pages:percent"), "{{target}} dirty pages"),
-                               (on_targets("instance:mysql_innodb_max_dirty_pages:percent"), "{{target}} innodb_max_dirty_pages_pct"),
-                               (on_targets("instance:mysql_innodb_dirty_pages_flush_point:percent"), "{{target}} flush point")]),
-        timeseries(L, "Checkpoint age vs its maximum", "Redo written since the last checkpoint (Innodb_checkpoint_age) "
-                   "against Innodb_checkpoint_max_age, with InnoDB's async flush point (7/8: the page cleaner flushes "
-                   "hard) and sync point (15/16: user threads wait for flushing). See docs/innodb.md.", "bytes",
-                   [(on_targets("mysql_global_status_innodb_checkpoint_age"), "{{target}} checkpoint age"),
-                    (on_targets("instance:mysql_innodb_checkpoint_async_point:bytes"), "{{target}} async point (7/8)"),
-                    (on_targets("instance:mysql_innodb_checkpoint_sync_point:bytes"), "{{target}} sync point (15/16)"),
-                    (on_targets("mysql_global_status_innodb_checkpoint_max_age"), "{{target}} max")]),
-    ]
-    L.new_row()
-    items += [
-        timeseries(L, "Pages flushed per second", "Buffer pool pages written to disk per second "
-                   "(Innodb_buffer_pool_pages_flushed): the page cleaner's pace, which jumps under pressure.", "short",
-                   [(on_targets("instance:mysql_innodb_pages_flushed:rate1s"), "{{target}} pages flushed/s")], w=8),
-        timeseries(L, "Redo bytes per second", "Redo log written per second (Innodb_os_log_written): how fast the "
-                   "checkpoint age grows when flushing does not keep up.", "Bps",
-                   [(on_targets("instance:mysql_innodb_redo_bytes:rate1s"), "{{target}} redo")], w=8),
-        timeseries(L, "Latency percentile", "The latency percentile sysbench printed for each interval "
-                   "(lat (ms,95%) by default, --percentile=N otherwise).", "s",
-                   [(f"pgbench_progress_latency_quantile_seconds{{{RUN}}}", "p{{quantile}}")], w=8),
-    ]
-    L.new_row()
-    items += [
-        timeseries(L, "Errors and reconnects per second", "Query errors sysbench ignored (--mysql-ignore-errors) and "
-                   "reconnects, per second (err/s, reconn/s).", "reqps",
-                   [(f"rate(pgbench_errors_total{{{RUN}}}[$__rate_interval])", "errors/s"),
-                    (f"rate(pgbench_reconnects_total{{{RUN}}}[$__rate_interval])", "reconnects/s")], w=8),
-        timeseries(L, "Experiment: TPS per instance and sum", "sysbench TPS of every run of the picked run's "
-                   "experiment, one line per database target it drove, and their sum (benchwatch demo --engine mariadb "
-                   "--instances 4 runs four side by side); the picked run alone when it belongs to no experiment.",
-                   "reqps", [(f"sum by (target) ({per_run})", "{{target}}"), (f"sum({per_run})", "sum")], w=8),
-        timeseries(L, "Server transactions per second by target", "Commits+rollbacks per second counted by each "
-                   "selected target's server, and their sum.", "reqps",
-                   [(f"sum by (target) ({on_targets('instance:mysql_transactions:rate1s')})", "{{target}}"),
-                    (f"sum({on_targets('instance:mysql_transactions:rate1s')})", "sum")], w=8),
-    ]
-    items.append(row(L, "Host I/O (iostat -x)"))
-    items += [
-        timeseries(L, "Requests per second (r/s, w/s)", "Reads and writes completed per second per disk of the "
-                   "selected targets' hosts (iostat r/s, w/s).", "iops",
-                   [disk("node_disk_reads_completed_total", "r/s"), disk("node_disk_writes_completed_total", "w/s")], w=8),
-        timeseries(L, "Throughput (rkB/s, wkB/s)", "Bytes read and written per second per disk (iostat rkB/s, wkB/s).",
-                   "Bps", [disk("node_disk_read_bytes_total", "read"), disk("node_disk_written_bytes_total", "written")], w=8),
-        timeseries(L, "Utilisation (%util)", "Share of time each disk had requests in flight (iostat %util).",
-                   "percentunit", [disk("node_disk_io_time_seconds_total", "%util")], w=8),
-        timeseries(L, "Wait per request (r_await, w_await)", "Average time a read or write took, queueing included "
-                   "(iostat r_await, w_await): climbing await in the valleys points at the disk.", "s",
-                   [await_("node_disk_read_time_seconds_total", "node_disk_reads_completed_total", "r_await"),
-                    await_("node_disk_write_time_seconds_total", "node_disk_writes_completed_total", "w_await")]),
-        timeseries(L, "CPU (avg-cpu)", "Machine-wide CPU of the selected targets' hosts, by mode (iostat avg-cpu: "
-                   "%user, %system, %iowait), as a share of all CPUs.", "percentunit",
-                   [(f"sum by (target, mode) (rate({busy}[$__rate_interval])) "
-                     f"/ on(target) group_left() count by (target) ({idle})",
-                     "{{target}} %{{mode}}")], stack=True),
-    ]
-    return dashboard(UIDS["sysbench"], "sysbench on InnoDB", "One sysbench run on MySQL/MariaDB: TPS/QPS with InnoDB "
-                     "flushing-pressure regions, dirty pages and checkpoint age against their limits, flushing and "
-                     "redo rates, latency, errors, the experiment's instances side by side, and the host's disks.",
-                     items, [datasource_variable(), target_variable(), run_variable(SYSBENCH_RUN_PICKER_EXPR)],
-                     dashboard_annotations("sysbench"))
-
-
-GENERATORS = {"pgbench-run.json": pgbench_run, "host-io.json": host_io, "checkpoints-wal.json": checkpoints_wal,
-              "sysbench-innodb.json": sysbench_innodb}
+def generators() -> dict[str, Callable[[], dict]]:
+    """File name -> builder of every dashboard: the run dashboards, Host I/O, each engine's own."""
+    out: dict[str, Callable[[], dict]] = {d.file: functools.partial(run_dashboard, d) for d in run_dashboards()}
+    out[HOST_IO[1]] = host_io
+    for engine in engines.load_engines().values():
+        out.update(engine.dashboards())
+    return dict(sorted(out.items()))
 
 
 def render_all() -> dict[str, str]:
-    return {name: json.dumps(fn(), indent=2, sort_keys=True) + "\n" for name, fn in GENERATORS.items()}
+    return {name: json.dumps(fn(), indent=2, sort_keys=True) + "\n" for name, fn in generators().items()}

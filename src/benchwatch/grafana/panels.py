@@ -27,8 +27,32 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
+from benchwatch.model import names
+from benchwatch.record.host import NOT_DISK_PATTERN
+
 DATASOURCE_UID = "benchwatch-prometheus"
 DS = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
+
+# The matchers every dashboard's queries share: the picked run, the selected targets, disks.
+RUN = 'run_id="$run_id"'
+TARGET = 'target=~"$target"'
+DISKS = f'device!~"{NOT_DISK_PATTERN}.*"'  # block devices that are disks a database can live on
+
+
+def on_targets(metric: str, extra: str = "") -> str:
+    """``metric`` on the selected targets (and ``extra`` matchers)."""
+    return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"
+
+
+def of_any_run(name: str, matchers: str = "") -> str:
+    """A run series of every run (under either name, as :func:`of_run`), with ``matchers``."""
+    return names.select(name, matchers)
+
+
+def of_run(name: str, extra: str = "") -> str:
+    """A run series of the picked run, under its name now or the one runs recorded before it had
+    (benchwatch.model.names): a selector a range can be taken over too."""
+    return names.select(name, RUN + (f", {extra}" if extra else ""))
 
 PanelBuilder = cog_b.Builder[dash_m.Panel] | dash_b.Row
 

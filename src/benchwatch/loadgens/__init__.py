@@ -128,6 +128,44 @@ class LoadGenerator:
         """Whether ``name`` is one of the files the tool writes for a latency log of prefix ``base``."""
         return False
 
+    # -- its part of the dashboards (benchwatch.grafana.dashboards) ----------------------------
+
+    # How the run picker shows a run of this tool: run_info labels, then a format with $2, $3... for
+    # them ($1 is the run id), e.g. ("script", "clients", "scale") and "$2, $3 clients, scale $4".
+    run_picker_labels: ClassVar[tuple[str, ...]] = ("script",)
+    run_picker_format: ClassVar[str] = "$2"
+    # Engine family -> (uid, file, title) of the run dashboard of this tool on it, where the names
+    # are given (existing dashboards keep theirs); else benchwatch-<tool>-<engine>.
+    dashboard_names: ClassVar[Mapping[str, tuple[str, str, str]]] = {}
+    panels_summary: ClassVar[str] = ""      # what its panels of a run dashboard show, for the description
+
+    def dashboard_panels(self, layout: Any) -> list[Any]:
+        """Its own panels of a run dashboard, below the TPS (panel builders placed by ``layout``)."""
+        return []
+
+    # -- its part of a run's summary and of comparisons (benchwatch.share.summary) --------------
+
+    def summary_figures(self, ctx: Any) -> dict:
+        """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""
+        return {}
+
+    def throughput_rows(self, summary: dict) -> list[list[str]]:
+        """Its rows of the summary's Throughput table."""
+        return []
+
+    def latency_rows(self, summary: dict) -> list[list[str]]:
+        """Its rows of the summary's Latency table."""
+        return []
+
+    def summary_tables(self, summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+        """Its own tables of the summary: (title, header, rows)."""
+        return []
+
+    @property
+    def compare_rows(self) -> list[Any]:
+        """Its rows of a comparison (benchwatch.share.summary.CompareRow)."""
+        return []
+
     # -- saved output ------------------------------------------------------------------
 
     def recognises(self, line: bytes) -> bool:

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from benchwatch import loadgens
+from benchwatch import engines, loadgens
 from benchwatch.model.run import METRICS, RunModel
 from benchwatch.model.samples import Sample
 
@@ -51,7 +51,21 @@ def info_labels(meta: Mapping[str, Any]) -> dict[str, str]:
     for key in (generator.version_key, *_META_LABELS):
         if meta.get(key) is not None:
             labels[key] = str(meta[key])
+    labels["engine"] = run_engine(meta)  # which run dashboard shows it
     return labels
+
+
+def run_engine(meta: Mapping[str, Any]) -> str:
+    """The engine family a recorded run drove: as its meta.json says, else (runs recorded before engines
+    were) the one its tool's argv drives, the tool's first for a run without argv (attach, import)."""
+    recorded = meta.get("engine")
+    if isinstance(recorded, str) and recorded:
+        try:
+            return engines.get(recorded).name
+        except engines.UnknownEngine:
+            return recorded
+    argv = meta.get("argv") or []
+    return loadgens.by_name(meta.get("tool")).engine_of([str(a) for a in argv[1:]])
 
 
 def model_for_run(run_id: str, meta: Mapping[str, Any]) -> RunModel:

@@ -32,38 +32,38 @@ from benchwatch.model.samples import STALE_NAN, Sample, sample
 # Series every load generator's run writes: name -> (type, help). With each tool's own
 # catalogue (benchwatch.loadgens.<tool>), the source of exposition, OpenMetrics and docs.
 METRICS: dict[str, tuple[str, str]] = {
-    "pgbench_progress_tps": ("gauge", "Transactions per second over the last progress interval, as the load generator printed it; 0 while the run is stalled."),
-    "pgbench_progress_latency_seconds": ("gauge", "Average transaction latency over the last progress interval."),
-    "pgbench_progress_interval_seconds": ("gauge", "The progress reporting interval of the run (pgbench -P, sysbench --report-interval)."),
-    "pgbench_progress_last_line_timestamp_seconds": ("gauge", "Load generator time of the last progress line received, as a Unix timestamp."),
-    "pgbench_progress_lines_total": ("counter", "Progress lines received."),
-    "pgbench_progress_stalled": ("gauge", "1 while an active run has printed no progress line for more than 1.5 intervals."),
-    "pgbench_transactions_total": ("counter", "Transactions completed: tps times the time each progress line covers; the exact figure from the summary at the end."),
-    "pgbench_aborted_clients_total": ("counter", "Clients that aborted."),
-    "pgbench_running": ("gauge", "1 while the run is active, 0 once it ended."),
-    "pgbench_exit_code": ("gauge", "The load generator's exit code, once the run ended."),
-    "pgbench_run_info": ("gauge", "Run metadata in labels; always 1."),
-    "pgbench_run_start_timestamp_seconds": ("gauge", "Start of the load generator's clock for the run, as a Unix timestamp."),
-    "pgbench_summary_tps": ("gauge", "TPS of the whole run from the load generator's summary."),
-    "pgbench_summary_latency_seconds": ("gauge", "Average latency of the whole run from the load generator's summary."),
-    "pgbench_summary_transactions": ("gauge", "Transactions actually processed, from the load generator's summary."),
-    "pgbench_exporter_unparsed_lines_total": ("counter", "Output lines benchwatch could not parse (malformed, truncated or not UTF-8); they are kept in the raw output."),
+    "benchmark_progress_tps": ("gauge", "Transactions per second over the last progress interval, as the load generator printed it; 0 while the run is stalled."),
+    "benchmark_progress_latency_seconds": ("gauge", "Average transaction latency over the last progress interval."),
+    "benchmark_progress_interval_seconds": ("gauge", "The progress reporting interval of the run (pgbench -P, sysbench --report-interval)."),
+    "benchmark_progress_last_line_timestamp_seconds": ("gauge", "Load generator time of the last progress line received, as a Unix timestamp."),
+    "benchmark_progress_lines_total": ("counter", "Progress lines received."),
+    "benchmark_progress_stalled": ("gauge", "1 while an active run has printed no progress line for more than 1.5 intervals."),
+    "benchmark_transactions_total": ("counter", "Transactions completed: tps times the time each progress line covers; the exact figure from the summary at the end."),
+    "benchmark_aborted_clients_total": ("counter", "Clients that aborted."),
+    "benchmark_running": ("gauge", "1 while the run is active, 0 once it ended."),
+    "benchmark_exit_code": ("gauge", "The load generator's exit code, once the run ended."),
+    "benchmark_run_info": ("gauge", "Run metadata in labels; always 1."),
+    "benchmark_run_start_timestamp_seconds": ("gauge", "Start of the load generator's clock for the run, as a Unix timestamp."),
+    "benchmark_result_tps": ("gauge", "TPS of the whole run from the load generator's summary."),
+    "benchmark_result_latency_seconds": ("gauge", "Average latency of the whole run from the load generator's summary."),
+    "benchmark_result_transactions": ("gauge", "Transactions actually processed, from the load generator's summary."),
+    "benchmark_unparsed_lines_total": ("counter", "Output lines benchwatch could not parse (malformed, truncated or not UTF-8); they are kept in the raw output."),
 }
 
 # The names the base model writes (one place, so a rename is one edit).
-TPS = "pgbench_progress_tps"
-LATENCY = "pgbench_progress_latency_seconds"
-INTERVAL = "pgbench_progress_interval_seconds"
-LAST_LINE = "pgbench_progress_last_line_timestamp_seconds"
-LINES = "pgbench_progress_lines_total"
-STALLED = "pgbench_progress_stalled"
-TRANSACTIONS = "pgbench_transactions_total"
-ABORTED = "pgbench_aborted_clients_total"
-RUNNING = "pgbench_running"
-EXIT_CODE = "pgbench_exit_code"
-RUN_INFO = "pgbench_run_info"
-START = "pgbench_run_start_timestamp_seconds"
-UNPARSED = "pgbench_exporter_unparsed_lines_total"
+TPS = "benchmark_progress_tps"
+LATENCY = "benchmark_progress_latency_seconds"
+INTERVAL = "benchmark_progress_interval_seconds"
+LAST_LINE = "benchmark_progress_last_line_timestamp_seconds"
+LINES = "benchmark_progress_lines_total"
+STALLED = "benchmark_progress_stalled"
+TRANSACTIONS = "benchmark_transactions_total"
+ABORTED = "benchmark_aborted_clients_total"
+RUNNING = "benchmark_running"
+EXIT_CODE = "benchmark_exit_code"
+RUN_INFO = "benchmark_run_info"
+START = "benchmark_run_start_timestamp_seconds"
+UNPARSED = "benchmark_unparsed_lines_total"
 
 STALL_FACTOR = 1.5
 

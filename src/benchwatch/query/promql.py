@@ -99,7 +99,9 @@ def _add(out: list[str], selector: str) -> None:
         out.append(selector)
 
 
-_SEL = r"[A-Za-z_:][A-Za-z0-9_:]*(?:\{[^}]*\})?"
+# A selector, with a metric name or without one ({__name__=~"new|old", ...}: a run series under
+# either of its names, benchwatch.model.names).
+_SEL = r"(?:[A-Za-z_:][A-Za-z0-9_:]*(?:\{[^}]*\})?|\{[^}]*\})"
 _STATE_FORMS = [
     re.compile(rf"^\s*(?P<sel>{_SEL})\s*(?:==\s*1)?\s*$"),
     re.compile(rf"^\s*max_over_time\(\s*(?P<sel>{_SEL})\s*\[[^\]]+\]\s*\)\s*(?:==\s*1)?\s*$"),

@@ -18,6 +18,7 @@ import math
 import os
 from dataclasses import dataclass, field
 
+from benchwatch.model import names as series_names
 from benchwatch.query import prometheus
 
 
@@ -86,7 +87,7 @@ def read_csv_dir(directory: str) -> list[Series]:
                 if len(row) != len(header):
                     continue
                 labels = {k: v for k, v in zip(label_names, row[1:-2]) if v != ""}
-                s = Series(row[0], labels)
+                s = Series(series_names.current(row[0]), labels)
                 s = out.setdefault(s.key, s)
                 s.samples.append((int(round(float(row[-2]) * 1000)), parse_value(row[-1])))
     for s in out.values():
@@ -102,7 +103,8 @@ def fetch(base: str, selectors: list[str], start: float, end: float) -> list[Ser
         result = prometheus.query(base, f"{sel}[{window}s]", end)
         for r in result:
             labels = dict(r["metric"])
-            name = labels.pop("__name__", "")
+            # A stored run's old series name is read as the name of now (benchwatch.model.names).
+            name = series_names.current(labels.pop("__name__", ""))
             s = Series(name, labels)
             if s.key in found:
                 continue

@@ -19,12 +19,11 @@ import time
 from collections.abc import Callable
 from typing import BinaryIO
 
-from benchwatch import loadgens
-from benchwatch.engines.postgresql import dsn
-from benchwatch.engines.postgresql.settings import describe_server
+from benchwatch import engines, loadgens
 from benchwatch.record import rundir
 from benchwatch.record.host import host_facts
 from benchwatch.record.stream import ClockStamper, LineSafeStream, SavedCopy, SaveFailures, pump
+from benchwatch.util import secrets
 
 
 def _tool_version(argv: list[str], env: dict[str, str]) -> str | None:
@@ -72,13 +71,15 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
     facts = generator.read_argv(args)
     meta = {
         "run_id": run.run_id, "mode": "run", "tool": tool, "state": rundir.RUNNING, "pid": os.getpid(),
-        "argv": dsn.redact_argv([os.path.basename(program)] + args),
+        "argv": secrets.redact_argv([os.path.basename(program)] + args),
         "progress_interval": facts.progress_interval, "hostname": socket.gethostname(),
         generator.version_key: tool_version(generator, resolved, env), "started_at": time.time(),
         "sql_statements_per_transaction": facts.statements_per_transaction,
         "stdout": "stdout.log", "stderr": "stderr.log", "txlog_prefix": txlog_prefix,
     }
-    meta.update(describe_server(env) if generator.engine_of(args) == "postgresql" else (server_facts or {}))
+    engine = engines.get(generator.engine_of(args))
+    meta["engine"] = engine.name
+    meta.update(server_facts if server_facts is not None else engine.describe_server(env))
     meta["host"] = host_facts()
     if info:
         meta["info"] = dict(info)
@@ -142,7 +143,7 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgben
     facts = generator.read_argv(pgbench_args or [])
     meta = {
         "run_id": run.run_id, "mode": "attach", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),
-        "argv": dsn.redact_argv([generator.name] + list(pgbench_args)) if pgbench_args else None,
+        "argv": secrets.redact_argv([generator.name] + list(pgbench_args)) if pgbench_args else None,
         "progress_interval": interval or facts.progress_interval, "hostname": socket.gethostname(),
         "started_at": time.time(), "output": "output.log",
         "sql_statements_per_transaction": facts.statements_per_transaction if pgbench_args else None,

@@ -21,75 +21,37 @@ import socket
 import time
 from dataclasses import dataclass, field
 
-from benchwatch import resources
-from benchwatch.engines.postgresql import dsn
+from benchwatch import engines, resources
 from benchwatch.explain import causes
-from benchwatch.grafana import panels
+from benchwatch.grafana import dashboards
 from benchwatch.grafana.panels import DATASOURCE_UID
-from benchwatch.model import replay
+from benchwatch.model import names, replay
 from benchwatch.query import frames as fr
 from benchwatch.query import grafana as gq
 from benchwatch.query import prometheus, promql
 from benchwatch.query.series import Series, fetch, merge, read_csv_dir, write_csv_dir
 from benchwatch.record import rundir
-from benchwatch.record.host import NOT_DISK_PATTERN, host_facts
+from benchwatch.record.host import host_facts
 from benchwatch.share import rebuild, summary
-from benchwatch.util import processes
+from benchwatch.util import processes, secrets
 
 MARGIN_S = 5.0
 LOOKBACK_S = 300.0
-DASHBOARD_FILE = "pgbench-run.json"
-# The dashboard a snapshot draws, by the run's meta.json "tool" (runs without one are pgbench runs).
-DASHBOARD_FILES = {"pgbench": DASHBOARD_FILE, "sysbench": "sysbench-innodb.json"}
-
-# Devices that are not disks a database lives on.
-DISK_FILTER = f'device!~"{NOT_DISK_PATTERN}.*"'
-TARGET = 'target=~"$target"'
-
-# Panels a snapshot adds after the dashboard's own: iostat's await and %util,
-# from node_exporter's raw counters (irate over two 1 s scrapes, as
-# prometheus/rules/node.yml explains), so a rebuild needs no recording rule.
-
-
-def _extra_panels(layout: panels.Layout) -> list[dict]:
-    """Host disk panels a snapshot adds below the run dashboard's own (the run dashboard links to Host I/O instead)."""
-    disks = f"{TARGET}, {DISK_FILTER}"
-
-    def ratio(time: str, count: str) -> str:
-        return (f"(irate({time}{{{disks}}}[3s]) / (irate({count}{{{disks}}}[3s]) > 0))"
-                f" or irate({count}{{{disks}}}[3s]) * 0")
-    built = [
-        panels.row(layout, "Host disks (added by benchwatch snapshot)"),
-        panels.timeseries(layout, "Disk utilisation (%util)",
-                          "Share of each second with at least one I/O in flight on the device (iostat %util).",
-                          "percentunit", [(f"irate(node_disk_io_time_seconds_total{{{disks}}}[3s])", "{{target}} {{device}}")]),
-        panels.timeseries(layout, "Disk await",
-                          "Average time per completed read and write, queueing included (iostat r_await / w_await).", "s",
-                          [(ratio("node_disk_read_time_seconds_total", "node_disk_reads_completed_total"), "{{target}} {{device}} read"),
-                           (ratio("node_disk_write_time_seconds_total", "node_disk_writes_completed_total"), "{{target}} {{device}} write")]),
-    ]
-    return [panels.to_json(b) for b in built]
-
-
-# Series the summary and the metadata read beyond what the panels query.
-CONTEXT_SELECTORS = [
-    'pg_checkpoint_in_progress', 'pg_checkpoint_last_duration_seconds', 'pg_checkpoint_last_buffers_written',
-    'pg_checkpoint_last_buffers_written_ratio', 'pg_checkpoint_last_distance_bytes',
-    'pg_checkpoint_last_estimate_bytes', 'pg_checkpoints_completed_total', 'pg_checkpoints_too_frequent_total',
-    '{__name__=~"pg_settings_(shared_buffers|max_wal_size|min_wal_size|checkpoint_.*|wal_buffers|wal_compression'
-    '|fsync|full_page_writes|synchronous_commit|max_connections|work_mem|effective_io_concurrency|bgwriter_.*'
-    '|wal_writer_.*|huge_pages|wal_level|data_checksums)(_bytes|_seconds)?"}',
+# Series the summary and the metadata read beyond what the panels query: the host's, each engine's
+# (benchwatch.engines.<family>.summary), and the evidence benchwatch explain weighs for each dip.
+HOST_SELECTORS = [
     'node_uname_info', 'node_memory_MemTotal_bytes', 'node_cpu_seconds_total{mode="idle"}', 'node_disk_info',
     'node_disk_io_time_seconds_total', 'node_disk_read_time_seconds_total', 'node_disk_write_time_seconds_total',
     'node_disk_reads_completed_total', 'node_disk_writes_completed_total',
     'node_disk_read_bytes_total', 'node_disk_written_bytes_total',
-    # InnoDB (sysbench runs): the pressure regions and the settings the summary lists.
-    'instance:mysql_innodb_flushing_pressure:bool', 'mysql_global_status_innodb_checkpoint_max_age',
-    '{__name__=~"mysql_global_variables_(innodb_buffer_pool_size|innodb_log_file_size|innodb_io_capacity'
-    '|innodb_io_capacity_max|innodb_adaptive_flushing|innodb_max_dirty_pages_pct|innodb_max_dirty_pages_pct_lwm'
-    '|innodb_flush_log_at_trx_commit)"}',
-    *causes.SELECTORS,  # the evidence benchwatch explain weighs for each dip
 ]
+
+
+def context_selectors() -> list[str]:
+    out = [*HOST_SELECTORS]
+    for engine in engines.load_engines().values():
+        out += engine.context_selectors
+    return out + [*causes.SELECTORS]
 
 
 @dataclass
@@ -128,10 +90,7 @@ def scrub(value, key: str = ""):
     if isinstance(value, list):
         return [scrub(v, key) for v in value]
     if isinstance(value, str):
-        text = dsn.redact_argv([value])[0]
-        if "dsn" in key.lower() and "=" in text:
-            text = dsn.redact(text)
-        return text
+        return secrets.redact_argv([value])[0]
     return value
 
 
@@ -142,12 +101,12 @@ def window(meta: dict) -> tuple[float, float]:
 
 
 def dashboard_file(meta: dict) -> str:
-    """The dashboard of a run's tool: pgbench-run.json, or sysbench-innodb.json for a sysbench run."""
-    return DASHBOARD_FILES.get(str(meta.get("tool") or "pgbench"), DASHBOARD_FILE)
+    """The run dashboard of a run: its tool's on its engine (pgbench-run.json, sysbench-innodb.json, ...)."""
+    return dashboards.run_dashboard_for(meta.get("tool"), replay.run_engine(meta)).file
 
 
-def load_dashboard(path: str | None = None) -> dict:
-    with open(path or resources.path("dashboards", DASHBOARD_FILE), encoding="utf-8") as f:
+def load_dashboard(path: str) -> dict:
+    with open(path, encoding="utf-8") as f:
         return json.load(f)
 
 
@@ -213,16 +172,9 @@ def _expand_repeats(own: list[dict], targets: list[str]) -> list[dict]:
 
 
 def snapshot_dashboard(dash: dict, targets: list[str] | None = None) -> dict:
-    """The dashboard as a snapshot shows it: rows repeated by target drawn once per target of the
-    run, and the snapshot's extra panels appended below the dashboard's own."""
+    """The dashboard as a snapshot shows it: rows repeated by target drawn once per target of the run."""
     dash = json.loads(json.dumps(dash))
-    own = _expand_repeats(dash.setdefault("panels", []), targets or [])
-    dash["panels"] = own
-    if any(p.get("type") == "row" and str(p.get("title", "")).startswith("Host I/O") for p in own):
-        return dash  # the dashboard has its own host disk panels (sysbench on InnoDB)
-    next_id = max([p.get("id", 0) for p in gq._panels(own)] + [0]) + 1
-    y = max([p["gridPos"]["y"] + p["gridPos"]["h"] for p in own if "gridPos" in p] + [0])
-    own.extend(_extra_panels(panels.Layout(y=y, next_id=next_id)))
+    dash["panels"] = _expand_repeats(dash.setdefault("panels", []), targets or [])
     return dash
 
 
@@ -239,7 +191,7 @@ def selectors_for(dash: dict, variables: dict[str, str], start: float, end: floa
         for sel in promql.selectors(gq.expand(q.expr, variables, end - start)):
             if sel not in out:
                 out.append(sel)
-    for sel in CONTEXT_SELECTORS + [f'{{__name__=~"pgbench_.*",run_id="{run_id}"}}']:
+    for sel in context_selectors() + [names.run_selector(run_id)]:
         if sel not in out:
             out.append(sel)
     return out
@@ -262,21 +214,6 @@ def host_extra(run: rundir.RunDir, meta: dict) -> dict:
         facts["disks"] = [{("device" if k == "name" else k): v for k, v in d.items() if v is not None}
                           for d in facts["disks"]]
     return facts
-
-
-def statement_order(run: rundir.RunDir) -> list[str]:
-    """The statements of pgbench's -r table, in its order (Prometheus keeps no order)."""
-    from benchwatch.loadgens.pgbench import output as po
-
-    parser = po.PgbenchOutputParser()
-    out: list[str] = []
-    for path in run.output_files():
-        with open(path, "rb") as f:
-            for line in f.read().split(b"\n"):
-                for event in parser.feed(line):
-                    if isinstance(event, po.StatementLatency):
-                        out.append(event.statement)
-    return out
 
 
 # -- panels ----------------------------------------------------------------------------
@@ -325,7 +262,8 @@ def query_annotations(base: str, dash: dict, variables: dict[str, str], start: f
             # A 0/1 state pushed at its own times (checkpoints): the regions' exact edges,
             # even for one shorter than the step, instead of step-sampled ones.
             name, matchers = promql.parse_matchers(boolean)
-            chosen = [s for s in series if s.name == name and promql.matches(s.labels, matchers)]
+            chosen = [s for s in series if (name is None or s.name == name)
+                      and promql.matches({**s.labels, "__name__": s.name}, matchers)]
             events = fr.exact_annotation_events(chosen, title, text, tags, int(start * 1000), int(end * 1000))
             how = "exact"
         else:
@@ -346,7 +284,8 @@ def query_annotations(base: str, dash: dict, variables: dict[str, str], start: f
 
 def prometheus_has_run(base: str, run_id: str, start: float, end: float) -> bool:
     try:
-        result = prometheus.query(base, f'count_over_time(pgbench_progress_tps{{run_id="{run_id}"}}[{int(end - start) + 1}s])', end)
+        tps = names.select("benchmark_progress_tps", f'run_id="{run_id}"')
+        result = prometheus.query(base, f"count_over_time({tps}[{int(end - start) + 1}s])", end)
     except prometheus.PrometheusError:
         return False
     return bool(result)
@@ -401,7 +340,7 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
              if not t["frames"]]
     if empty:
         notes.append("no data for: " + "; ".join(empty))
-    s = summary.build(series, meta, run_id, (start, end), host_extra(run, meta), statement_order(run))
+    s = summary.build(series, meta, run_id, (start, end), host_extra(run, meta), run.path)
     s["source"] = used
     return Collected(run_id, meta, start, end, used, dash, panels, annotations, series, s, notes, run.path, targets)
 

@@ -30,7 +30,7 @@ def register(subparsers, add_stack_options, make_stack) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="run ids (or run directories); the first is the baseline")
     _common(p)
     p.add_argument("--by", metavar="LABEL", help="a sweep: TPS against this run label (clients, threads, scale, "
-                   "server_version, or any pgbench_run_info label), one line per variant")
+                   "server_version, or any benchmark_run_info label), one line per variant")
     p.add_argument("--variant", metavar="LABEL", help="with --by: the label that tells variants apart "
                    "(default: the pgbench arguments without the --by option, or --names)")
     p.add_argument("--names", help="comma-separated names for the runs, in order (e.g. HEAD,PATCH); "

@@ -21,47 +21,60 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from benchwatch import engines, loadgens
 from benchwatch.share import bundle, html, png
 from benchwatch.share import summary as sm
 from benchwatch.share.collect import Collected
 
 SIZES = {"tps.png": (1200, 500), "sweep": (900, 500)}
 
-def _tool(s: dict) -> str:
-    return s["run"].get("tool") or "pgbench"
+def _generators(summaries: list[dict]) -> list[loadgens.LoadGenerator]:
+    out: list[loadgens.LoadGenerator] = []
+    for s in summaries:
+        g = loadgens.by_name(s["run"].get("tool"))
+        if g not in out:
+            out.append(g)
+    return out
 
 
-def _sb(s: dict, key: str):
-    return (s.get("sysbench") or {}).get(key)
+def _engines(summaries: list[dict]) -> list[engines.Engine]:
+    out: list[engines.Engine] = []
+    for s in summaries:
+        e = engines.get(s["run"].get("engine") or loadgens.by_name(s["run"].get("tool")).engines[0])
+        if e not in out:
+            out.append(e)
+    return out
 
 
-def _sum(*values: float | None) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) if known else None
+def metric_rows(summaries: list[dict]) -> list[sm.CompareRow]:
+    """The side-by-side table's rows for these runs: what every run has, with the rows of each tool and
+    each engine among them in their sections (throughput, latency, events, totals)."""
+    tools = _generators(summaries)
+    tool_rows = [r for g in tools for r in g.compare_rows]
+    engine_rows = [r for e in _engines(summaries) for r in e.compare_rows]
 
+    def section(name: str) -> list[sm.CompareRow]:
+        return [r for r in tool_rows + engine_rows if r.section == name]
 
-# (label, getter, formatter, better) for the side-by-side table; better: +1 higher is better, -1 lower.
-METRIC_ROWS = [
-    ("TPS (pgbench summary)", lambda s: s["tps"]["pgbench_summary_tps"] if _tool(s) == "pgbench" else None, lambda v: sm.fmt_num(v), +1),
-    ("TPS (sysbench summary)", lambda s: s["tps"]["pgbench_summary_tps"] if _tool(s) == "sysbench" else None, lambda v: sm.fmt_num(v), +1),
-    ("QPS (sysbench summary)", lambda s: _sb(s, "qps"), lambda v: sm.fmt_num(v), +1),
-    ("TPS mean (progress)", lambda s: s["tps"]["mean"], lambda v: sm.fmt_num(v), +1),
-    ("TPS min", lambda s: s["tps"]["min"], lambda v: sm.fmt_num(v), +1),
-    ("TPS stddev", lambda s: s["tps"]["stddev"], lambda v: sm.fmt_num(v), -1),
-    ("TPS CoV", lambda s: s["tps"]["cov"], lambda v: sm.fmt_pct(v), -1),
-    ("latency avg", lambda s: s["latency"]["avg_s"], sm.fmt_ms, -1),
-    ("latency p95", lambda s: s["latency"]["p95_s"], sm.fmt_ms, -1),
-    ("latency p99", lambda s: s["latency"]["p99_s"], sm.fmt_ms, -1),
-    ("latency percentile (sysbench summary)", lambda s: _sb(s, "latency_quantile_s"), sm.fmt_ms, -1),
-    ("errors / reconnects (sysbench)", lambda s: _sum(_sb(s, "errors"), _sb(s, "reconnects")), lambda v: sm.fmt_num(v, 0), -1),
-    ("InnoDB flushing pressure seconds", lambda s: sum(r["duration_s"] for r in s["flushing_pressure"])
-     if "flushing_pressure" in s else None, lambda v: sm.fmt_num(v, 0), -1),
-    ("stall seconds (TPS 0)", lambda s: s["stalls"]["seconds"], lambda v: sm.fmt_num(v, 0), -1),
-    ("seconds below 50% of median", lambda s: s["tps"]["below_half_median_s"], lambda v: sm.fmt_num(v, 0), -1),
-    ("checkpoints", lambda s: len(s["checkpoints"]) if _tool(s) == "pgbench" else None, lambda v: sm.fmt_num(v, 0), 0),
-    ("transactions", lambda s: s["tps"]["transactions"], lambda v: sm.fmt_num(v, 0), +1),
-    ("failed transactions", lambda s: s["tps"]["failed"], lambda v: sm.fmt_num(v, 0), -1),
-]
+    summary_tps = f"TPS ({tools[0].title} summary)" if len(tools) == 1 else "TPS (each tool's summary)"
+    return [
+        sm.CompareRow("throughput", summary_tps, lambda s: s["tps"]["pgbench_summary_tps"], sm.fmt_num, +1),
+        *section("throughput"),
+        sm.CompareRow("throughput", "TPS mean (progress)", lambda s: s["tps"]["mean"], sm.fmt_num, +1),
+        sm.CompareRow("throughput", "TPS min", lambda s: s["tps"]["min"], sm.fmt_num, +1),
+        sm.CompareRow("throughput", "TPS stddev", lambda s: s["tps"]["stddev"], sm.fmt_num, -1),
+        sm.CompareRow("throughput", "TPS CoV", lambda s: s["tps"]["cov"], sm.fmt_pct, -1),
+        sm.CompareRow("latency", "latency avg", lambda s: s["latency"]["avg_s"], sm.fmt_ms, -1),
+        sm.CompareRow("latency", "latency p95", lambda s: s["latency"].get("p95_s"), sm.fmt_ms, -1),
+        sm.CompareRow("latency", "latency p99", lambda s: s["latency"].get("p99_s"), sm.fmt_ms, -1),
+        *section("latency"),
+        *section("events"),
+        sm.CompareRow("events", "stall seconds (TPS 0)", lambda s: s["stalls"]["seconds"], lambda v: sm.fmt_num(v, 0), -1),
+        sm.CompareRow("events", "seconds below 50% of median", lambda s: s["tps"]["below_half_median_s"],
+                      lambda v: sm.fmt_num(v, 0), -1),
+        sm.CompareRow("totals", "transactions", lambda s: s["tps"]["transactions"], lambda v: sm.fmt_num(v, 0), +1),
+        *section("totals"),
+    ]
 
 
 def pct_change(base: float | None, value: float | None) -> float | None:
@@ -82,11 +95,11 @@ def side_by_side(names: list[str], summaries: list[dict]) -> tuple[list[str], li
     """Header and rows: metric, each run's value, then the change of each later run vs the first."""
     header = ["", *names] + (["change"] if len(names) == 2 else [f"Δ {n}" for n in names[1:]])
     rows = []
-    for label, get, fmt, _ in METRIC_ROWS:
-        values = [get(s) for s in summaries]
+    for row in metric_rows(summaries):
+        values = [row.get(s) for s in summaries]
         if all(v is None for v in values):
             continue
-        rows.append([label, *(fmt(v) for v in values), *(fmt_change(values[0], v) for v in values[1:])])
+        rows.append([row.label, *(row.fmt(v) for v in values), *(fmt_change(values[0], v) for v in values[1:])])
     return header, rows
 
 
@@ -137,11 +150,10 @@ def variant_of(s: dict, by: str, variant_key: str | None, name: str | None) -> s
     strip: tuple[str, ...] = LABEL_OPTIONS.get(by, ())
     if by == "clients":
         strip = strip + LABEL_OPTIONS["threads"]  # threads usually follow clients in a sweep
-    args = s["run"].get("args") or ""
-    for tool in ("pgbench ", "sysbench "):
-        if args.startswith(tool):
-            args = args[len(tool):]
-    return strip_options(args, strip) or "runs"
+    words = (s["run"].get("args") or "").split(" ", 1)
+    if words[0] in loadgens.by_name(s["run"].get("tool")).programs:
+        words = words[1:]  # the program, not a difference between runs
+    return strip_options(" ".join(words), strip) or "runs"
 
 
 def _sort_key(v: str):
@@ -203,13 +215,13 @@ def sweep_table(sw: dict, what: str = "tps") -> tuple[list[str], list[list[str]]
 
 def _aligned(c: Collected) -> list[tuple[float, float]]:
     t0 = float(c.meta.get("clock_start_epoch") or c.meta.get("started_at") or c.start)
-    s = sm.one(c.series, "pgbench_progress_tps", run_id=c.run_id)
+    s = sm.one(c.series, "benchmark_progress_tps", run_id=c.run_id)
     return [((ts / 1000) - t0, v) for ts, v in (s.samples if s else [])]
 
 
 def _aligned_latency(c: Collected) -> list[tuple[float, float]]:
     t0 = float(c.meta.get("clock_start_epoch") or c.meta.get("started_at") or c.start)
-    s = sm.one(c.series, "pgbench_progress_latency_seconds", run_id=c.run_id)
+    s = sm.one(c.series, "benchmark_progress_latency_seconds", run_id=c.run_id)
     return [((ts / 1000) - t0, v) for ts, v in (s.samples if s else [])]
 
 
@@ -224,14 +236,15 @@ def overlay_png(names: list[str], collected: list[Collected], path: str) -> str:
         top = max([top] + [p[1] for p in pts])
         # Each run's checkpoints as a tick band at the bottom in its colour.
         t0 = float(c.meta.get("clock_start_epoch") or c.start)
-        # ... and, for sysbench runs, InnoDB's flushing-pressure regions the same way.
+        # ... and InnoDB's flushing-pressure regions (MySQL/MariaDB runs) the same way.
         for row in c.summary.get("checkpoints", []) + (c.summary.get("flushing_pressure") or []):
             ax.axvspan(row["start"] - t0, max(row["end"] - t0, row["start"] - t0 + 0.15),
                        ymin=0.0 + 0.025 * i, ymax=0.02 + 0.025 * i, color=colour, alpha=0.8, lw=0)
     ax.set_ylim(0, top * 1.08)
-    sysbench = _what(collected) == "sysbench runs"
-    ax.set_xlabel(f"seconds since {'sysbench' if sysbench else 'pgbench'} start (bars at the bottom: each run's "
-                  f"{'InnoDB flushing pressure' if sysbench else 'checkpoints'})")
+    tools = _generators([c.summary for c in collected])
+    regions = " and ".join(e.regions_name for e in _engines([c.summary for c in collected]))
+    ax.set_xlabel(f"seconds since {tools[0].title if len(tools) == 1 else 'each tool'}'s start "
+                  f"(bars at the bottom: each run's {regions})")
     ax.set_ylabel("transactions per second")
     ax.set_title("TPS, runs aligned at their start", loc="left")
     ax.legend(loc="lower right", fontsize=9, framealpha=0.9)
@@ -281,7 +294,7 @@ def compare_model(names: list[str], collected: list[Collected], sw: dict | None)
         gap = max(gap, 1.5 * float(c.summary["run"].get("progress_interval_s") or 1))
     panels = [
         {"kind": "chart", "title": "TPS, runs aligned at their start", "x": 0, "y": 0, "w": 24, "h": 11,
-         "description": "pgbench's TPS per progress interval; x is seconds since each run's pgbench clock started.",
+         "description": "Each run's TPS per progress interval; x is seconds since each run's clock started.",
          "chart": {"series": series, "regions": [], "unit": "tps", "xmode": "seconds", "xmin": 0, "xmax": xmax + 1,
                    "gap": gap, "min0": True, "xlabel": "t ="}},
         {"kind": "chart", "title": "Latency average, runs aligned at their start", "x": 0, "y": 11, "w": 24, "h": 8,
@@ -310,8 +323,8 @@ def targets_text(c: Collected) -> str:
 
 def _what(collected: list[Collected]) -> str:
     """"pgbench runs", "sysbench runs", or "runs" when the tools differ."""
-    tools = {c.summary["run"].get("tool") or "pgbench" for c in collected}
-    return f"{tools.pop()} runs" if len(tools) == 1 else "runs"
+    tools = _generators([c.summary for c in collected])
+    return f"{tools[0].title} runs" if len(tools) == 1 else "runs"
 
 
 def compare_markdown(names: list[str], collected: list[Collected], sw: dict | None, pictures: list[str]) -> str:
@@ -384,8 +397,8 @@ def write_compare(names: list[str], collected: list[Collected], out_dir: str, by
     with open(os.path.join(data, "summary.csv"), "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f, lineterminator="\n")
         w.writerow(["metric", *names])
-        for label, get, _, _ in METRIC_ROWS:
-            w.writerow([label, *("" if get(c.summary) is None else repr(get(c.summary)) for c in collected)])
+        for row in metric_rows([c.summary for c in collected]):
+            w.writerow([row.label, *("" if row.get(c.summary) is None else repr(row.get(c.summary)) for c in collected)])
     for n, c in zip(names, collected):
         with open(os.path.join(data, f"summary-{bundle.slug(c.run_id)}.json"), "w", encoding="utf-8") as f:
             json.dump({"name": n, **c.summary}, f, indent=1, sort_keys=True)

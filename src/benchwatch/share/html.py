@@ -16,6 +16,7 @@ from __future__ import annotations
 import html
 import json
 
+from benchwatch import loadgens
 from benchwatch.share import summary as sm
 from benchwatch.share.collect import Collected
 
@@ -477,10 +478,15 @@ def page(title: str, header_html: str, model: dict, after_html: str = "") -> str
 
 # -- the snapshot page ------------------------------------------------------------------
 
+def is_run_annotation(name: str) -> bool:
+    """The run's own region ("pgbench run", "sysbench run", ...; see benchwatch.grafana.dashboards), drawn faintly."""
+    return name == "benchmark run" or any(name == f"{g.title} run" for g in loadgens.load_generators().values())
+
+
 def region_list(annotations: list[dict]) -> list[dict]:
     out = []
     for a in annotations:
-        run_region = a["name"].lower() in ("pgbench run", "sysbench run")
+        run_region = is_run_annotation(a["name"])
         for e in a["events"]:
             out.append({"from": e["time"], "to": e["timeEnd"], "color": a["color"],
                         "alpha": 0.06 if run_region else 0.16,
@@ -558,7 +564,7 @@ def legend_html(annotations: list[dict]) -> str:
 def snapshot_page(c: Collected, notes: list[str]) -> str:
     s = c.summary
     lines = sm.header_lines(s)
-    tool = s["run"].get("tool") or "pgbench"
+    tool = loadgens.by_name(s["run"].get("tool")).title
     header = [f"<h1>{html.escape(tool)} run {html.escape(c.run_id)}</h1>"]
     first = lines[0]
     if first.startswith("`") and first.endswith("`"):

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
+from benchwatch import loadgens
 from benchwatch.share.collect import Collected
 from benchwatch.share.summary import one
 
@@ -56,19 +57,19 @@ def checkpoint_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str
 
 
 def pressure_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str, str]]:
-    """(start s, end s, colour, legend) of each InnoDB flushing-pressure region of a sysbench run."""
+    """(start s, end s, colour, legend) of each InnoDB flushing-pressure region of a MySQL/MariaDB run."""
     colour = next((a["color"] for a in c.annotations if a["name"] == "InnoDB flushing pressure"), "#FF9830")
     return [(r["start"] - t0_ms / 1000, r["end"] - t0_ms / 1000, colour, f"flushing pressure ({r['target']})")
             for r in c.summary.get("flushing_pressure") or []]
 
 
 def run_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str, str]]:
-    """The regions a run's charts shade: checkpoints (pgbench), InnoDB flushing pressure (sysbench)."""
+    """The regions a run's charts shade: checkpoints (PostgreSQL), InnoDB flushing pressure (MySQL/MariaDB)."""
     return checkpoint_spans(c, t0_ms) + pressure_spans(c, t0_ms)
 
 
-def _tool(c: Collected) -> str:
-    return str(c.summary["run"].get("tool") or "pgbench")
+def _tool(c: Collected) -> loadgens.LoadGenerator:
+    return loadgens.by_name(c.summary["run"].get("tool"))
 
 
 def shade(ax, spans, seen: dict) -> None:
@@ -105,7 +106,7 @@ def _finish_run_chart(fig, ax, c: Collected, t0: float, top: float, ylabel: str,
     """Run bounds, axes, title and legend of a chart over the run's time; saves it."""
     _run_bounds(ax, c, t0)
     ax.set_ylim(bottom=0, top=top * 1.08)
-    ax.set_xlabel(f"seconds since {_tool(c)} start")
+    ax.set_xlabel(f"seconds since {_tool(c).title}'s start")
     ax.set_ylabel(ylabel)
     ax.set_title(_title(c, what), loc="left")
     _legend_spans(ax)
@@ -116,13 +117,14 @@ def _finish_run_chart(fig, ax, c: Collected, t0: float, top: float, ylabel: str,
 def tps_png(c: Collected, path: str) -> str:
     t0 = _t0(c)
     fig, (ax,) = _figure(SIZES["tps.png"])
-    s = one(c.series, "pgbench_progress_tps", run_id=c.run_id)
+    s = one(c.series, "benchmark_progress_tps", run_id=c.run_id)
     xs = [(ts - t0) / 1000 for ts, _ in (s.samples if s else [])]
     ys = [v for _, v in (s.samples if s else [])]
     seen: dict = {}
     shade(ax, run_spans(c, t0), seen)
-    how = "--report-interval" if _tool(c) == "sysbench" else "-P"
-    ax.plot(xs, ys, color=COLORS[0], lw=1.4, marker="." if len(xs) < 120 else None, ms=4, label=f"{_tool(c)} TPS ({how})")
+    tool = _tool(c)
+    ax.plot(xs, ys, color=COLORS[0], lw=1.4, marker="." if len(xs) < 120 else None, ms=4,
+            label=f"{tool.title} TPS ({tool.progress_option})")
     median = c.summary["tps"].get("median")
     if median:
         ax.axhline(median, color="#5b6169", lw=0.8, ls="--", label=f"median {median:,.0f}")
@@ -136,12 +138,12 @@ def latency_png(c: Collected, path: str) -> str:
     shade(ax, run_spans(c, t0), seen)
     top = 0.0
     # sysbench prints a percentile per interval, not an average.
-    for quantile in [x for x in c.series if x.name == "pgbench_progress_latency_quantile_seconds" and x.labels.get("run_id") == c.run_id]:
+    for quantile in [x for x in c.series if x.name == "benchmark_progress_latency_quantile_seconds" and x.labels.get("run_id") == c.run_id]:
         ys = [v * 1000 for _, v in quantile.samples]
         ax.plot([(ts - t0) / 1000 for ts, _ in quantile.samples], ys, color=COLORS[0], lw=1.4,
                 label=f"p{float(quantile.labels.get('quantile', '0')) * 100:g} (--report-interval)")
         top = max([top] + ys)
-    avg = one(c.series, "pgbench_progress_latency_seconds", run_id=c.run_id)
+    avg = one(c.series, "benchmark_progress_latency_seconds", run_id=c.run_id)
     if avg:
         ys = [v * 1000 for _, v in avg.samples]
         ax.plot([(ts - t0) / 1000 for ts, _ in avg.samples], ys, color=COLORS[0], lw=1.4, label="average (-P)")
@@ -175,13 +177,12 @@ def disk_png(c: Collected, path: str) -> str:
     t0 = _t0(c)
     fig, (ax_await, ax_util) = _figure(SIZES["disk.png"], rows=2)
     spans = run_spans(c, t0)
-    for ax, title, scale, ylabel in ((ax_await, "Disk await", 1000, "await (ms)"),
-                                     (ax_util, "Disk utilisation (%util)", 100, "%util")):
+    # Every run dashboard's host panels (iostat's names; benchwatch.grafana.dashboards.host_rows).
+    for ax, title, scale, ylabel in ((ax_await, "Wait per request (r_await, w_await)", 1000, "await (ms)"),
+                                     (ax_util, "Utilisation (%util)", 100, "%util")):
         seen: dict = {}
         shade(ax, spans, seen)
-        # The sysbench dashboard has its own host panels (iostat's names).
-        panel = _panel(c, title) or _panel(c, {"Disk await": "Wait per request (r_await, w_await)",
-                                               "Disk utilisation (%util)": "Utilisation (%util)"}[title])
+        panel = _panel(c, title)
         i = 0
         top = 0.0
         for t in (panel or {}).get("targets", []):
@@ -200,7 +201,7 @@ def disk_png(c: Collected, path: str) -> str:
         ax.set_ylabel(ylabel)
         ax.set_title(_title(c, title) if ax is ax_await else title, loc="left")
         _legend_spans(ax)
-    ax_util.set_xlabel(f"seconds since {_tool(c)} start")
+    ax_util.set_xlabel(f"seconds since {_tool(c).title}'s start")
     fig.tight_layout()
     return _save(fig, path)
 

@@ -4,8 +4,12 @@ Everything here reads `Series` (raw samples at their own timestamps), never
 step-sampled query results, so the figures are the same whether the series
 came from Prometheus or were rebuilt from the run directory.
 
-Conventions: TPS statistics are over pgbench's progress lines (one value per
--P interval, stall zeros included); standard deviation is the population one
+What every run has is here; each tool's and each engine's part of the
+summary, its tables and compare rows live in its folder (summary.py of
+benchwatch.loadgens.<tool> and benchwatch.engines.<family>).
+
+Conventions: TPS statistics are over the tool's progress lines (one value per
+interval, stall zeros included); standard deviation is the population one
 (Prometheus' stddev_over_time); times are Unix seconds; durations seconds.
 """
 
@@ -13,15 +17,33 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
 
+from benchwatch import engines, loadgens
 from benchwatch.explain import report as explain_report
+from benchwatch.model import replay
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
 from benchwatch.record.host import NOT_DISKS
 
 AROUND_S = 10.0  # how far before and after a checkpoint "TPS around" looks
+
+Table = tuple[str, list[str], list[list[str]]]
+
+
+class CompareRow(NamedTuple):
+    """A row of a comparison: where it goes (throughput, latency, events, totals), its label, how to read
+    it from a summary (None: not for this run), how to show it, and which way is better (+1 higher,
+    -1 lower, 0 neither)."""
+
+    section: str
+    label: str
+    get: Callable[[dict], float | None]
+    fmt: Callable[[float | None], str]
+    better: int
 
 
 # -- plain statistics -----------------------------------------------------------
@@ -130,119 +152,20 @@ def value_at(s: Series | None, ts_ms: int, tolerance_ms: int = 1000) -> float | 
 def interval_of(meta: dict, series: list[Series], run_id: str) -> float:
     if meta.get("progress_interval"):
         return float(meta["progress_interval"])
-    v = last_value(one(series, "pgbench_progress_interval_seconds", run_id=run_id))
+    v = last_value(one(series, "benchmark_progress_interval_seconds", run_id=run_id))
     return float(v) if v else 1.0
-
-
-def checkpoint_rows(series: list[Series], tps: list[tuple[int, float]], interval_s: float,
-                    start_s: float, end_s: float, around_s: float = AROUND_S) -> list[dict]:
-    rows = []
-    for s in prefer_pushed([s for s in series if s.name == "pg_checkpoint_in_progress"]):
-        kind = s.labels.get("kind", "checkpoint")
-        for a, b in boolean_regions(s):
-            if b / 1000 < start_s or a / 1000 > end_s:
-                continue
-            completed = any(ts == b and v == 0 for ts, v in s.samples)
-            total = value_at(one(series, "pg_checkpoint_last_duration_seconds", kind=kind, phase="total"), b) if completed else None
-            write = value_at(one(series, "pg_checkpoint_last_duration_seconds", kind=kind, phase="write"), b) if completed else None
-            sync = value_at(one(series, "pg_checkpoint_last_duration_seconds", kind=kind, phase="sync"), b) if completed else None
-            buffers = value_at(one(series, "pg_checkpoint_last_buffers_written", kind=kind), b) if completed else None
-            ratio = value_at(one(series, "pg_checkpoint_last_buffers_written_ratio", kind=kind), b) if completed else None
-            distance = value_at(one(series, "pg_checkpoint_last_distance_bytes", kind=kind), b) if completed else None
-            during = mean_over(tps, a / 1000, b / 1000, interval_s)
-            around_vals = [v for ts, v in tps
-                           if (a / 1000 - around_s <= ts / 1000 <= a / 1000)
-                           or (b / 1000 + interval_s < ts / 1000 <= b / 1000 + interval_s + around_s)]
-            around = statistics.fmean(around_vals) if around_vals else None
-            rows.append({
-                "start": a / 1000, "end": b / 1000, "kind": kind, "reason": s.labels.get("reason", ""),
-                "completed": completed, "duration_s": total if total is not None else (b - a) / 1000,
-                "write_s": write, "sync_s": sync, "buffers": buffers, "buffers_ratio": ratio,
-                "distance_bytes": distance, "tps_during": during, "tps_around": around,
-                "change_pct": ((during / around - 1) * 100) if (during is not None and around) else None,
-            })
-    return sorted(rows, key=lambda r: r["start"])
-
-
-def statement_rows(series: list[Series], run_id: str) -> list[dict]:
-    rows = []
-    for s in series:
-        if s.name != "pgbench_statement_latency_seconds" or s.labels.get("run_id") != run_id:
-            continue
-        key = {"script": s.labels.get("script", ""), "statement": s.labels.get("statement", "")}
-        rows.append({**key, "latency_s": last_value(s),
-                     "failures": last_value(one(series, "pgbench_statement_failures_total", run_id=run_id, **key)),
-                     "retries": last_value(one(series, "pgbench_statement_retries_total", run_id=run_id, **key))})
-    return rows
-
-
-def order_statements(rows: list[dict], order: list[str] | None) -> list[dict]:
-    """pgbench's own order (as in the -r table) where known; the rest after, as they came."""
-    if not order:
-        return rows
-    rank: dict[str, int] = {}
-    for i, text in enumerate(order):
-        rank.setdefault(text, i)
-    return sorted(rows, key=lambda r: rank.get(r["statement"], len(rank)))
 
 
 def latency_percentiles(series: list[Series], run_id: str) -> dict:
     buckets: dict[float, float] = {}
     for s in series:
-        if s.name == "pgbench_latency_seconds_bucket" and s.labels.get("run_id") == run_id and s.samples:
+        if s.name == "benchmark_latency_seconds_bucket" and s.labels.get("run_id") == run_id and s.samples:
             le = float(s.labels.get("le", "nan"))
             if not math.isnan(le):
                 buckets[le] = buckets.get(le, 0.0) + s.samples[-1][1]
     pairs = sorted(buckets.items())
     return {q: histogram_quantile(p, pairs) for q, p in (("p50_s", 0.5), ("p95_s", 0.95), ("p99_s", 0.99))} | {
         "percentile_source": "pgbench -l per-transaction log (histogram)" if pairs else None}
-
-
-def pressure_rows(series: list[Series], tps: list[tuple[int, float]], interval_s: float,
-                  start_s: float, end_s: float, around_s: float = AROUND_S) -> list[dict]:
-    """InnoDB flushing-pressure regions (instance:mysql_innodb_flushing_pressure:bool, one series per
-    target) during the run, with TPS during each and around it, as checkpoint_rows does for PostgreSQL."""
-    rows = []
-    for s in prefer_pushed([s for s in series if s.name == "instance:mysql_innodb_flushing_pressure:bool"]):
-        for a, b in boolean_regions(s):
-            if b / 1000 < start_s or a / 1000 > end_s:
-                continue
-            during = mean_over(tps, a / 1000, b / 1000, interval_s)
-            around_vals = [v for ts, v in tps
-                           if (a / 1000 - around_s <= ts / 1000 <= a / 1000)
-                           or (b / 1000 + interval_s < ts / 1000 <= b / 1000 + interval_s + around_s)]
-            around = statistics.fmean(around_vals) if around_vals else None
-            rows.append({"target": s.labels.get("target", ""), "start": a / 1000, "end": b / 1000,
-                         "duration_s": (b - a) / 1000, "tps_during": during, "tps_around": around,
-                         "change_pct": ((during / around - 1) * 100) if (during is not None and around) else None})
-    return sorted(rows, key=lambda r: (r["start"], r["target"]))
-
-
-def sysbench_figures(series: list[Series], run_id: str) -> dict:
-    """What only a sysbench run has: qps, its latency percentile, errors and reconnects."""
-    def final(name: str, **labels: str) -> float | None:
-        return last_value(one(series, name, run_id=run_id, **labels))
-
-    quantile = one(series, "pgbench_summary_latency_quantile_seconds", run_id=run_id)
-    progress_q = one(series, "pgbench_progress_latency_quantile_seconds", run_id=run_id)
-    either = quantile or progress_q
-    q_label = either.labels.get("quantile") if either else None
-    qps = {t: final("pgbench_queries_total", type=t) for t in ("read", "write", "other")}
-    return {"qps": final("pgbench_summary_qps"), "queries": qps,
-            "latency_quantile": q_label,
-            "latency_quantile_s": last_value(quantile) if quantile else None,
-            "latency_quantile_max_interval_s": max((v for _, v in progress_q.samples), default=None) if progress_q else None,
-            "errors": final("pgbench_errors_total"), "reconnects": final("pgbench_reconnects_total")}
-
-
-def settings_from(series: list[Series], end_ms: int) -> dict[str, float]:
-    out = {}
-    for s in sorted(series, key=lambda s: s.key):
-        if s.name.startswith("pg_settings_") and s.name[len("pg_settings_"):] not in out:
-            v = last_value(s, end_ms)
-            if v is not None:
-                out[s.name[len("pg_settings_"):]] = v
-    return out
 
 
 def host_from(series: list[Series], extra: dict | None = None) -> dict:
@@ -271,24 +194,72 @@ def host_from(series: list[Series], extra: dict | None = None) -> dict:
     return host
 
 
+@dataclass
+class Context:
+    """What the tool's and the engine's parts of a summary read: the run's series (staleness markers
+    removed), its TPS curve, the progress interval and the run's window."""
+
+    series: list[Series]
+    meta: dict
+    run_id: str
+    tps: list[tuple[int, float]]      # (ms, TPS) per progress line
+    interval_s: float
+    start_s: float
+    end_s: float
+    run_dir: str = ""                 # the run directory, when the summary is built from one
+
+    def final(self, name: str, **labels: str) -> float | None:
+        """The last value of one of the run's series."""
+        return last_value(one(self.series, name, run_id=self.run_id, **labels))
+
+    def regions_with_tps(self, series_name: str, around_s: float = AROUND_S) -> list[dict]:
+        """The 1-regions of a 0/1 series during the run (checkpoints, flushing pressure), each with the
+        mean TPS during it and around it (the around_s seconds before and after) and the change."""
+        rows = []
+        for s in prefer_pushed([s for s in self.series if s.name == series_name]):
+            for a, b in boolean_regions(s):
+                if b / 1000 < self.start_s or a / 1000 > self.end_s:
+                    continue
+                during = mean_over(self.tps, a / 1000, b / 1000, self.interval_s)
+                around_vals = [v for ts, v in self.tps
+                               if (a / 1000 - around_s <= ts / 1000 <= a / 1000)
+                               or (b / 1000 + self.interval_s < ts / 1000 <= b / 1000 + self.interval_s + around_s)]
+                around = statistics.fmean(around_vals) if around_vals else None
+                rows.append({"series": s, "start": a / 1000, "end": b / 1000, "tps_during": during, "tps_around": around,
+                             "change_pct": ((during / around - 1) * 100) if (during is not None and around) else None})
+        return rows
+
+
+def merged(base: dict, part: dict) -> dict:
+    """``part`` added to ``base``, dicts (tps, latency) merged one level deep."""
+    for key, value in part.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            base[key].update(value)
+        else:
+            base[key] = value
+    return base
+
+
 def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, float],
-          host_extra: dict | None = None, statement_order: list[str] | None = None) -> dict:
+          host_extra: dict | None = None, run_dir: str = "") -> dict:
+    """The summary of a run: what every run has, then its tool's part and its engine's part (the keys
+    of summary.json, e.g. tps.pgbench_summary_tps for any tool's own TPS, are contracts)."""
     start_s, end_s = window
     # Values as Prometheus would return them: staleness markers end a series, they are not values.
     series = [Series(x.name, x.labels, [(t, v) for t, v in x.samples if not is_stale_marker(v)]) for x in series]
     interval = interval_of(meta, series, run_id)
-    tps_series = one(series, "pgbench_progress_tps", run_id=run_id)
+    tps_series = one(series, "benchmark_progress_tps", run_id=run_id)
     tps = tps_series.samples if tps_series else []
     values = [v for _, v in tps]
     stats = tps_stats(values)
     median = stats["median"]
     stall_list = stalls(tps, interval)
+    ctx = Context(series, meta, run_id, tps, interval, start_s, end_s, run_dir)
+    generator = loadgens.by_name(meta.get("tool"))
+    engine = engines.get(replay.run_engine(meta))
 
-    def final(name: str) -> float | None:
-        return last_value(one(series, name, run_id=run_id))
-
-    latency_avg = final("pgbench_summary_latency_seconds")
-    lat_series = one(series, "pgbench_progress_latency_seconds", run_id=run_id)
+    latency_avg = ctx.final("benchmark_result_latency_seconds")
+    lat_series = one(series, "benchmark_progress_latency_seconds", run_id=run_id)
     progress_lat = None
     if lat_series and tps_series:
         # Transaction-weighted: a second with 1000 transactions counts 1000 times more than one with 1.
@@ -296,8 +267,7 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
         pairs = [(v, weights.get(ts, 0.0)) for ts, v in lat_series.samples]
         total = sum(w for _, w in pairs)
         progress_lat = sum(v * w for v, w in pairs) / total if total else None
-    info = one(series, "pgbench_run_info", run_id=run_id)
-    tool = str(meta.get("tool") or "pgbench")
+    info = one(series, "benchmark_run_info", run_id=run_id)
     summary = {
         "run_id": run_id,
         "run": {
@@ -306,9 +276,9 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
             "end": meta.get("ended_at"),
             "duration_s": ((meta.get("ended_at") or 0) - (meta.get("clock_start_epoch") or meta.get("started_at") or 0)) or None,
             "exit_code": meta.get("exit_code"),
-            "tool": tool,
-            "pgbench_version": meta.get("pgbench_version"),
-            "sysbench_version": meta.get("sysbench_version"),
+            "tool": generator.name,
+            "engine": engine.name,
+            generator.version_key: meta.get(generator.version_key),
             "server_version": meta.get("server_version"),
             "scale": meta.get("scale"),
             "hostname": meta.get("hostname"),
@@ -318,29 +288,20 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
         },
         "tps": {**stats,
                 "below_half_median_s": seconds_below(values, 0.5 * median, interval) if median is not None else None,
-                "pgbench_summary_tps": final("pgbench_summary_tps"),
-                "transactions": final("pgbench_summary_transactions") or final("pgbench_transactions_total"),
-                "failed": final("pgbench_failed_transactions_total"),
-                "skipped": final("pgbench_skipped_transactions_total"),
-                "retried": final("pgbench_retried_transactions_total"),
-                "aborted_clients": final("pgbench_aborted_clients_total")},
+                "pgbench_summary_tps": ctx.final("benchmark_result_tps"),
+                "transactions": ctx.final("benchmark_result_transactions") or ctx.final("benchmark_transactions_total"),
+                "aborted_clients": ctx.final("benchmark_aborted_clients_total")},
         "stalls": {"count": len(stall_list), "seconds": round(sum(s["seconds"] for s in stall_list), 3),
                    "longest_s": max((s["seconds"] for s in stall_list), default=0.0), "list": stall_list},
         "latency": {"avg_s": latency_avg if latency_avg is not None else progress_lat,
-                    "avg_source": "pgbench summary" if latency_avg is not None else ("progress lines, weighted by TPS" if progress_lat is not None else None),
-                    "stddev_s": final("pgbench_summary_latency_stddev_seconds"),
+                    "avg_source": f"{generator.title} summary" if latency_avg is not None
+                    else ("progress lines, weighted by TPS" if progress_lat is not None else None),
                     **latency_percentiles(series, run_id)},
-        "statements": order_statements(statement_rows(series, run_id), statement_order),
-        "checkpoints": checkpoint_rows(series, tps, interval, start_s, end_s),
         "dips": explain_report.explain(series, {**meta, "progress_interval": interval}, run_id)["dips"],
-        "settings": settings_from(series, int(end_s * 1000)),
         "host": host_from(series, host_extra),
     }
-    if tool == "sysbench":
-        summary["sysbench"] = sysbench_figures(series, run_id)
-        # The server's settings as the run's meta.json recorded them (InnoDB's, for MariaDB).
-        summary["server_settings"] = dict(meta.get("settings") or {})
-        summary["flushing_pressure"] = pressure_rows(series, tps, interval, start_s, end_s)
+    merged(summary, generator.summary_figures(ctx))
+    merged(summary, engine.summary_figures(ctx))
     return summary
 
 
@@ -388,105 +349,33 @@ def fmt_time(epoch: float | None, with_date: bool = False) -> str:
     return t.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC" if with_date else t.strftime("%H:%M:%S.%f")[:-3]
 
 
-def fmt_setting(name: str, v: float) -> tuple[str, str]:
-    for suffix, f in (("_bytes", fmt_bytes), ("_seconds", fmt_seconds)):
-        if name.endswith(suffix):
-            return name[: -len(suffix)], f(v)
-    if name in ("fsync", "full_page_writes", "wal_log_hints", "wal_init_zero", "wal_recycle", "data_checksums"):
-        return name, "on" if v else "off"
-    return name, f"{v:g}"
-
-
-KEY_SETTINGS = ("shared_buffers_bytes", "max_wal_size_bytes", "min_wal_size_bytes", "checkpoint_timeout_seconds",
-                "checkpoint_completion_target", "wal_buffers_bytes", "fsync", "full_page_writes",
-                "synchronous_commit", "wal_compression", "max_connections", "work_mem_bytes",
-                "effective_io_concurrency", "bgwriter_lru_maxpages", "checkpoint_flush_after_bytes")
-
-
-def tables(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-    """The summary as (title, header, rows) tables, for Markdown and HTML alike."""
-    if s["run"].get("tool") == "sysbench":
-        return sysbench_tables(s)
-    out = []
+def tables(s: dict) -> list[Table]:
+    """The summary as (title, header, rows) tables, for Markdown and HTML alike: throughput and latency
+    with the tool's rows, the tool's and the engine's tables, the dips, the server's settings."""
+    generator = loadgens.by_name(s["run"].get("tool"))
+    engine = engines.get(s["run"].get("engine") or generator.engines[0])
     t, lat, st = s["tps"], s["latency"], s["stalls"]
-    out.append(("Throughput", ["", "value"], [
-        ["TPS (pgbench summary)", fmt_num(t["pgbench_summary_tps"])],
+    out: list[Table] = [("Throughput", ["", "value"], [
+        [f"TPS ({generator.title} summary)", fmt_num(t["pgbench_summary_tps"])],
         ["TPS mean / min / max", f"{fmt_num(t['mean'])} / {fmt_num(t['min'])} / {fmt_num(t['max'])}"],
         ["TPS stddev / CoV", f"{fmt_num(t['stddev'])} / {fmt_pct(t['cov'])}"],
         ["TPS median", fmt_num(t["median"])],
         ["seconds below 50% of median", fmt_num(t["below_half_median_s"], 0)],
         ["stalls (TPS 0)", f"{st['count']}, {st['seconds']:g} s in all, longest {st['longest_s']:g} s"],
         ["transactions", fmt_num(t["transactions"], 0)],
-        ["failed / skipped / retried", " / ".join(fmt_num(t[k], 0) for k in ("failed", "skipped", "retried"))],
-        ["aborted clients", fmt_num(t["aborted_clients"], 0)],
-    ]))
-    out.append(("Latency", ["", "value"], [
+        *generator.throughput_rows(s),
+        ["aborted clients", fmt_num(t.get("aborted_clients"), 0)],
+    ]), ("Latency", ["", "value"], [
         ["average", fmt_ms(lat["avg_s"]) + (f" ({lat['avg_source']})" if lat.get("avg_source") else "")],
-        ["stddev", fmt_ms(lat["stddev_s"])],
-        ["p50 / p95 / p99", " / ".join(fmt_ms(lat[k]) for k in ("p50_s", "p95_s", "p99_s"))
-         + ("" if lat.get("percentile_source") else " (percentiles need a run with -l)")],
-    ]))
-    if s["statements"]:
-        out.append(("Per-statement latency", ["script", "statement", "latency", "failures", "retries"], [
-            [r["script"], r["statement"], fmt_ms(r["latency_s"]), fmt_num(r["failures"], 0), fmt_num(r["retries"], 0)]
-            for r in s["statements"]]))
-    rows = []
-    t0 = s["run"].get("start")
-    for c in s["checkpoints"]:
-        rows.append([fmt_time(c["start"]), "—" if t0 is None else f"{c['start'] - t0:+.1f} s", c["reason"] + ("" if c["kind"] == "checkpoint" else f" ({c['kind']})"),
-                     f"{c['duration_s']:.3f} s" + ("" if c["completed"] else " (not complete)"),
-                     "—" if c["write_s"] is None else f"{c['write_s']:.3f} / {c['sync_s'] or 0:.3f} s",
-                     fmt_num(c["buffers"], 0) + ("" if c["buffers_ratio"] is None else f" ({c['buffers_ratio'] * 100:.1f}%)"),
-                     fmt_bytes(c["distance_bytes"]), fmt_num(c["tps_during"]), fmt_num(c["tps_around"]),
-                     "—" if c["change_pct"] is None else f"{c['change_pct']:+.1f}%"])
-    out.append(("Checkpoints", ["start (UTC)", "run time", "reason", "duration", "write / sync", "buffers", "distance",
-                                "TPS during", f"TPS around (±{AROUND_S:g} s)", "change"],
-                rows or [["no checkpoint during the run"] + [""] * 9]))
+        *generator.latency_rows(s),
+    ])]
+    out += generator.summary_tables(s)
+    out += engine.summary_tables(s)
     if "dips" in s:  # summaries written before dips were explained have none
         out.append(("Dips and their causes", explain_report.HEADER,
                     explain_report.rows({"dips": s["dips"], "run_start": s["run"].get("start")})
                     or [["no TPS dip below 80% of the steady level"] + [""] * (len(explain_report.HEADER) - 1)]))
-    settings = s.get("settings") or {}
-    srows = [list(fmt_setting(k, settings[k])) for k in KEY_SETTINGS if k in settings]
-    if srows:
-        out.append(("Server settings", ["setting", "value"], srows))
-    return out
-
-
-def sysbench_tables(s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-    """The summary tables of a sysbench run: throughput, latency percentile, errors, InnoDB pressure."""
-    t, st, sb = s["tps"], s["stalls"], s.get("sysbench") or {}
-    q = sb.get("latency_quantile")
-    pct = f"p{float(q) * 100:g}" if q else "percentile"
-    queries = sb.get("queries") or {}
-    out = [("Throughput", ["", "value"], [
-        ["TPS (sysbench summary)", fmt_num(t["pgbench_summary_tps"])],
-        ["TPS mean / min / max", f"{fmt_num(t['mean'])} / {fmt_num(t['min'])} / {fmt_num(t['max'])}"],
-        ["TPS stddev / CoV", f"{fmt_num(t['stddev'])} / {fmt_pct(t['cov'])}"],
-        ["TPS median", fmt_num(t["median"])],
-        ["seconds below 50% of median", fmt_num(t["below_half_median_s"], 0)],
-        ["stalls (TPS 0)", f"{st['count']}, {st['seconds']:g} s in all, longest {st['longest_s']:g} s"],
-        ["transactions", fmt_num(t["transactions"], 0)],
-        ["QPS (sysbench summary)", fmt_num(sb.get("qps"))],
-        ["queries read / write / other", " / ".join(fmt_num(queries.get(k), 0) for k in ("read", "write", "other"))],
-        ["errors / reconnects", f"{fmt_num(sb.get('errors'), 0)} / {fmt_num(sb.get('reconnects'), 0)}"],
-    ]), ("Latency", ["", "value"], [
-        ["average (sysbench summary)", fmt_ms(s["latency"]["avg_s"])],
-        [f"{pct} of the run (sysbench summary)", fmt_ms(sb.get("latency_quantile_s"))],
-        [f"worst interval's {pct}", fmt_ms(sb.get("latency_quantile_max_interval_s"))],
-    ])]
-    rows = []
-    t0 = s["run"].get("start")
-    for r in s.get("flushing_pressure") or []:
-        rows.append([r["target"], fmt_time(r["start"]), "—" if t0 is None else f"{r['start'] - t0:+.1f} s",
-                     f"{r['duration_s']:.1f} s", fmt_num(r["tps_during"]), fmt_num(r["tps_around"]),
-                     "—" if r["change_pct"] is None else f"{r['change_pct']:+.1f}%"])
-    out.append(("InnoDB flushing pressure", ["target", "start (UTC)", "run time", "duration", "TPS during",
-                                             f"TPS around (±{AROUND_S:g} s)", "change"],
-                rows or [["no flushing pressure during the run"] + [""] * 6]))
-    settings = s.get("server_settings") or {}
-    if settings:
-        out.append(("Server settings", ["setting", "value"], [[k, str(v)] for k, v in sorted(settings.items())]))
+    out += engine.settings_tables(s)
     return out
 
 
@@ -502,10 +391,9 @@ def header_lines(s: dict) -> list[str]:
         hw.append("disks " + ", ".join(d["device"] + (f" ({d['model']})" if d.get("model") else "")
                                        + (" SSD" if d.get("rotational") is False else " HDD" if d.get("rotational") else "")
                                        for d in host["disks"]))
-    tool = r.get("tool") or "pgbench"
-    lines = [f"`{r['args']}`" if r.get("args") else f"({tool} arguments unknown)"]
-    facts = [f"pgbench {r['pgbench_version']}" if r.get("pgbench_version") else None,
-             f"sysbench {r['sysbench_version']}" if r.get("sysbench_version") else None,
+    generator = loadgens.by_name(r.get("tool"))
+    lines = [f"`{r['args']}`" if r.get("args") else f"({generator.title} arguments unknown)"]
+    facts = [f"{generator.title} {r[generator.version_key]}" if r.get(generator.version_key) else None,
              f"server {r['server_version']}" if r.get("server_version") else None,
              f"scale {r['scale']}" if r.get("scale") else None,
              f"started {fmt_time(r['start'], True)}" if r.get("start") else None,
@@ -540,7 +428,7 @@ def md_table(header: list[str], rows: Iterable[list[str]]) -> str:
 
 
 def to_markdown(s: dict, data_notes: list[str] | None = None, pictures: list[str] | None = None) -> str:
-    parts = [f"# {s['run'].get('tool') or 'pgbench'} run {s['run_id']}", "", *[l + "  " for l in header_lines(s)], ""]
+    parts = [f"# {loadgens.by_name(s['run'].get('tool')).title} run {s['run_id']}", "", *[l + "  " for l in header_lines(s)], ""]
     for p in pictures or []:
         parts += [f"![{p}]({p})", ""]
     for title, header, rows in tables(s):

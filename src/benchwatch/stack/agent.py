@@ -51,7 +51,7 @@ from benchwatch.stack.native import (
     binary,
     installed,
 )
-from benchwatch.util import net, processes
+from benchwatch.util import net, processes, secrets
 
 AGENT_FILE = "agent.json"
 # The agent's WAL keeps what the central side has not acknowledged; beyond this
@@ -405,7 +405,7 @@ class Agent:
         components = {c: {"pid": self.pid(c), "port": self.cfg.ports.get(c), "healthy": self.healthy(c),
                           "log_file": self.log_file(c)} for c in self.components()}
         return {"state_dir": self.cfg.state_dir, "name": self.cfg.name, "host": self.cfg.host,
-                "central": dsn.redact_argv([self.cfg.write_url])[0],
+                "central": secrets.redact_argv([self.cfg.write_url])[0],
                 "targets": [{"target": i.name, "server": i.server, "server_log": i.server_log} for i in self.cfg.instances],
                 "components": components,
                 "remote_write": self.remote_write_stats() if components["prometheus"]["healthy"] else None}

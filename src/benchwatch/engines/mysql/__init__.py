@@ -3,6 +3,8 @@ mysqld_exporter, InnoDB's flushing pressure."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from benchwatch.engines import Engine
 
 
@@ -12,6 +14,53 @@ class MySQL(Engine):
     aliases = ("mariadb",)
     scrape_job = "mysql"
     rule_files = ("mysql.yml",)
+    server_transactions_text = "commits+rollbacks per second counted by the selected targets' servers"
+    regions_text = ("Orange regions: InnoDB under flushing pressure (dirty pages at their limit, or checkpoint age "
+                    "past the async point).")
+    regions_name = "InnoDB flushing-pressure regions"
+    panels_summary = "dirty pages and checkpoint age against their limits, flushing and redo rates"
 
+    def server_transactions_expr(self) -> str:
+        from benchwatch.engines.mysql import dashboard
+
+        return dashboard.server_transactions()
+
+    def annotations(self) -> list[Any]:
+        from benchwatch.engines.mysql import dashboard
+
+        return list(dashboard.innodb_annotations())
+
+    def dashboard_panels(self, layout: Any) -> list[Any]:
+        from benchwatch.engines.mysql import dashboard
+
+        return dashboard.innodb_rows(layout)
+
+
+    @property
+    def context_selectors(self) -> tuple[str, ...]:  # type: ignore[override]
+        from benchwatch.engines.mysql import summary
+
+        return tuple(summary.CONTEXT_SELECTORS)
+
+    def summary_figures(self, ctx: Any) -> dict:
+        from benchwatch.engines.mysql import summary
+
+        return summary.figures(ctx)
+
+    def summary_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+        from benchwatch.engines.mysql import summary
+
+        return summary.tables(s)
+
+    def settings_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+        from benchwatch.engines.mysql import summary
+
+        return summary.settings_tables(s)
+
+    @property
+    def compare_rows(self) -> list[Any]:
+        from benchwatch.engines.mysql import summary
+
+        return summary.COMPARE_ROWS
 
 ENGINE = MySQL()

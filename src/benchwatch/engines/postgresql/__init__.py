@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from benchwatch.engines import Engine
 
 
@@ -11,6 +14,62 @@ class PostgreSQL(Engine):
     aliases = ("postgres",)
     default = True
     scrape_job = "postgres"
+    server_transactions_text = "commits+rollbacks per second counted by the selected targets' servers (pg_stat_database)"
+    regions_text = "Shaded regions are checkpoints, coloured by reason (the server log's timestamps)."
+    regions_name = "checkpoint regions"
+    panels_summary = "each target's disks, checkpoints, WAL and commits"
 
+    def describe_server(self, env: Mapping[str, str]) -> dict:
+        from benchwatch.engines.postgresql.settings import describe_server
+
+        return describe_server(env)
+
+    def server_transactions_expr(self) -> str:
+        from benchwatch.engines.postgresql import dashboard
+
+        return dashboard.server_transactions()
+
+    def annotations(self) -> list[Any]:
+        from benchwatch.engines.postgresql import dashboard
+
+        return list(dashboard.checkpoint_annotations())
+
+    def dashboard_panels(self, layout: Any) -> list[Any]:
+        from benchwatch.engines.postgresql import dashboard
+
+        return dashboard.target_rows(layout)
+
+    def dashboards(self) -> dict[str, Callable[[], dict]]:
+        from benchwatch.engines.postgresql import dashboard
+
+        return {dashboard.CHECKPOINTS_WAL[1]: dashboard.checkpoints_wal}
+
+
+    @property
+    def context_selectors(self) -> tuple[str, ...]:  # type: ignore[override]
+        from benchwatch.engines.postgresql import summary
+
+        return tuple(summary.CONTEXT_SELECTORS)
+
+    def summary_figures(self, ctx: Any) -> dict:
+        from benchwatch.engines.postgresql import summary
+
+        return summary.figures(ctx)
+
+    def summary_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+        from benchwatch.engines.postgresql import summary
+
+        return summary.tables(s)
+
+    def settings_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+        from benchwatch.engines.postgresql import summary
+
+        return summary.settings_tables(s)
+
+    @property
+    def compare_rows(self) -> list[Any]:
+        from benchwatch.engines.postgresql import summary
+
+        return summary.COMPARE_ROWS
 
 ENGINE = PostgreSQL()

@@ -76,17 +76,6 @@ def redact(dsn: str) -> str:
     return format_dsn(params)
 
 
-def redact_argv(argv: list[str]) -> list[str]:
-    """argv with passwords in connection strings/URIs replaced (argv is stored in run metadata)."""
-    out = []
-    for arg in argv:
-        if "password" in arg and "=" in arg:
-            arg = re.sub(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S*)", r"\1<redacted>", arg)
-        arg = re.sub(r"(postgres(?:ql)?://[^:/@\s]+:)[^@\s]+@", r"\1<redacted>@", arg)
-        out.append(arg)
-    return out
-
-
 def libpq_env(params: dict[str, str], pgpass_file: str | None) -> dict[str, str]:
     env = {var: params[k] for k, var in _ENV.items() if k in params}
     if pgpass_file:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from benchwatch.loadgens import ArgvFacts, LoadGenerator, OutputModel
 from benchwatch.loadgens.pgbench import args as pgbench_args
@@ -24,6 +24,10 @@ class Pgbench(LoadGenerator):
     version_key = "pgbench_version"
     engines = ("postgresql",)
     default = True
+    run_picker_labels = ("script", "clients", "scale")
+    run_picker_format = "$2, $3 clients, scale $4"
+    dashboard_names: ClassVar[Mapping[str, tuple[str, str, str]]] = {"postgresql": ("benchwatch-pgbench-run", "pgbench-run.json", "pgbench run")}
+    panels_summary = "statements per second, latency and its percentiles, failures, lag, the -r table"
     metrics_doc = """
 ## pgbench's own series
 
@@ -34,7 +38,7 @@ pgbench 15's failed, skipped and retried transactions, statements per transactio
 ### Latency percentiles (pgbench -l)
 
 From pgbench's per-transaction logs, one histogram per run (`run_id`, `le` from 0.1 ms to 10 s), at
-1-second steps of transaction time: `histogram_quantile(0.99, sum by (le) (rate(pgbench_latency_seconds_bucket{run_id="…"}[$__rate_interval])))`.
+1-second steps of transaction time: `histogram_quantile(0.99, sum by (le) (rate(benchmark_latency_seconds_bucket{run_id="…"}[$__rate_interval])))`.
 See [latency-percentiles.md](latency-percentiles.md).
 
 | metric | type | meaning |
@@ -84,6 +88,11 @@ See [latency-percentiles.md](latency-percentiles.md).
             said.append(f"--log-prefix={prefix}")
         return argv, os.path.abspath(prefix), said
 
+    def dashboard_panels(self, layout: Any) -> list[Any]:
+        from benchwatch.loadgens.pgbench import dashboard
+
+        return dashboard.panels(layout)
+
     def latency_log_reader(self, run_id: str):
         from benchwatch.loadgens.pgbench.txlog import TxlogAggregator
 
@@ -111,5 +120,31 @@ See [latency-percentiles.md](latency-percentiles.md).
                                 sql_statements=summary.get("_sql_statements"))  # type: ignore[arg-type]
         return OutputModel(model, last_time)
 
+
+    def summary_figures(self, ctx: Any) -> dict:
+        from benchwatch.loadgens.pgbench import summary
+
+        return summary.figures(ctx)
+
+    def throughput_rows(self, s: dict) -> list[list[str]]:
+        from benchwatch.loadgens.pgbench import summary
+
+        return summary.throughput_rows(s)
+
+    def latency_rows(self, s: dict) -> list[list[str]]:
+        from benchwatch.loadgens.pgbench import summary
+
+        return summary.latency_rows(s)
+
+    def summary_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
+        from benchwatch.loadgens.pgbench import summary
+
+        return summary.tables(s)
+
+    @property
+    def compare_rows(self) -> list[Any]:
+        from benchwatch.loadgens.pgbench import summary
+
+        return summary.COMPARE_ROWS
 
 LOAD_GENERATOR = Pgbench()

@@ -73,7 +73,7 @@ class PgbenchArgs:
         return "+".join(parts) if parts else "tpcb-like"
 
     def info_labels(self) -> dict[str, str]:
-        """Labels for pgbench_run_info that the command line determines."""
+        """Labels for benchmark_run_info that the command line determines."""
         if self.error:
             return {}  # defaults such as clients="1" would be guesses
         labels = {

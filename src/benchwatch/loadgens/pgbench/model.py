@@ -44,11 +44,11 @@ STATEMENT_FAILURES = "pgbench_statement_failures_total"
 STATEMENT_RETRIES = "pgbench_statement_retries_total"
 
 _SUMMARY_GAUGES = {
-    "tps": "pgbench_summary_tps",
-    "latency_avg_s": "pgbench_summary_latency_seconds",
+    "tps": "benchmark_result_tps",
+    "latency_avg_s": "benchmark_result_latency_seconds",
     "latency_stddev_s": "pgbench_summary_latency_stddev_seconds",
     "initial_connection_time_s": "pgbench_summary_initial_connection_time_seconds",
-    "transactions_processed": "pgbench_summary_transactions",
+    "transactions_processed": "benchmark_result_transactions",
 }
 # Per-line counts pgbench 15+ prints, and the Progress field each comes from.
 _PROGRESS_COUNTERS = (

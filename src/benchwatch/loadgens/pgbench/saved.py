@@ -34,7 +34,7 @@ def read_events(lines: Sequence[bytes]) -> tuple[dict[str, object], list[str], f
 
 
 def info_from_summary(summary: Mapping[str, object], scripts: list[str]) -> dict[str, str]:
-    """pgbench_run_info's labels for a saved output, which has no argv: from its summary."""
+    """benchmark_run_info's labels for a saved output, which has no argv: from its summary."""
     labels: dict[str, str] = {}
     if scripts:
         labels["script"] = "+".join(script_name(s) for s in scripts)

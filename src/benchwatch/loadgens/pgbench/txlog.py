@@ -22,9 +22,9 @@ bucket: they are counted in :attr:`TxlogAggregator.aggregate_lines` and as
 unparsed, and their interval start still advances time.
 
 :class:`TxlogAggregator` turns the lines into a cumulative Prometheus histogram
-``pgbench_latency_seconds`` at one-second steps of transaction time (the
+``benchmark_latency_seconds`` at one-second steps of transaction time (the
 ``time_epoch`` of each line), timestamped at the end of each second, so
-``histogram_quantile(0.99, sum by (le) (rate(pgbench_latency_seconds_bucket[..])))``
+``histogram_quantile(0.99, sum by (le) (rate(benchmark_latency_seconds_bucket[..])))``
 gives the p99 per second.  See docs/latency-percentiles.md.
 
 Speed (the main constraint: a busy run logs tens of thousands of lines per
@@ -57,7 +57,7 @@ __all__ = ["DEFAULT_BUCKETS", "SILENT_SOURCE_SECONDS", "TXLOG_METRICS", "TxlogAg
 
 # name -> (type, help), to merge into the run model's catalogue.
 TXLOG_METRICS: dict[str, tuple[str, str]] = {
-    "pgbench_latency_seconds": ("histogram", "Transaction latency from pgbench's per-transaction log (-l), per second of transaction time (completion time)."),
+    "benchmark_latency_seconds": ("histogram", "Transaction latency from pgbench's per-transaction log (-l), per second of transaction time (completion time)."),
     "pgbench_txlog_failed_transactions_total": ("counter", "Failed transactions in pgbench's per-transaction log (pgbench 15+ 'failed', 'serialization', 'deadlock')."),
     "pgbench_txlog_skipped_transactions_total": ("counter", "Skipped transactions in pgbench's per-transaction log (-R with -L)."),
     "pgbench_txlog_unparsed_lines_total": ("counter", "Per-transaction log lines benchwatch could not parse (malformed, or --aggregate-interval lines)."),
@@ -429,12 +429,12 @@ class TxlogAggregator:
         labels = self._labels
         totals = self._totals
         out = [
-            Sample("pgbench_latency_seconds_bucket", lab, float(v), ts)
+            Sample("benchmark_latency_seconds_bucket", lab, float(v), ts)
             for lab, v in zip(self._bucket_labels, accumulate(totals[: self._nb]))
         ]
         count = out[-1].value  # the +Inf bucket
-        out.append(Sample("pgbench_latency_seconds_sum", labels, self._sum_us / 1e6, ts))
-        out.append(Sample("pgbench_latency_seconds_count", labels, count, ts))
+        out.append(Sample("benchmark_latency_seconds_sum", labels, self._sum_us / 1e6, ts))
+        out.append(Sample("benchmark_latency_seconds_count", labels, count, ts))
         out.append(Sample("pgbench_txlog_failed_transactions_total", labels, float(totals[self._FAILED]), ts))
         out.append(Sample("pgbench_txlog_skipped_transactions_total", labels, float(totals[self._SKIPPED]), ts))
         out.append(Sample("pgbench_txlog_unparsed_lines_total", labels, float(self.unparsed_lines), ts))

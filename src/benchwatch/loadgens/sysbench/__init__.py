@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from benchwatch.loadgens import ArgvFacts, LoadGenerator, OutputModel
 from benchwatch.loadgens.sysbench import args as sysbench_args
@@ -25,28 +25,32 @@ class Sysbench(LoadGenerator):
     progress_option = "--report-interval"
     version_key = "sysbench_version"
     engines = ("mysql", "postgresql")
+    run_picker_labels = ("script", "threads")
+    run_picker_format = "sysbench $2, $3 threads"
+    dashboard_names: ClassVar[Mapping[str, tuple[str, str, str]]] = {"mysql": ("benchwatch-sysbench-innodb", "sysbench-innodb.json", "sysbench on InnoDB")}
+    panels_summary = "queries per second by type, its latency percentile, errors and reconnects"
     metrics_doc = """
 ## sysbench runs (benchwatch exporter, `pgbench_runs` collector)
 
 A sysbench run (`benchwatch run -- sysbench ...`, or `import` of a saved sysbench 1.0 or 0.5 output)
 writes the series above that mean the same for it, under the same names with `tool="sysbench"`, so
-the TPS-drop and stall alerts and the run dashboard serve both tools: `pgbench_progress_tps`,
-`pgbench_progress_stalled`, `pgbench_progress_interval_seconds` (`--report-interval`),
-`pgbench_progress_last_line_timestamp_seconds`, `pgbench_progress_lines_total`,
-`pgbench_transactions_total`, `pgbench_running`, `pgbench_exit_code`, `pgbench_run_info`,
-`pgbench_run_start_timestamp_seconds`, `pgbench_summary_tps`, `pgbench_summary_latency_seconds`
-(the average), `pgbench_summary_transactions` and `pgbench_exporter_unparsed_lines_total`.
+the TPS-drop and stall alerts and the run dashboard serve both tools: `benchmark_progress_tps`,
+`benchmark_progress_stalled`, `benchmark_progress_interval_seconds` (`--report-interval`),
+`benchmark_progress_last_line_timestamp_seconds`, `benchmark_progress_lines_total`,
+`benchmark_transactions_total`, `benchmark_running`, `benchmark_exit_code`, `benchmark_run_info`,
+`benchmark_run_start_timestamp_seconds`, `benchmark_result_tps`, `benchmark_result_latency_seconds`
+(the average), `benchmark_result_transactions` and `benchmark_unparsed_lines_total`.
 sysbench prints a latency percentile, not an average, per interval: it has its own name below, with
-`quantile` (`0.95` for sysbench's default `--percentile=95`); `pgbench_progress_latency_seconds` stays
+`quantile` (`0.95` for sysbench's default `--percentile=95`); `benchmark_progress_latency_seconds` stays
 pgbench's average. `type` is `read`, `write` or `other` (sysbench 0.5 prints no `other`).
-`pgbench_run_info` of a sysbench run carries `script` (the test, e.g. `oltp_read_write`), `command`,
+`benchmark_run_info` of a sysbench run carries `script` (the test, e.g. `oltp_read_write`), `command`,
 `threads`, `duration_seconds`, `transactions` (`--events`), `rate_limit_tps`, `tables`, `table_size`,
 `percentile`, `db_driver`, `database`, `sysbench_version`, `server_version`, `mode`, `hostname`
 (each where known), and, for `benchwatch run` on a MariaDB stack, `target` (the instance the run
 drives) and, with `--experiment NAME`, `experiment` (runs observed as one, e.g. one per instance).
 With `--histogram`, sysbench's latency table (hundreds of rows) is folded at the end of the run onto
-the ladder of `pgbench_latency_seconds` as `pgbench_summary_latency_histogram_events` (52 series per
-run): `histogram_quantile(0.99, pgbench_summary_latency_histogram_events{run_id="…"})`.
+the ladder of `benchmark_latency_seconds` as `benchmark_result_latency_histogram_events` (52 series per
+run): `histogram_quantile(0.99, benchmark_result_latency_histogram_events{run_id="…"})`.
 
 | metric | type | meaning |
 | --- | --- | --- |
@@ -71,6 +75,11 @@ run): `histogram_quantile(0.99, pgbench_summary_latency_histogram_events{run_id=
         driver = parsed.options.get("db-driver")
         return ArgvFacts(parsed.error, sysbench_args.progress_interval(parsed), parsed.info_labels(),
                          engine=DRIVERS.get(driver) if driver else None)
+
+    def dashboard_panels(self, layout: Any) -> list[Any]:
+        from benchwatch.loadgens.sysbench import dashboard
+
+        return dashboard.panels(layout)
 
     def recognises(self, line: bytes) -> bool:
         return bool(_PROGRESS.match(line) or _BANNER.match(line))
@@ -100,5 +109,26 @@ run): `histogram_quantile(0.99, pgbench_summary_latency_histogram_events{run_id=
                                  interval_s=float(interval) if isinstance(interval, float) else None)
         return OutputModel(model, last_time)
 
+
+    def summary_figures(self, ctx: Any) -> dict:
+        from benchwatch.loadgens.sysbench import summary
+
+        return summary.figures(ctx)
+
+    def throughput_rows(self, s: dict) -> list[list[str]]:
+        from benchwatch.loadgens.sysbench import summary
+
+        return summary.throughput_rows(s)
+
+    def latency_rows(self, s: dict) -> list[list[str]]:
+        from benchwatch.loadgens.sysbench import summary
+
+        return summary.latency_rows(s)
+
+    @property
+    def compare_rows(self) -> list[Any]:
+        from benchwatch.loadgens.sysbench import summary
+
+        return summary.COMPARE_ROWS
 
 LOAD_GENERATOR = Sysbench()

@@ -1,8 +1,8 @@
 """One sysbench run as Prometheus series, by the rules of the pgbench run model.
 
 The series keep pgbench's names where they mean the same thing
-(``pgbench_progress_tps``, ``pgbench_transactions_total``, ``pgbench_running``,
-``pgbench_run_info``, ...; every one labelled ``tool="sysbench"``), so the
+(``benchmark_progress_tps``, ``benchmark_transactions_total``, ``benchmark_running``,
+``benchmark_run_info``, ...; every one labelled ``tool="sysbench"``), so the
 TPS-drop alert, the stall alert and the run dashboard need no second copy.
 What only sysbench prints gets a name of the same family: queries per second
 split by ``type`` (read/write/other), the latency percentile of each interval
@@ -27,24 +27,24 @@ from benchwatch.model.samples import Sample
 QUERY_TYPES = ("read", "write", "other")
 
 SYSBENCH_METRICS: dict[str, tuple[str, str]] = {
-    "pgbench_progress_qps": ("gauge", "Queries per second over the last progress interval, by type (read, write, other), as sysbench printed them (sysbench runs only)."),
-    "pgbench_progress_latency_quantile_seconds": ("gauge", "The latency percentile sysbench printed for the last progress interval (lat (ms,95%); quantile label 0.95), sysbench runs only."),
-    "pgbench_progress_threads": ("gauge", "Threads running in the last progress interval (sysbench thds)."),
-    "pgbench_queries_total": ("counter", "Queries completed, by type (read, write, other): qps times the time each progress line covers; the exact figure from the summary at the end (sysbench runs only)."),
-    "pgbench_errors_total": ("counter", "Query errors sysbench ignored and retried (err/s times the time each line covers; the summary's 'ignored errors' at the end)."),
-    "pgbench_reconnects_total": ("counter", "Reconnects to the server (reconn/s times the time each line covers; the summary's 'reconnects' at the end)."),
-    "pgbench_summary_qps": ("gauge", "Queries per second of the whole run from sysbench's summary."),
-    "pgbench_summary_latency_quantile_seconds": ("gauge", "The latency percentile of the whole run from sysbench's summary (quantile label)."),
-    "pgbench_summary_latency_min_seconds": ("gauge", "Minimum latency of the whole run from sysbench's summary."),
-    "pgbench_summary_latency_max_seconds": ("gauge", "Maximum latency of the whole run from sysbench's summary."),
-    "pgbench_summary_latency_histogram_events": ("gauge", "sysbench --histogram at the end of the run, cumulative: events with a latency of at most le seconds (le on the same ladder as pgbench_latency_seconds, +Inf all events); histogram_quantile reads it."),
+    "benchmark_progress_qps": ("gauge", "Queries per second over the last progress interval, by type (read, write, other), as sysbench printed them (sysbench runs only)."),
+    "benchmark_progress_latency_quantile_seconds": ("gauge", "The latency percentile sysbench printed for the last progress interval (lat (ms,95%); quantile label 0.95), sysbench runs only."),
+    "benchmark_progress_threads": ("gauge", "Threads running in the last progress interval (sysbench thds)."),
+    "benchmark_queries_total": ("counter", "Queries completed, by type (read, write, other): qps times the time each progress line covers; the exact figure from the summary at the end (sysbench runs only)."),
+    "benchmark_errors_total": ("counter", "Query errors sysbench ignored and retried (err/s times the time each line covers; the summary's 'ignored errors' at the end)."),
+    "benchmark_reconnects_total": ("counter", "Reconnects to the server (reconn/s times the time each line covers; the summary's 'reconnects' at the end)."),
+    "benchmark_result_qps": ("gauge", "Queries per second of the whole run from sysbench's summary."),
+    "benchmark_result_latency_quantile_seconds": ("gauge", "The latency percentile of the whole run from sysbench's summary (quantile label)."),
+    "benchmark_result_latency_min_seconds": ("gauge", "Minimum latency of the whole run from sysbench's summary."),
+    "benchmark_result_latency_max_seconds": ("gauge", "Maximum latency of the whole run from sysbench's summary."),
+    "benchmark_result_latency_histogram_events": ("gauge", "sysbench --histogram at the end of the run, cumulative: events with a latency of at most le seconds (le on the same ladder as benchmark_latency_seconds, +Inf all events); histogram_quantile reads it."),
 }
 
 # Counters kept per query type by this model, not in RunModel._counters.
-_TYPED = ("pgbench_queries_total",)
+_TYPED = ("benchmark_queries_total",)
 # Counters a sysbench run writes (pgbench's failure counters mean nothing here).
-_COUNTERS = ("pgbench_transactions_total", "pgbench_progress_lines_total", "pgbench_errors_total",
-             "pgbench_reconnects_total", "pgbench_exporter_unparsed_lines_total")
+_COUNTERS = ("benchmark_transactions_total", "benchmark_progress_lines_total", "benchmark_errors_total",
+             "benchmark_reconnects_total", "benchmark_unparsed_lines_total")
 
 
 def _quantile(percentile: float) -> str:
@@ -54,13 +54,13 @@ def _quantile(percentile: float) -> str:
 class SysbenchRunModel(RunModel):
     tool = "sysbench"
     catalogue: ClassVar[Mapping[str, tuple[str, str]]] = {**run.METRICS, **SYSBENCH_METRICS}
-    summary_gauges: ClassVar[Mapping[str, str]] = {"tps": "pgbench_summary_tps", "qps": "pgbench_summary_qps",
-                      "latency_avg_s": "pgbench_summary_latency_seconds",
-                      "latency_min_s": "pgbench_summary_latency_min_seconds",
-                      "latency_max_s": "pgbench_summary_latency_max_seconds",
-                      "transactions": "pgbench_summary_transactions"}
-    ended_with_the_run = run.ENDED_WITH_THE_RUN + ("pgbench_progress_qps", "pgbench_progress_latency_quantile_seconds",
-                                                "pgbench_progress_threads")
+    summary_gauges: ClassVar[Mapping[str, str]] = {"tps": "benchmark_result_tps", "qps": "benchmark_result_qps",
+                      "latency_avg_s": "benchmark_result_latency_seconds",
+                      "latency_min_s": "benchmark_result_latency_min_seconds",
+                      "latency_max_s": "benchmark_result_latency_max_seconds",
+                      "transactions": "benchmark_result_transactions"}
+    ended_with_the_run = run.ENDED_WITH_THE_RUN + ("benchmark_progress_qps", "benchmark_progress_latency_quantile_seconds",
+                                                "benchmark_progress_threads")
     exact_transactions_key = "transactions"
 
     def __init__(self, run_id: str, **kw) -> None:
@@ -90,27 +90,27 @@ class SysbenchRunModel(RunModel):
             self.interval_s = float(self.summary["report_interval_s"])  # type: ignore[arg-type]
         rates = {"read": event.read_qps, "write": event.write_qps, "other": event.other_qps}
         gauges: list[tuple[str, float | None, Mapping[str, str] | None]] = [
-            ("pgbench_progress_qps", value, {"type": kind}) for kind, value in rates.items()]
+            ("benchmark_progress_qps", value, {"type": kind}) for kind, value in rates.items()]
         if event.percentile is not None:
-            gauges.append(("pgbench_progress_latency_quantile_seconds", event.latency_s,
+            gauges.append(("benchmark_progress_latency_quantile_seconds", event.latency_s,
                            {"quantile": _quantile(event.percentile)}))
-        gauges.append(("pgbench_progress_threads", float(event.threads), None))
+        gauges.append(("benchmark_progress_threads", float(event.threads), None))
 
         def queries(ts: int, covered: float) -> list[Sample]:
             out = []
             for kind, value in rates.items():
                 if value is not None and math.isfinite(value * covered):
                     self._queries[kind] += round(value * covered)
-                    out.append(self._set("pgbench_queries_total", self._queries[kind], ts, {"type": kind}))
+                    out.append(self._set("benchmark_queries_total", self._queries[kind], ts, {"type": kind}))
             return out
 
         return self.progress(event.time_s, False, arrival_epoch, event.tps, gauges=gauges,
-                             rates=(("pgbench_errors_total", event.errors_ps),
-                                    ("pgbench_reconnects_total", event.reconnects_ps)), after=queries)
+                             rates=(("benchmark_errors_total", event.errors_ps),
+                                    ("benchmark_reconnects_total", event.reconnects_ps)), after=queries)
 
     def summary_counters(self, ts: int) -> list[Sample]:
         # The summary's exact totals, where they are not below what was already written (counters never go down).
-        for key, name in (("ignored_errors", "pgbench_errors_total"), ("reconnects", "pgbench_reconnects_total")):
+        for key, name in (("ignored_errors", "benchmark_errors_total"), ("reconnects", "benchmark_reconnects_total")):
             value = self.summary.get(key)
             if isinstance(value, int) and value >= self._counters[name]:
                 self._counters[name] = float(value)
@@ -120,7 +120,7 @@ class SysbenchRunModel(RunModel):
             if isinstance(value, int) and value >= self._queries[kind]:
                 self._queries[kind] = float(value)
             if self._queries[kind] or isinstance(value, int):
-                out.append(self._set("pgbench_queries_total", self._queries[kind], ts, {"type": kind}))
+                out.append(self._set("benchmark_queries_total", self._queries[kind], ts, {"type": kind}))
         return out
 
     def finish_extra(self, ts: int) -> list[Sample]:
@@ -128,7 +128,7 @@ class SysbenchRunModel(RunModel):
         value = self.summary.get("latency_percentile_s")
         percentile = self.summary.get("percentile")
         if isinstance(value, float) and isinstance(percentile, float):
-            out.append(self._set("pgbench_summary_latency_quantile_seconds", value, ts, {"quantile": _quantile(percentile)}))
+            out.append(self._set("benchmark_result_latency_quantile_seconds", value, ts, {"quantile": _quantile(percentile)}))
         return out + self._histogram(ts)
 
     def _histogram(self, ts: int) -> list[Sample]:
@@ -139,9 +139,9 @@ class SysbenchRunModel(RunModel):
         out = []
         for le in DEFAULT_BUCKETS:
             count = sum(b.count for b in self.histogram if b.value_s <= le)
-            out.append(self._set("pgbench_summary_latency_histogram_events", float(count), ts, {"le": f"{le:g}"}))
+            out.append(self._set("benchmark_result_latency_histogram_events", float(count), ts, {"le": f"{le:g}"}))
         total = sum(b.count for b in self.histogram)
-        out.append(self._set("pgbench_summary_latency_histogram_events", float(total), ts, {"le": "+Inf"}))
+        out.append(self._set("benchmark_result_latency_histogram_events", float(total), ts, {"le": "+Inf"}))
         return out
 
 
