@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchwatch.engines import Engine
+
+if TYPE_CHECKING:
+    from benchwatch.engines import StackPart
+    from benchwatch.stack.native import Stack
 
 
 class PostgreSQL(Engine):
@@ -18,6 +22,19 @@ class PostgreSQL(Engine):
     regions_text = "Shaded regions are checkpoints, coloured by reason (the server log's timestamps)."
     regions_name = "checkpoint regions"
     panels_summary = "each target's disks, checkpoints, WAL and commits"
+    default_ports: ClassVar[Mapping[str, int]] = {"postgres": 15432, "postgres_exporter": 19187}
+    packages: ClassVar[Mapping[str, str]] = {"postgres": "postgresql", "postgres_exporter": "prometheus-postgres-exporter"}
+    demo = "demo"
+
+    def binary(self, component: str) -> str | None:
+        from benchwatch.engines.postgresql import embedded
+
+        return embedded.binary(component)
+
+    def stack_part(self, stack: Stack) -> StackPart:
+        from benchwatch.engines.postgresql import embedded
+
+        return embedded.PostgreSQLPart(self, stack)
 
     def describe_server(self, env: Mapping[str, str]) -> dict:
         from benchwatch.engines.postgresql.settings import describe_server
