@@ -68,6 +68,11 @@ class Engine:
         best effort; {} when the engine cannot be asked that way."""
         return {}
 
+    def capabilities(self, facts: Mapping[str, Any]) -> dict[str, bool]:
+        """Which of its statistics the server has (meta.json's "capabilities", e.g. pg_stat_wal), from the
+        facts describe_server gave: recorded ones first, else what its version and settings say."""
+        return dict(facts.get("capabilities") or {})
+
     # -- its part of the dashboards (benchwatch.grafana.dashboards) ----------------------------
     server_transactions_text: ClassVar[str] = "commits+rollbacks per second counted by the selected targets' servers"
     regions_text: ClassVar[str] = ""         # what the shaded regions over the TPS curve are

@@ -39,6 +39,11 @@ class MySQL(Engine):
 
         return embedded.MySQLPart(self, stack)
 
+    def capabilities(self, facts: Mapping[str, Any]) -> dict[str, bool]:
+        from benchwatch.engines.mysql.server import capabilities
+
+        return dict(facts.get("capabilities") or {}) or capabilities(facts.get("settings") or {})
+
     def server_transactions_expr(self) -> str:
         from benchwatch.engines.mysql import dashboard
 

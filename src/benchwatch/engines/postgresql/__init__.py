@@ -41,6 +41,16 @@ class PostgreSQL(Engine):
 
         return describe_server(env)
 
+    def capabilities(self, facts: Mapping[str, Any]) -> dict[str, bool]:
+        from benchwatch.engines.postgresql.settings import capabilities
+
+        recorded = dict(facts.get("capabilities") or {})
+        if recorded:
+            return recorded
+        found = capabilities(facts.get("server_version"), None)
+        found.pop("pg_stat_statements", None)  # runs recorded before did not say what was preloaded
+        return found
+
     def server_transactions_expr(self) -> str:
         from benchwatch.engines.postgresql import dashboard
 
