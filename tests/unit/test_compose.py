@@ -114,3 +114,29 @@ def test_node_jobs_split_the_exporters_collectors_by_resolution():
     assert jobs["node_inventory"]["scrape_interval"] == "15s"
     assert jobs["node"]["file_sd_configs"] == jobs["node_inventory"]["file_sd_configs"]
     assert sorted(NODE_FAST_COLLECTORS + NODE_SLOW_COLLECTORS) == sorted(NODE_COLLECTORS)
+
+
+def test_the_benchwatch_scrape_drops_every_remote_written_series_and_keeps_the_self_metrics():
+    """Run, dip and checkpoint series reach Prometheus by remote write at their own times: the scrape of the
+    exporter's /metrics must drop each of them (else each run series appears twice, once with job/instance),
+    and keep the exporter's health."""
+    import re
+
+    from benchwatch import loadgens
+    from benchwatch.engines.postgresql import checkpoints as checkpoint_model
+    from benchwatch.exporter import checkpoints, dips
+    from benchwatch.exporter.self_metrics import SELF_METRICS
+    from benchwatch.model.run import METRICS
+
+    with open(os.path.join(ROOT, "prometheus", "prometheus.yml"), encoding="utf-8") as f:
+        prom = yaml.safe_load(f)
+    job = next(j for j in prom["scrape_configs"] if j["job_name"] == "benchwatch")
+    drops = [re.compile(r["regex"]) for r in job["metric_relabel_configs"]
+             if r.get("action") == "drop" and r.get("source_labels") == ["__name__"]]
+    remote_written = {*METRICS, *checkpoint_model.METRICS, *dips.DIP_METRICS}
+    for generator in loadgens.load_generators().values():
+        remote_written |= {*generator.metrics, *generator.latency_log_metrics}
+    kept = [n for n in sorted(remote_written) if not any(d.fullmatch(n) for d in drops)]
+    assert not kept, f"remote-written series the benchwatch scrape would duplicate: {kept}"
+    dropped = [n for n in {*SELF_METRICS, *checkpoints.EXPORTER_METRICS} if any(d.fullmatch(n) for d in drops)]
+    assert not dropped, f"self-metrics the scrape drops: {dropped}"
