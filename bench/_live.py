@@ -81,7 +81,7 @@ class BenchStack(throwaway.ThrowawayStack):
     def stop_watchers(self) -> None:
         for c in reversed(WATCHERS):
             if self.stack.pid(c) is not None:
-                self.stack._stop(c)
+                self.stack.stop(c)
 
     def start_watchers(self) -> None:
         self.wait_ports_free()
@@ -113,14 +113,14 @@ class BenchStack(throwaway.ThrowawayStack):
         pid = self.stack.pid("benchwatch_exporter")
         argv = processes.process_cmdline(pid)
         args = argv[argv.index("exporter"):]  # [python, -m, benchwatch, exporter, --flags...]
-        self.stack._stop("supervisor")  # it would start the stopped exporter again; up restarts it
-        self.stack._stop("benchwatch_exporter")
+        self.stack.stop("supervisor")  # it would start the stopped exporter again; up restarts it
+        self.stack.stop("benchwatch_exporter")
         self.wait_ports_free()
         code = ("import sys; import benchwatch.exporter.server as s; s.POLL_INTERVAL_S = float(sys.argv[1]); "
                 "from benchwatch.cli import main; sys.exit(main(sys.argv[2:]))")
         env = self.stack.base_env()
         self.stack.spawn("benchwatch_exporter", [sys.executable, "-c", code, str(poll_s), *args], env=env)
-        if not self.stack._wait_healthy("benchwatch_exporter", 30.0):
+        if not self.stack.wait_healthy("benchwatch_exporter", 30.0):
             raise RuntimeError("the benchwatch exporter did not come back")
 
     def pids(self) -> dict[str, int]:

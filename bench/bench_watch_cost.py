@@ -447,8 +447,8 @@ def exporter_breakdown(live: _live.BenchStack, window: float, tmp: str) -> None:
     print(f"\n[3] benchwatch exporter following a live run (attach fed one progress line per second), {window:.0f} s "
           f"per poll interval (the stack's exporter stopped meanwhile; not scraped; code default "
           f"POLL_INTERVAL_S = {server.POLL_INTERVAL_S}):")
-    stack._stop("supervisor")  # else it starts the stack's exporter again; up restarts both
-    stack._stop("benchwatch_exporter")
+    stack.stop("supervisor")  # else it starts the stack's exporter again; up restarts both
+    stack.stop("benchwatch_exporter")
     try:
         for poll in (server.POLL_INTERVAL_S, 0.25, 0.5, 1.0):
             port = net.free_port()

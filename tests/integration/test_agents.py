@@ -22,6 +22,7 @@ from benchwatch.engines.postgresql import dsn
 from benchwatch.engines.postgresql.local import start_instances
 from benchwatch.query.prometheus import query
 from benchwatch.stack import agent as agent_mod
+from benchwatch.stack import supervisor
 from benchwatch.stack.native import pg_bindir
 from benchwatch.util import net, processes
 from tests.helpers import throwaway
@@ -139,17 +140,19 @@ def test_central_down_for_a_minute_during_a_run_loses_nothing_the_agents_collect
         assert processes.wait_until(lambda: bool(query(prom, 'benchmark_progress_tps')), 60, interval=0.5)
         time.sleep(3)  # a few seconds of the run before the outage
         before = _checkpoints_completed(prom, time.time())
-        stop_at = time.time()
-        stack._stop("prometheus")
-        assert stack.pid("prometheus") is None
-        # Checkpoints while the central side is down: their series must arrive too.
-        for inst in world["instances"].values():
-            _psql(inst, "CHECKPOINT")
-        # The outage itself is the scenario (not a wait for readiness).
-        time.sleep(OUTAGE_S)
-        start_at = time.time()
-        stack._start_prometheus()
-        assert stack._wait_healthy("prometheus", 60.0), stack._log_tail("prometheus")
+        # The central supervisor would start Prometheus again at once: it pauses for the outage.
+        with supervisor.paused(stack.path("supervisor")):
+            stop_at = time.time()
+            stack.stop("prometheus")
+            assert stack.pid("prometheus") is None
+            # Checkpoints while the central side is down: their series must arrive too.
+            for inst in world["instances"].values():
+                _psql(inst, "CHECKPOINT")
+            # The outage itself is the scenario (not a wait for readiness).
+            time.sleep(OUTAGE_S)
+            start_at = time.time()
+            stack.start_component("prometheus")
+            assert stack.wait_healthy("prometheus", 60.0), stack.log_tail("prometheus")
         window = int(start_at - stop_at)
         gap_query = f'up{{job=~"node|postgres", target=~"db.*"}}[{window}s]'
 

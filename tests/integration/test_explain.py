@@ -174,7 +174,7 @@ def test_sigstop_of_pgbench_is_a_client_stall(live_stack):
 
 
 def restart_postgres(live) -> None:
-    live.stack._stop("postgres")
+    live.stack.stop("postgres")
     live.stack.up()  # starts what is not running: the server alone; the exporters reconnect
 
 

@@ -31,9 +31,9 @@ from benchwatch.engines import Engine, StackPart
 from benchwatch.engines.postgresql import dsn
 from benchwatch.engines.postgresql.embedded import POSTGRES_EXPORTER_FLAGS, pg_bindir
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
-from benchwatch.stack import supervisor
 from benchwatch.stack.config import LISTEN_HOST, Config
-from benchwatch.util import net, processes
+from benchwatch.stack.processes import ProcessManager
+from benchwatch.util import net
 from benchwatch.util.errors import StackError
 
 __all__ = ["POSTGRES_EXPORTER_FLAGS", "Stack", "StackError", "binary", "installed", "pg_bindir"]
@@ -117,12 +117,14 @@ def installed(component: str) -> str:
 
 
 @dataclass
-class Stack:
+class Stack(ProcessManager):
+    """The stack's components, started and stopped by benchwatch.stack.processes; the engine's through its
+    StackPart."""
+
     cfg: Config
     out: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)
     engine: Engine = field(init=False)
     server: StackPart = field(init=False)  # the engine's components in this stack
-    _server_popen_pid: dict[str, int] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.engine = engines.get(self.cfg.engine)
@@ -130,17 +132,16 @@ class Stack:
 
     # -- paths ----------------------------------------------------------------
 
-    def path(self, *parts: str) -> str:
-        return os.path.join(self.cfg.state_dir, *parts)
+    @property
+    def state_dir(self) -> str:
+        return self.cfg.state_dir
+
+    @property
+    def ports(self) -> dict[str, int]:
+        return self.cfg.ports
 
     def installed(self, component: str) -> str:
         return installed(component)
-
-    def address(self, component: str) -> str:
-        return f"{LISTEN_HOST}:{self.cfg.ports[component]}"
-
-    def pid_file(self, component: str) -> str:
-        return self.path("pids", f"{component}.pid")
 
     def _part(self, component: str) -> StackPart | None:
         """The engine part a component belongs to: this stack's engine's, or another engine's (`down`
@@ -154,7 +155,7 @@ class Stack:
 
     def log_file(self, component: str) -> str:
         part = self._part(component)
-        return (part and part.log_file(component)) or self.path("logs", f"{component}.log")
+        return (part and part.log_file(component)) or super().log_file(component)
 
     @property
     def embedded_pg(self) -> bool:
@@ -251,11 +252,9 @@ class Stack:
 
     # -- status ---------------------------------------------------------------
 
-    def pid(self, component: str) -> int | None:
+    def pid_source(self, component: str) -> str | None:
         part = self._part(component)
-        own = part.pid_source(component) if part else None
-        pid = processes.read_pid(own or self.pid_file(component))
-        return pid if processes.process_alive(pid) else None
+        return part.pid_source(component) if part else None
 
     def health_url(self, component: str) -> str | None:
         part = self._part(component)
@@ -264,17 +263,13 @@ class Stack:
         path = HEALTH_PATHS.get(component)
         return self.cfg.url(component) + path if path else None
 
-    def healthy(self, component: str) -> bool:
+    def check(self, component: str) -> bool | None:
         part = self._part(component)
-        answer = part.healthy(component) if part else None
-        if answer is not None:
-            return answer
-        url = self.health_url(component)
-        return self.pid(component) is not None and url is not None and net.http_ok(url)
+        return part.healthy(component) if part else None
 
-    def restarts(self) -> dict[str, dict]:
-        """The supervisor's record per component: {"restarts": n, "last_restart": epoch, "last_exit": "..."}."""
-        return supervisor.read_state(self.path("supervisor"))
+    def stop_signal(self, component: str) -> signal.Signals:
+        part = self._part(component)
+        return (part and part.stop_signal(component)) or signal.SIGTERM
 
     def status(self) -> dict:
         components = {}
@@ -282,10 +277,7 @@ class Stack:
         for c in self.components():
             if self.server.is_server(c):
                 continue  # under the engine's own key
-            components[c] = {"url": self.cfg.url(c), "port": self.cfg.ports[c], "pid": self.pid(c),
-                             "healthy": self.healthy(c), "log_file": self.log_file(c),
-                             "restarts": restarts.get(c, {}).get("restarts", 0),
-                             "last_restart": restarts.get(c, {}).get("last_restart")}
+            components[c] = {"url": self.cfg.url(c), **self.component_status(c, restarts)}
         grafana = grafana_binary()
         return {"state_dir": self.cfg.state_dir, "engine": self.engine.name, **self.server.status(restarts),
                 "components": components, "runs_dir": self.cfg.runs_dir,
@@ -306,44 +298,29 @@ class Stack:
         os.makedirs(self.cfg.state_dir, exist_ok=True)
         if os.geteuid() == 0:
             os.chmod(self.cfg.state_dir, 0o755)  # the postgres user must reach pg/
-        for d in ("logs", "pids", "runs"):
-            os.makedirs(self.path(d), exist_ok=True)
+        os.makedirs(self.path("runs"), exist_ok=True)
         if self.cfg.pg_dsn:
             self.write_secret("pg_dsn", self.cfg.pg_dsn)
         self.cfg.save()
-        # The supervisor would race us restarting what we start: it pauses while up works.
-        with supervisor.paused(self.path("supervisor")):
-            return self._up()
-
-    def _up(self) -> dict:
-        started: list[str] = []
-        try:
-            for component in self.components():
-                if self.pid(component) is not None:
-                    if not self._wait_healthy(component, 20.0):
-                        raise StackError(f"{component} is running (pid {self.pid(component)}) but not healthy: see {self.log_file(component)}")
-                    continue
-                part = self._part(component)
-                if part is not None:
-                    part.start(component)
-                else:
-                    self._start(component)
-                started.append(component)
-                if not self._wait_healthy(component, 60.0):
-                    raise StackError(f"{component} failed to start: {self._log_tail(component)} (log: {self.log_file(component)})")
-                if part is not None:
-                    part.after_start(component)
-            self.server.after_up()
-        except BaseException:
-            for component in reversed(started):
-                self._stop(component)
-            raise
+        self.start_all()
         return self.status()
 
-    def _start(self, component: str) -> None:
+    def start_component(self, component: str) -> None:
+        part = self._part(component)
+        if part is not None:
+            part.start(component)
+            return
         {"prometheus": self._start_prometheus, "alertmanager": self._start_alertmanager,
          "node_exporter": self._start_node_exporter, "benchwatch_exporter": self._start_benchwatch_exporter,
-         "grafana": self._start_grafana, "supervisor": self._start_supervisor}[component]()
+         "grafana": self._start_grafana, "supervisor": self.start_supervisor}[component]()
+
+    def after_start(self, component: str) -> None:
+        part = self._part(component)
+        if part is not None:
+            part.after_start(component)
+
+    def after_up(self) -> None:
+        self.server.after_up()
 
     def _preflight(self) -> None:
         for component in self.components():
@@ -357,49 +334,6 @@ class Stack:
             if not net.port_free(LISTEN_HOST, port):
                 flag = base.replace("_", "-")
                 raise StackError(f"port {port} for {component} is taken on {LISTEN_HOST}: pass --{flag}-port or set BENCHWATCH_{component.upper()}_PORT")
-
-    def _wait_healthy(self, component: str, timeout: float) -> bool:
-        return processes.wait_until(lambda: self.healthy(component), timeout, interval=0.1,
-                                abort=lambda: self.pid(component) is None and not self._starting(component))
-
-    def _starting(self, component: str) -> bool:
-        # A server writes its pid file (postmaster.pid, mariadbd.pid) a moment after it starts.
-        part = self._part(component)
-        return (part is not None and part.pid_source(component) is not None
-                and processes.process_alive(self._server_popen_pid.get(component)))
-
-    def _log_tail(self, component: str, lines: int = 3) -> str:
-        """The most telling lines of a component's log: its errors if it logged any, else the last lines."""
-        try:
-            with open(self.log_file(component), encoding="utf-8", errors="replace") as f:
-                all_lines = [l.strip() for l in f.readlines()[-200:] if l.strip()]
-        except FileNotFoundError:
-            return "no log"
-        errors = [l for l in all_lines if "level=error" in l or "ERROR" in l or "FATAL" in l]
-        return " | ".join((errors or all_lines)[-lines:]) or "no output"
-
-    def component_spec(self, component: str, argv: list[str], env: dict[str, str] | None = None,
-                       user: str | None = None) -> supervisor.ComponentSpec:
-        """How the component is started, the same way by up and by the supervisor."""
-        part = self._part(component)
-        own = part.pid_source(component) if part else None  # the database servers write their own pid files
-        return supervisor.ComponentSpec(
-            name=component, argv=argv, env=env, cwd=self.cfg.state_dir, user=user, log_file=self.log_file(component),
-            pid_file=None if own else self.pid_file(component), pid_source=own)
-
-    def spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
-              user: str | None = None) -> int:
-        spec = self.component_spec(component, argv, env, user)
-        if component != "supervisor":
-            # Recorded before the start: a component that dies at once is still restarted.
-            supervisor.register(self.path("supervisor"), spec)
-        pid = supervisor.spawn(spec).pid
-        if spec.pid_source:
-            self._server_popen_pid[component] = pid
-        return pid
-
-    def base_env(self) -> dict[str, str]:
-        return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
 
     # -- components -------------------------------------------------------------
 
@@ -513,29 +447,8 @@ class Stack:
         argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
         self.spawn("grafana", argv + [f"--homepath={home}"], env=env)
 
-    def _start_supervisor(self) -> None:
-        self.spawn("supervisor", [sys.executable, "-m", "benchwatch", "supervise", f"--dir={self.path('supervisor')}",
-                                   f"--listen={LISTEN_HOST}:{self.cfg.ports['supervisor']}"], env=self.base_env())
-
     # -- down -------------------------------------------------------------------
 
     def down(self) -> list[str]:
-        stopped = []
-        for component in reversed(self._all_components()):
-            if self.pid(component) is not None:
-                self._stop(component)
-                stopped.append(component)
-        return stopped
-
-    def _stop(self, component: str) -> None:
-        pid = self.pid(component)
-        part = self._part(component)
-        if part is not None and part.pid_source(component):
-            # A database server: its own clean shutdown, which removes its pid file.
-            processes.stop_pid(pid, part.stop_signal(component) or signal.SIGTERM, timeout=60.0)
-            return
-        processes.stop_pid(pid, signal.SIGTERM, timeout=20.0)
-        try:
-            os.unlink(self.pid_file(component))
-        except FileNotFoundError:
-            pass
+        """Stop whatever any engine's stack left running in this state dir, the supervisor first."""
+        return self.stop_all(self._all_components())

@@ -119,6 +119,16 @@ def register(directory: str, spec: ComponentSpec) -> None:
     _write_private(path, specs)
 
 
+def retain(directory: str, names: list[str]) -> None:
+    """Drop every component not in ``names`` from a supervisor's list: what an earlier configuration ran
+    (another engine, an agent's instance since removed) is not started again."""
+    path = os.path.join(directory, SPECS)
+    specs = _read_json(path)
+    kept = {name: spec for name, spec in specs.items() if name in names}
+    if kept != specs:
+        _write_private(path, kept)
+
+
 class paused:
     """``with supervisor.paused(dir):`` no restarts meanwhile (or until this process dies): up starts what is down."""
 
