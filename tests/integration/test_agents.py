@@ -185,3 +185,25 @@ def test_central_down_for_a_minute_during_a_run_loses_nothing_the_agents_collect
     r = central.benchwatch("targets", "--json", "--series")
     runs = json.loads(r.stdout)["series"]["runs"]
     assert 0 < runs[meta["run_id"]]["series"] <= 200, runs
+
+
+@pytest.mark.parametrize("agent_index, component", [(0, "node_exporter"), (0, "postgres_exporter-db1"),
+                                                     (1, "prometheus"), (1, "checkpoints-db2b")])
+def test_a_killed_agent_component_is_started_again_by_the_agents_supervisor(world, agent_index, component):
+    state_dir = world["agent_dirs"][agent_index]
+    cfg = agent_mod.load_agent_config(state_dir)
+    assert cfg is not None
+    a = agent_mod.Agent(cfg)
+    assert a.pid("supervisor") is not None and a.healthy("supervisor"), a.status()
+    assert processes.wait_until(lambda: a.healthy(component), 60, 0.2), a.status()
+    old_pid = a.pid(component)
+    before = a.restarts().get(component, {}).get("restarts", 0)
+    os.kill(old_pid, signal.SIGKILL)
+    back = processes.wait_until(lambda: a.pid(component) not in (None, old_pid) and a.healthy(component), 60, 0.2)
+    assert back, (old_pid, a.status(), a.log_tail("supervisor"))
+    # Counted, and shown by the real `agent status --json`.
+    r = subprocess.run([throwaway.BENCHWATCH, "agent", "status", "--state-dir", state_dir, "--json"],
+                       capture_output=True, text=True, timeout=60)
+    status = json.loads(r.stdout)
+    assert status["components"][component]["restarts"] == before + 1, status["components"]
+    assert status["components"][component]["pid"] == a.pid(component)

@@ -22,17 +22,17 @@ State layout under ``state_dir`` (default /var/lib/benchwatch-agent as root):
   secrets/                 0700: each instance's DSN and pgpass (0600)
   prometheus/agent.yml     generated; prometheus/wal the agent's WAL
   logs/<component>.log, pids/<component>.pid
+  supervisor/              what the agent's supervisor restarts (components.json, 0600) and its
+                           restart counts (state.json), as the stack's: every component above is
+                           started again when it dies, until ``agent down``
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
-import signal
 import socket
-import subprocess
 import sys
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -51,6 +51,7 @@ from benchwatch.stack.native import (
     binary,
     installed,
 )
+from benchwatch.stack.processes import SUPERVISOR, ProcessManager
 from benchwatch.util import net, processes, secrets
 
 AGENT_FILE = "agent.json"
@@ -154,40 +155,31 @@ def _server_label(params: dict[str, str]) -> str:
 
 
 @dataclass
-class Agent:
+class Agent(ProcessManager):
+    """The agent's components, started, supervised and stopped by benchwatch.stack.processes, as the stack's."""
+
     cfg: AgentConfig
     out: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)
 
     # -- paths and components ----------------------------------------------------
 
-    def path(self, *parts: str) -> str:
-        return os.path.join(self.cfg.state_dir, *parts)
-
     def components(self) -> list[str]:
-        """Start order: exporters, then Prometheus (scrapes them, receives checkpoints), then the log followers."""
+        """Start order: exporters, then Prometheus (scrapes them, receives checkpoints), then the log
+        followers; the supervisor last (`down` stops it first)."""
         out = ["node_exporter"] + [f"postgres_exporter-{i.name}" for i in self.cfg.instances]
         out.append("prometheus")
         out += [f"checkpoints-{i.name}" for i in self.cfg.instances if i.server_log]
+        out.append(SUPERVISOR)
         return out
 
-    def _gone(self, component: str) -> bool:
-        return self.pid(component) is None
-
-    def pid(self, component: str) -> int | None:
-        pid = processes.read_pid(self.path("pids", f"{component}.pid"))
-        return pid if processes.process_alive(pid) else None
-
     def url(self, component: str) -> str:
-        return f"http://{LISTEN_HOST}:{self.cfg.ports[component]}"
+        return f"http://{self.address(component)}"
 
-    def healthy(self, component: str) -> bool:
-        if self.pid(component) is None or component not in self.cfg.ports:
-            return False
+    def health_url(self, component: str) -> str | None:
+        if component not in self.cfg.ports:
+            return None
         path = "/-/ready" if component == "prometheus" else "/healthz" if component.startswith("checkpoints-") else "/metrics"
-        return net.http_ok(self.url(component) + path)
-
-    def log_file(self, component: str) -> str:
-        return self.path("logs", f"{component}.log")
+        return self.url(component) + path
 
     # -- secrets -------------------------------------------------------------------
 
@@ -209,8 +201,7 @@ class Agent:
     def up(self, dsns: Sequence[str] | None = None) -> dict:
         """Start what is not running; ``dsns`` (one per instance, in order) are stored 0600 on first use."""
         self.cfg.auth.check()
-        for d in ("logs", "pids", "prometheus"):
-            os.makedirs(self.path(d), exist_ok=True)
+        os.makedirs(self.path("prometheus"), exist_ok=True)
         for inst, text in zip(self.cfg.instances, dsns or (), strict=False):
             self._write_secret(f"dsn-{inst.name}", text.strip())
             inst.server = _server_label(dsn.parse_dsn(text))
@@ -223,20 +214,7 @@ class Agent:
                                                    and not net.port_free(LISTEN_HOST, self.cfg.ports[component])):
                 self.cfg.ports[component] = net.free_port()
         self.cfg.save()
-        started: list[str] = []
-        try:
-            for component in self.components():
-                if self.pid(component) is not None:
-                    continue
-                self._start(component)
-                started.append(component)
-                if not processes.wait_until(functools.partial(self.healthy, component), 60.0, interval=0.1,
-                                            abort=functools.partial(self._gone, component)):
-                    raise StackError(f"{component} failed to start: {self._log_tail(component)} (log: {self.log_file(component)})")
-        except BaseException:
-            for component in reversed(started):
-                self._stop(component)
-            raise
+        self.start_all()
         return self.status()
 
     def _preflight(self) -> None:
@@ -251,38 +229,17 @@ class Agent:
                 self.out(f"server log {inst.server_log} of {inst.name} does not exist yet: "
                          "its checkpoints appear once it does")
 
-    def _log_tail(self, component: str, lines: int = 3) -> str:
-        try:
-            with open(self.log_file(component), encoding="utf-8", errors="replace") as f:
-                tail = [line.strip() for line in f.readlines()[-100:] if line.strip()]
-        except FileNotFoundError:
-            return "no log"
-        errors = [line for line in tail if "level=error" in line or "ERROR" in line or "Error" in line]
-        return " | ".join((errors or tail)[-lines:]) or "no output"
-
-    def _spawn(self, component: str, argv: list[str], env: dict[str, str]) -> None:
-        log = open(self.log_file(component), "ab")
-        try:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                    start_new_session=True, cwd=self.cfg.state_dir)
-        finally:
-            log.close()
-        with open(self.path("pids", f"{component}.pid"), "w", encoding="ascii") as f:
-            f.write(f"{proc.pid}\n")
-
-    def _env(self) -> dict[str, str]:
-        return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
-
     def _listen(self, component: str) -> str:
-        return f"{LISTEN_HOST}:{self.cfg.ports[component]}"
+        return self.address(component)
 
-    def _start(self, component: str) -> None:
+    def start_component(self, component: str) -> None:
         if component == "node_exporter":
-            self._spawn(component, [installed("node_exporter"), f"--web.listen-address={self._listen(component)}",
-                                    *NODE_EXPORTER_FLAGS],
-                        self._env())
+            self.spawn(component, [installed("node_exporter"), f"--web.listen-address={self._listen(component)}",
+                                   *NODE_EXPORTER_FLAGS], env=self.base_env())
         elif component == "prometheus":
             self._start_prometheus()
+        elif component == SUPERVISOR:
+            self.start_supervisor()
         elif component.startswith("postgres_exporter-"):
             self._start_postgres_exporter(self._instance(component))
         else:
@@ -296,7 +253,7 @@ class Agent:
         # As the central stack: the DSN through the environment without its
         # password (pgpass, 0600), the database as PGDATABASE.
         params = self._dsn(inst)
-        env = self._env()
+        env = self.base_env()
         if "password" in params:
             dsn.write_pgpass(self._secret(f"pgpass-{inst.name}"), params)
             env["PGPASSFILE"] = self._secret(f"pgpass-{inst.name}")
@@ -316,18 +273,18 @@ class Agent:
             uri = dsn.to_uri(params)
         env["DATA_SOURCE_NAME"] = uri
         component = f"postgres_exporter-{inst.name}"
-        self._spawn(component, [installed("postgres_exporter"), f"--web.listen-address={self._listen(component)}",
-                                f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
-                                *POSTGRES_EXPORTER_FLAGS], env)
+        self.spawn(component, [installed("postgres_exporter"), f"--web.listen-address={self._listen(component)}",
+                               f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
+                               *POSTGRES_EXPORTER_FLAGS], env=env)
 
     def _start_checkpoints(self, inst: Instance) -> None:
         component = f"checkpoints-{inst.name}"
         os.makedirs(self.path("runs"), exist_ok=True)  # the daemon wants one; no run is followed here
-        self._spawn(component, [
+        self.spawn(component, [
             sys.executable, "-m", "benchwatch", "exporter", f"--listen={self._listen(component)}",
             f"--runs-dir={self.path('runs')}", f"--remote-write-url={self.url('prometheus')}/api/v1/write",
             f"--server-log={inst.server_log}", "--no-collector.pgbench_runs",
-            f"--label=target={inst.name}", f"--label=host={self.cfg.host}"], self._env())
+            f"--label=target={inst.name}", f"--label=host={self.cfg.host}"], env=self.base_env())
 
     def prometheus_config(self) -> dict:
         """The agent's Prometheus configuration (YAML is a superset of JSON: written as JSON)."""
@@ -369,13 +326,13 @@ class Agent:
         config = self.path("prometheus", "agent.yml")
         with open(config, "w", encoding="utf-8") as f:
             json.dump(self.prometheus_config(), f, indent=2)
-        self._spawn("prometheus", [
+        self.spawn("prometheus", [
             installed("prometheus"), "--enable-feature=agent", f"--config.file={config}",
             f"--storage.agent.path={self.path('prometheus', 'wal')}",
             f"--storage.agent.retention.max-time={WAL_MAX_TIME}",
             f"--web.listen-address={self._listen('prometheus')}",
             # the checkpoint followers write here; loopback only
-            "--web.enable-remote-write-receiver"], self._env())
+            "--web.enable-remote-write-receiver"], env=self.base_env())
 
     # -- status and down -------------------------------------------------------------
 
@@ -402,8 +359,8 @@ class Agent:
                 "samples_failed": values.get("prometheus_remote_storage_samples_failed_total")}
 
     def status(self) -> dict:
-        components = {c: {"pid": self.pid(c), "port": self.cfg.ports.get(c), "healthy": self.healthy(c),
-                          "log_file": self.log_file(c)} for c in self.components()}
+        restarts = self.restarts()
+        components = {c: self.component_status(c, restarts) for c in self.components()}
         return {"state_dir": self.cfg.state_dir, "name": self.cfg.name, "host": self.cfg.host,
                 "central": secrets.redact_argv([self.cfg.write_url])[0],
                 "targets": [{"target": i.name, "server": i.server, "server_log": i.server_log} for i in self.cfg.instances],
@@ -411,20 +368,9 @@ class Agent:
                 "remote_write": self.remote_write_stats() if components["prometheus"]["healthy"] else None}
 
     def down(self) -> list[str]:
-        stopped = []
-        # Log followers first (they write to Prometheus), then Prometheus, then what it scrapes.
-        for component in reversed(self.components()):
-            if self.pid(component) is not None:
-                self._stop(component)
-                stopped.append(component)
-        return stopped
-
-    def _stop(self, component: str) -> None:
-        processes.stop_pid(self.pid(component), signal.SIGTERM, timeout=20.0)
-        try:
-            os.unlink(self.path("pids", f"{component}.pid"))
-        except FileNotFoundError:
-            pass
+        """The supervisor first (nothing comes back), then the log followers (they write to Prometheus),
+        Prometheus, and what it scrapes."""
+        return self.stop_all()
 
 
 def start_agent(state_dir: str, *, name: str, central_url: str, postgres: Sequence[str] = (),

@@ -132,14 +132,6 @@ class Stack(ProcessManager):
 
     # -- paths ----------------------------------------------------------------
 
-    @property
-    def state_dir(self) -> str:
-        return self.cfg.state_dir
-
-    @property
-    def ports(self) -> dict[str, int]:
-        return self.cfg.ports
-
     def installed(self, component: str) -> str:
         return installed(component)
 

@@ -22,6 +22,7 @@ import signal
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from benchwatch.stack import supervisor
 from benchwatch.stack.config import LISTEN_HOST
@@ -40,9 +41,19 @@ SERVER_STOP_TIMEOUT_S = 60.0
 BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "HOME")
 
 
+class Settings(Protocol):
+    """What the manager reads of its owner's configuration (stack.json's Config, agent.json's AgentConfig)."""
+
+    state_dir: str
+    ports: dict[str, int]  # component -> its port on 127.0.0.1
+
+
 @dataclass
 class ProcessManager:
     """Components of one state dir, started, watched and stopped by PID; see the module's docstring."""
+
+    if TYPE_CHECKING:
+        cfg: Settings  # a subclass's own field
 
     # The pid of each server we started whose pid file it writes itself, a moment after it starts.
     _popen_pid: dict[str, int] = field(init=False, default_factory=dict, repr=False)
@@ -51,12 +62,11 @@ class ProcessManager:
 
     @property
     def state_dir(self) -> str:
-        raise NotImplementedError
+        return self.cfg.state_dir
 
     @property
-    def ports(self) -> Mapping[str, int]:
-        """Component -> its port on 127.0.0.1."""
-        raise NotImplementedError
+    def ports(self) -> dict[str, int]:
+        return self.cfg.ports
 
     def components(self) -> list[str]:
         """What runs, in start order; the supervisor last (it starts watching once all is up)."""
