@@ -259,3 +259,15 @@ def test_sigterm_stops_the_supervisor_at_once_and_metrics_are_served_meanwhile(t
         processes.stop_pid(proc.pid)
         processes.stop_pid(processes.read_pid(spec.pid_file))
     assert supervisor.read_state(d)["sleeper"]["restarts"] == 1
+
+
+def test_retain_drops_what_the_configuration_no_longer_runs(tmp_path):
+    # up --engine mariadb, down, up: the MariaDB server of the first stack must not be started again.
+    d = str(tmp_path / "sup")
+    for name in ("mariadb", "prometheus", "postgres"):
+        supervisor.register(d, crasher(tmp_path, name))
+    supervisor.retain(d, ["postgres", "prometheus", "node_exporter"])
+    sup = Supervisor(d, clock=Clock())
+    sup._load_specs()
+    assert sorted(sup.specs) == ["postgres", "prometheus"]
+    assert oct(os.stat(os.path.join(d, supervisor.SPECS)).st_mode & 0o777) == "0o600"
