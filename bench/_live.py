@@ -118,8 +118,8 @@ class BenchStack(throwaway.ThrowawayStack):
         self.wait_ports_free()
         code = ("import sys; import benchwatch.exporter.server as s; s.POLL_INTERVAL_S = float(sys.argv[1]); "
                 "from benchwatch.cli import main; sys.exit(main(sys.argv[2:]))")
-        env = self.stack._base_env()
-        self.stack._spawn("benchwatch_exporter", [sys.executable, "-c", code, str(poll_s), *args], env=env)
+        env = self.stack.base_env()
+        self.stack.spawn("benchwatch_exporter", [sys.executable, "-c", code, str(poll_s), *args], env=env)
         if not self.stack._wait_healthy("benchwatch_exporter", 30.0):
             raise RuntimeError("the benchwatch exporter did not come back")
 

@@ -137,14 +137,14 @@ class VariantStack(Stack):
 
     variant = "ours"
 
-    def _spawn(self, component, argv, env=None, user=None):
+    def spawn(self, component, argv, env=None, user=None):
         if self.variant == "stock":
             argv = stock_argv(component, argv)
         elif self.variant.startswith("lean"):
             argv = lean_argv(component, argv)
         elif self.variant.startswith("gogc") and component in GO_COMPONENTS:
             env = dict(env if env is not None else os.environ, GOGC="400")
-        return super()._spawn(component, argv, env=env, user=user)
+        return super().spawn(component, argv, env=env, user=user)
 
     def _write_prometheus_config(self) -> str:
         path = super()._write_prometheus_config()
@@ -287,7 +287,7 @@ def pg_exporter_env(stack: Stack) -> dict[str, str]:
 
     params = stack.pg_params()
     params.pop("password", None)
-    return dict(stack._base_env(), DATA_SOURCE_NAME=dsn.to_uri(params), PGPASSFILE=stack.path("secrets", "pgpass"))
+    return dict(stack.base_env(), DATA_SOURCE_NAME=dsn.to_uri(params), PGPASSFILE=stack.path("secrets", "pgpass"))
 
 
 def breakdown_variants() -> list[tuple[str, str, list[str]]]:
@@ -345,7 +345,7 @@ def scrape_breakdown(live: _live.BenchStack, scrapes: int, tmp: str) -> None:
     for component, label, flags in variants:
         port = net.free_port()
         argv = [binary(component), f"--web.listen-address={LISTEN_HOST}:{port}", *flags]
-        env = pg_exporter_env(stack) if component == "postgres_exporter" else stack._base_env()
+        env = pg_exporter_env(stack) if component == "postgres_exporter" else stack.base_env()
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
         try:
             url = f"http://{LISTEN_HOST}:{port}/metrics"
@@ -452,7 +452,7 @@ def exporter_breakdown(live: _live.BenchStack, window: float, tmp: str) -> None:
     try:
         for poll in (server.POLL_INTERVAL_S, 0.25, 0.5, 1.0):
             port = net.free_port()
-            env = stack._base_env()
+            env = stack.base_env()
             argv = [sys.executable, "-c", EXPORTER_CODE, str(poll), "exporter", f"--listen={LISTEN_HOST}:{port}",
                     f"--runs-dir={stack.cfg.runs_dir}", f"--remote-write-url={stack.cfg.remote_write_url}"]
             with open(os.path.join(tmp, f"exporter-{poll}.log"), "wb") as log:

@@ -21,7 +21,8 @@ def say(message: str) -> None:
 def _add_stack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", help="where the stack keeps data, logs and runs (env BENCHWATCH_STATE_DIR)")
     p.add_argument("--pg-dsn", help="use this existing PostgreSQL instead of the embedded one (env BENCHWATCH_PG_DSN; prefer a pgpass file to a password here)")
-    p.add_argument("--engine", choices=ENGINES, help="the database the stack runs and watches (default postgres; env BENCHWATCH_ENGINE)")
+    p.add_argument("--engine", choices=ENGINES, help="the database the stack runs and watches (up and demo start "
+                   "postgres, the default, unless told; other commands act on what up started; env BENCHWATCH_ENGINE)")
     p.add_argument("--mysql-defaults-file", help="watch this existing MySQL/MariaDB, whose [client] section (a my.cnf-style file) says how to connect; implies --engine mariadb")
     p.add_argument("--instances", type=int, help="with --engine mariadb: embedded MariaDB instances to run side by side, "
                    "targets mariadb-1..N, each with its own port, data directory and mysqld_exporter (default 1: target local); "
@@ -31,16 +32,36 @@ def _add_stack_options(p: argparse.ArgumentParser) -> None:
                        help=f"port of {component} on 127.0.0.1 (default {port})")
 
 
-def _stack(args: argparse.Namespace) -> Stack:
+def _stack(args: argparse.Namespace, starting: bool = False) -> Stack:
     ports = {c: port for c in DEFAULT_PORTS if (port := getattr(args, f"port_{c}", None))}
     cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "pg_dsn", None),
                       getattr(args, "engine", None), getattr(args, "mysql_defaults_file", None),
-                      getattr(args, "instances", None))
+                      getattr(args, "instances", None), starting=starting)
     return Stack(cfg, out=say)
 
 
+def _starting_stack(args: argparse.Namespace) -> Stack | None:
+    """The stack up and demo start: the engine asked for (--engine, BENCHWATCH_ENGINE), else the default
+    one, whatever an earlier up started. A stack still running stays as it is: it is said which engine
+    it runs, and asking for another is refused (None) with the reason said."""
+    stack = _stack(args, starting=True)
+    running = stack.running_engine()
+    if running is None:
+        return stack
+    if stack.cfg.engine_asked and running is not stack.engine:
+        say(f"the stack in {stack.cfg.state_dir} runs {running.title}: stop it with benchwatch down before "
+            f"starting {stack.engine.title}")
+        return None
+    if running is not stack.engine:
+        say(f"the stack in {stack.cfg.state_dir} is already running {running.title}, and stays so "
+            f"(benchwatch down, then up, starts {stack.engine.title})")
+    return _stack(args)  # as it was started, with what the flags change
+
+
 def cmd_up(args: argparse.Namespace) -> int:
-    stack = _stack(args)
+    stack = _starting_stack(args)
+    if stack is None:
+        return 1
     try:
         status = stack.up()
     except StackError as e:
@@ -94,7 +115,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from benchwatch import loadgens
+    from benchwatch import engines, loadgens
     from benchwatch.alerting.printer import AlertPrinter
     from benchwatch.record.stream import LineSafeStream
     from benchwatch.record.wrapper import run_benchmark
@@ -106,18 +127,26 @@ def cmd_run(args: argparse.Namespace) -> int:
         say("usage: benchwatch run -- pgbench [ARGS...]")
         return 2
     stack = _stack(args)
+    have_stack = os.path.exists(stack.cfg.stack_file)
+    generator = loadgens.for_program(argv[0])
+    if have_stack and os.path.basename(argv[0]) in generator.programs and stack.engine.name not in generator.engines:
+        drives = " or ".join(engines.get(e).title for e in generator.engines)
+        say(f"the stack in {stack.cfg.state_dir} runs {stack.engine.title}, which {generator.title} cannot drive "
+            f"(it drives {drives}): start a stack for it with benchwatch down, then benchwatch up"
+            + ("" if stack.engine.default else " (or --engine NAME)"))
+        return 2
     if not stack.healthy("benchwatch_exporter"):
         say("the exporter is not running: the run is saved but not sent to Prometheus "
             "(start the stack with benchwatch up, or import the run later with benchwatch import)")
-    have_stack = os.path.exists(stack.cfg.stack_file)
-    pg_env = stack.pg_env() if have_stack and stack.cfg.engine == "postgres" else {}
+    pg_env = stack.server.client_env() if have_stack else {}
     server_facts = None
     info: dict[str, str] = {}
-    if have_stack and stack.cfg.engine == "mariadb" and loadgens.for_program(argv[0]).engine_of(argv[1:]) == "mysql":
-        target = stack.mysql_target_named(args.target) if args.target else stack.mysql
+    targets = stack.server.targets()
+    if have_stack and targets and generator.engine_of(argv[1:]) == stack.engine.name:
+        target = next((t for t in targets if t.name == args.target), None) if args.target else targets[0]
         if target is None:
-            say(f"no MariaDB target {args.target!r} in this stack (its targets: "
-                f"{', '.join(t.name for t in stack.mysql_targets())})")
+            say(f"no {stack.engine.title} target {args.target!r} in this stack (its targets: "
+                f"{', '.join(t.name for t in targets)})")
             return 2
         argv, server_facts = _mysql_connection(target, argv)
         info["target"] = target.name  # the instance this run drives (benchmark_run_info's target)
@@ -447,13 +476,16 @@ def _add_agent_parser(sub) -> None:
 def cmd_demo(args: argparse.Namespace) -> int:
     from benchwatch import demo
 
-    stack = _stack(args)
+    stack = _starting_stack(args)
+    if stack is None:
+        return 1
     extra = args.pgbench_args[1:] if args.pgbench_args[:1] == ["--"] else args.pgbench_args
-    if stack.cfg.engine == "mariadb":
+    if not stack.engine.default:
         if args.shards is not None or extra:
             say("--shards and extra pgbench arguments are for the PostgreSQL demo")
             return 2
-        return demo.demo_mariadb(stack, instances=stack.cfg.mariadb_instances, duration=args.duration or 20, say=say)
+        return getattr(demo, stack.engine.demo)(stack, instances=stack.cfg.mariadb_instances, duration=args.duration or 20,
+                                                say=say)
     if args.shards is None:
         if extra:
             say("extra pgbench arguments are for demo --shards")

@@ -14,8 +14,9 @@ import urllib.parse
 from collections.abc import Callable
 
 from benchwatch import resources
+from benchwatch.engines.postgresql.embedded import os_user, pg_bindir
 from benchwatch.query import prometheus
-from benchwatch.stack.native import Stack, StackError, pg_bindir
+from benchwatch.stack.native import Stack, StackError
 from benchwatch.util import processes
 
 
@@ -210,7 +211,7 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
         say(f"creating {shards} shard databases ({plproxy.KEYS} accounts) and the proxy database {PROXY_DATABASE!r}")
         base = shards_dir(stack.cfg.state_dir)
         # The passfile lives with the shards and belongs to the stack server's user, which reads it.
-        partitions = plproxy.setup_shards(insts, shards, os.path.join(base, "proxy.pgpass"), stack._pg_user())
+        partitions = plproxy.setup_shards(insts, shards, os.path.join(base, "proxy.pgpass"), os_user())
         plproxy.setup_proxy(stack.pg_params(), PROXY_DATABASE, partitions)
         say("starting the agent that watches the instances (node_exporter, postgres_exporter and checkpoints per instance)")
         agent = agent_mod.start_agent(os.path.join(base, "agent"), name=AGENT_NAME, central_url=stack.cfg.url("prometheus"),
@@ -367,7 +368,7 @@ def demo_mariadb(stack: Stack, *, instances: int, duration: int, say: Callable[[
     except StackError as e:
         say(str(e))
         return 1
-    targets = stack.mysql_targets()
+    targets = stack.server.targets()
     say(f"stack is up in {stack.cfg.state_dir}: MariaDB {', '.join(t.name for t in targets)}")
     if shutil.which("sysbench") is None:
         say("sysbench is not installed: apt-get install sysbench")

@@ -72,11 +72,11 @@ class ThrowawayStack:
 
     def sysbench(self, *args: str, **kw) -> subprocess.CompletedProcess:
         """sysbench on the stack's MariaDB, connected through its 0600 config file."""
-        return subprocess.run(["sysbench", f"--config-file={self.stack.mysql.sysbench_file}", *args],
+        return subprocess.run(["sysbench", f"--config-file={self.stack.server.targets()[0].sysbench_file}", *args],
                               capture_output=True, **kw)
 
     def mariadb(self, sql: str, timeout: float = 60) -> str:
-        r = subprocess.run(["mariadb", f"--defaults-file={self.stack.mysql.client_file}", "-N", "-B"],
+        r = subprocess.run(["mariadb", f"--defaults-file={self.stack.server.targets()[0].client_file}", "-N", "-B"],
                            input=sql, capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise RuntimeError(f"mariadb failed: {r.stderr.strip()}")
@@ -86,7 +86,7 @@ class ThrowawayStack:
         """Start the stack and initialise pgbench tables at ``scale``; on any failure nothing is left running."""
         try:
             self.stack.up()
-            if scale and self.stack.cfg.engine == "postgres":
+            if scale and self.stack.engine.default:
                 init = self.pgbench("-i", "-q", "-s", str(scale), timeout=600)
                 if init.returncode != 0:
                     raise RuntimeError(f"pgbench -i failed: {init.stderr.decode(errors='replace').strip()}")

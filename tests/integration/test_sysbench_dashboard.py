@@ -130,7 +130,7 @@ def test_snapshot_of_a_sysbench_run(mariadb_stack, runs, tmp_path):
         md = open(os.path.join(directory, "summary.md")).read()
         assert md.startswith(f"# sysbench run {run_id}") and "## InnoDB flushing pressure" in md
         assert "innodb_max_dirty_pages_pct" in md and "## Checkpoints" not in md
-        password = mariadb_stack.stack.mysql.client_params()["password"]
+        password = mariadb_stack.stack.server.targets()[0].client_params()["password"]
         for root, _, files in os.walk(directory):
             for name in files:
                 assert password.encode() not in open(os.path.join(root, name), "rb").read(), name
@@ -153,7 +153,7 @@ def test_compare_of_sysbench_runs(mariadb_stack, runs, tmp_path):
 def test_attach_follows_a_sysbench_pipe(mariadb_stack, runs):
     """sysbench started by the user, its stdout piped to `benchwatch attach --tool sysbench`."""
     live = mariadb_stack
-    sysbench = subprocess.Popen(["sysbench", f"--config-file={live.stack.mysql.sysbench_file}", "oltp_write_only",
+    sysbench = subprocess.Popen(["sysbench", f"--config-file={live.stack.server.targets()[0].sysbench_file}", "oltp_write_only",
                                  *TABLES, "--threads=1", "--time=4", "--report-interval=1", "run"], stdout=subprocess.PIPE)
     attach = subprocess.run([throwaway.BENCHWATCH, "attach", "--tool", "sysbench", "--sysbench-args",
                              "oltp_write_only --threads=1 --time=4 run"], stdin=sysbench.stdout, env=live.env(),

@@ -68,7 +68,7 @@ def test_progress_lines_become_samples_at_the_printed_values(mariadb_stack, prep
     assert [t["target"] for t in meta["targets"]] == ["local"]
     assert meta["server_version"].startswith("10.11") and meta["settings"]["innodb_log_file_size"]
     # No password anywhere the run wrote, nor in its argv.
-    password = live.stack.mysql.client_params()["password"]
+    password = live.stack.server.targets()[0].client_params()["password"]
     for name in os.listdir(directory):
         with open(os.path.join(directory, name), "rb") as f:
             assert password.encode() not in f.read(), name

@@ -45,7 +45,7 @@ def test_mariadb_stack_runs_mariadb_and_its_exporter_not_postgres(tmp_path):
     assert "mariadb" in components and "mysqld_exporter" in components
     assert "postgres" not in components and "postgres_exporter" not in components
     external = Stack(load_config(str(tmp_path / "x"), mysql_defaults_file="/etc/mysql/debian.cnf"))
-    assert external.cfg.engine == "mariadb" and "mariadb" not in external.components()
+    assert external.cfg.engine == "mysql" and "mariadb" not in external.components()
     assert "mysqld_exporter" in external.components()
     pg = Stack(load_config(str(tmp_path / "pg")))
     assert "mariadb" not in pg.components() and "mysqld_exporter" not in pg.components()

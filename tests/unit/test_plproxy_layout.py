@@ -66,7 +66,7 @@ def test_demo_arguments(monkeypatch, tmp_path):
     monkeypatch.setattr("benchwatch.demo.demo_shards", lambda stack, **kw: calls.setdefault("shards", kw) and 0)
     monkeypatch.setattr("benchwatch.demo.demo", lambda stack, **kw: calls.setdefault("plain", kw) and 0)
     monkeypatch.delenv("BENCHWATCH_ENGINE", raising=False)
-    monkeypatch.setattr(cli, "_stack", lambda args: Stack(load_config(str(tmp_path))))
+    monkeypatch.setattr(cli, "_stack", lambda args, starting=False: Stack(load_config(str(tmp_path))))
     parser = cli.build_parser()
     args = parser.parse_args(["demo", "--shards", "16", "--", "-R", "2000"])
     args.func(args)

@@ -126,8 +126,7 @@ def test_stack_loads_the_recording_rules_of_its_own_engine(tmp_path, monkeypatch
     """mysql.yml's 1 s group only where MariaDB is watched; every other rule file everywhere, as links."""
     from benchwatch import resources
 
-    stack = Stack(load_config(str(tmp_path)))
-    stack.cfg.engine = engine
+    stack = Stack(load_config(str(tmp_path), engine=engine))
     rules = tmp_path / "prometheus" / "etc" / "rules"
     rules.parent.mkdir(parents=True)
     rules.symlink_to(resources.path("prometheus", "rules"))  # how a state dir from before links them

@@ -19,7 +19,12 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:
+    import signal
+
+    from benchwatch.stack.native import Stack
 
 
 class UnknownEngine(KeyError):
@@ -39,10 +44,34 @@ class Engine:
     # that runs it (a group selecting nothing still costs Prometheus CPU every second).
     rule_files: ClassVar[tuple[str, ...]] = ()
 
+    # -- its part of the native stack (benchwatch.stack.native) ---------------------------------
+    # Its components in the stack (server, exporter) -> default port on 127.0.0.1; each also gets a
+    # --<component>-port flag and a BENCHWATCH_<COMPONENT>_PORT variable.
+    default_ports: ClassVar[Mapping[str, int]] = {}
+    # Component -> the Debian package that brings its program (named in up's "not installed" line).
+    packages: ClassVar[Mapping[str, str]] = {}
+    # The function of benchwatch.demo that is `benchwatch demo` on this engine.
+    demo: ClassVar[str] = "demo"
+    # Whether the stack can run several embedded instances of its server side by side (--instances N).
+    instances: ClassVar[bool] = False
+
+    def binary(self, component: str) -> str | None:
+        """The program of one of its components (base name, without an instance suffix); None if missing."""
+        return None
+
+    def stack_part(self, stack: Stack) -> StackPart:
+        """Its server components in one native stack."""
+        return StackPart(self, stack)
+
     def describe_server(self, env: Mapping[str, str]) -> dict:
         """meta.json's facts of the server a tool with this environment reaches (server_version, settings),
         best effort; {} when the engine cannot be asked that way."""
         return {}
+
+    def capabilities(self, facts: Mapping[str, Any]) -> dict[str, bool]:
+        """Which of its statistics the server has (meta.json's "capabilities", e.g. pg_stat_wal), from the
+        facts describe_server gave: recorded ones first, else what its version and settings say."""
+        return dict(facts.get("capabilities") or {})
 
     # -- its part of the dashboards (benchwatch.grafana.dashboards) ----------------------------
     server_transactions_text: ClassVar[str] = "commits+rollbacks per second counted by the selected targets' servers"
@@ -88,6 +117,82 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"<engine {self.name}>"
+
+
+class StackPart:
+    """One engine's components in a native stack (benchwatch.stack.native.Stack, the ``stack``): which run,
+    how each starts, stops, reports health and logs, and what the shared components need of it (scrape
+    targets, the benchwatch exporter's arguments, the status JSON, the environment of a run's tool).
+
+    Component names are the stack's (pid files, logs, ports, the supervisor's records): a server run once
+    per instance is ``name`` for instance 1 and ``name-i`` for instance i > 1."""
+
+    def __init__(self, engine: Engine, stack: Stack) -> None:
+        self.engine = engine
+        self.stack = stack
+
+    def servers(self) -> list[str]:
+        """Its server components the stack starts, first of all (none when it watches an existing server)."""
+        return []
+
+    def exporters(self) -> list[str]:
+        """Its exporters, started once the shared exporters are up."""
+        return []
+
+    def split(self, component: str) -> tuple[str, int]:
+        """(base component, instance) of one of its component names."""
+        return component, 1
+
+    def owns(self, component: str) -> bool:
+        return self.split(component)[0] in self.engine.default_ports
+
+    def is_server(self, component: str) -> bool:
+        return False
+
+    def start(self, component: str) -> None:
+        raise NotImplementedError
+
+    def after_start(self, component: str) -> None:
+        """Once the component is healthy (a database created, users and client files written)."""
+
+    def after_up(self) -> None:
+        """Once every component is up (files a client of the stack reads)."""
+
+    def pid_source(self, component: str) -> str | None:
+        """The pid file a server writes itself; None for a component whose pid the stack records."""
+        return None
+
+    def log_file(self, component: str) -> str | None:
+        """Where the component logs, if not logs/<component>.log."""
+        return None
+
+    def healthy(self, component: str) -> bool | None:
+        """Whether a running server answers; None for a component judged by its HTTP endpoint."""
+        return None
+
+    def stop_signal(self, component: str) -> signal.Signals | None:
+        """The signal of its clean shutdown, if not SIGTERM."""
+        return None
+
+    def scrape_targets(self) -> list[dict]:
+        """The file_sd entries of its scrape job (targets/<scrape_job>.json)."""
+        return []
+
+    def exporter_args(self) -> list[str]:
+        """Arguments of the benchwatch exporter for this engine's server (its log, its labels)."""
+        return []
+
+    def status(self, restarts: Mapping[str, Mapping[str, Any]]) -> dict:
+        """Its keys of ``status --json`` (e.g. "postgres", "mysql"), each a dict."""
+        return {}
+
+    def client_env(self) -> dict[str, str]:
+        """Variables a tool run on the stack gets to reach its server (the password in a 0600 file)."""
+        return {}
+
+    def targets(self) -> list[Any]:
+        """The server instances the stack watches, each with a ``name`` (its target label)."""
+        return []
 
 
 _LOADED: dict[str, Engine] = {}

@@ -1,7 +1,12 @@
-"""Where the native stack lives and which ports it uses.
+"""Where the native stack lives, which engine it runs and which ports it uses: the one place that reads
+the stack's settings (flags, BENCHWATCH_* variables, stack.json).
 
 Precedence: command-line flag > environment (BENCHWATCH_*) > the stack's saved
 ``stack.json`` (so ``run``/``status``/``down`` find what ``up`` started) > defaults.
+What ``up`` and ``demo`` start (the engine, its instances, an existing MySQL's
+defaults file) is not read from stack.json (``load_config(..., starting=True)``):
+without ``--engine`` they start the default engine, whatever ran before; a stack
+still running is another matter, which ``Stack.running_engine`` tells.
 """
 
 from __future__ import annotations
@@ -9,25 +14,25 @@ from __future__ import annotations
 import json
 import os
 import socket
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
+
+from benchwatch import engines
 
 LISTEN_HOST = "127.0.0.1"
 
 # component -> default port. Away from the usual defaults so a stack can sit
-# beside a user's own Prometheus (9090) or PostgreSQL (5432).
-DEFAULT_PORTS = {
-    "postgres": 15432,
+# beside a user's own Prometheus (9090) or PostgreSQL (5432). The engines' own
+# components (servers, exporters) come from their folders (Engine.default_ports).
+SHARED_PORTS = {
     "prometheus": 19090,
     "alertmanager": 19093,
     "node_exporter": 19100,
-    "postgres_exporter": 19187,
     "benchwatch_exporter": 19188,
     "grafana": 13000,
-    "mariadb": 13306,           # only with --engine mariadb
-    "mysqld_exporter": 19104,   # only with --engine mariadb
     "supervisor": 19189,
 }
-ENGINES = ("postgres", "mariadb")
+DEFAULT_PORTS = {**SHARED_PORTS, **{c: p for e in engines.load_engines().values() for c, p in e.default_ports.items()}}
+ENGINES = tuple(engines.choices())  # what --engine accepts: families and the names users give them
 
 
 def default_state_dir() -> str:
@@ -52,11 +57,21 @@ class Config:
     def database_labels(self) -> dict[str, str]:
         """The labels every database-side series of this stack carries (the shared target/host contract)."""
         return {"target": self.target_name, "host": socket.gethostname()}
-    engine: str = "postgres"                 # the database the stack runs or watches: postgres or mariadb
+    # The engine family the stack runs or watches (benchwatch.engines: "postgresql", "mysql"); stack.json
+    # files written before say "postgres" or "mariadb", which load_config reads as their families.
+    engine: str = field(default_factory=lambda: engines.default().name)
     mysql_defaults_file: str | None = None   # an existing MySQL/MariaDB's [client] file instead of the embedded one
     # Embedded MariaDB instances (--instances N): 1 is target "local"; several are mariadb-1..N,
     # instance i > 1 on ports["mariadb-i"] with its exporter on ports["mysqld_exporter-i"].
     mariadb_instances: int = 1
+
+    # Read from the environment only, never saved (a password among them).
+    prometheus_retention: str = field(default="30y", metadata={"saved": False})  # BENCHWATCH_PROMETHEUS_RETENTION
+    alert_webhook_url: str | None = field(default=None, metadata={"saved": False})  # BENCHWATCH_ALERT_WEBHOOK_URL
+    grafana_admin_password: str | None = field(default=None, metadata={"saved": False})  # BENCHWATCH_GRAFANA_ADMIN_PASSWORD
+    grafana_home: str | None = field(default=None, metadata={"saved": False})  # BENCHWATCH_GRAFANA_HOME
+    # Whether the engine was asked for (flag, environment, a defaults file) rather than saved or the default.
+    engine_asked: bool = field(default=False, metadata={"saved": False})
 
     def mariadb_names(self) -> list[str]:
         n = max(1, self.mariadb_instances)
@@ -80,6 +95,9 @@ class Config:
     def save(self) -> None:
         os.makedirs(self.state_dir, exist_ok=True)
         data = asdict(self)
+        for spec in fields(self):
+            if spec.metadata.get("saved", True) is False:
+                del data[spec.name]
         data["pg_dsn"] = None  # the DSN may carry a password: it lives in the 0600 secrets file only
         tmp = self.stack_file + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -87,9 +105,17 @@ class Config:
         os.replace(tmp, self.stack_file)
 
 
+def _engine_name(name: str) -> str:
+    """The family of an engine name or alias (stack.json from before says "postgres"/"mariadb")."""
+    return engines.get(name).name
+
+
 def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | None = None,
                 pg_dsn: str | None = None, engine: str | None = None,
-                mysql_defaults_file: str | None = None, instances: int | None = None) -> Config:
+                mysql_defaults_file: str | None = None, instances: int | None = None,
+                starting: bool = False) -> Config:
+    """The stack's configuration. ``starting`` (up, demo): what to start comes from the flags, the
+    environment and the defaults, not from what stack.json says an earlier ``up`` started."""
     state_dir = os.path.abspath(state_dir or os.environ.get("BENCHWATCH_STATE_DIR") or default_state_dir())
     cfg = Config(state_dir=state_dir)
     try:
@@ -98,10 +124,11 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.ports.update({k: int(v) for k, v in saved.get("ports", {}).items()})
         cfg.pg_database = saved.get("pg_database", cfg.pg_database)
         cfg.target_name = saved.get("target_name", cfg.target_name)
-        cfg.engine = saved.get("engine", cfg.engine)
-        cfg.mysql_defaults_file = saved.get("mysql_defaults_file")
-        cfg.mariadb_instances = int(saved.get("mariadb_instances", 1))
-    except (FileNotFoundError, ValueError):
+        if not starting:
+            cfg.engine = _engine_name(saved.get("engine", cfg.engine))
+            cfg.mysql_defaults_file = saved.get("mysql_defaults_file")
+            cfg.mariadb_instances = int(saved.get("mariadb_instances", 1))
+    except (FileNotFoundError, ValueError, engines.UnknownEngine):
         pass
     for component in DEFAULT_PORTS:
         env = os.environ.get(f"BENCHWATCH_{component.upper()}_PORT")
@@ -110,9 +137,15 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
     cfg.ports.update({k: v for k, v in (port_overrides or {}).items() if v})
     cfg.target_name = os.environ.get("BENCHWATCH_TARGET_NAME") or cfg.target_name
     cfg.pg_dsn = pg_dsn or os.environ.get("BENCHWATCH_PG_DSN") or None
+    cfg.prometheus_retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION") or cfg.prometheus_retention
+    cfg.alert_webhook_url = os.environ.get("BENCHWATCH_ALERT_WEBHOOK_URL") or None
+    cfg.grafana_admin_password = os.environ.get("BENCHWATCH_GRAFANA_ADMIN_PASSWORD") or None
+    cfg.grafana_home = os.environ.get("BENCHWATCH_GRAFANA_HOME") or None
     if mysql_defaults_file:
-        cfg.mysql_defaults_file, engine = os.path.abspath(mysql_defaults_file), engine or "mariadb"
-    cfg.engine = engine or os.environ.get("BENCHWATCH_ENGINE") or cfg.engine
-    if instances and cfg.engine == "mariadb":  # (demo --shards has its own PostgreSQL instances)
+        cfg.mysql_defaults_file, engine = os.path.abspath(mysql_defaults_file), engine or "mysql"
+    asked = engine or os.environ.get("BENCHWATCH_ENGINE")
+    if asked:
+        cfg.engine, cfg.engine_asked = _engine_name(asked), True
+    if instances and engines.get(cfg.engine).instances:  # (demo --shards has its own PostgreSQL instances)
         cfg.mariadb_instances = instances
     return cfg

@@ -17,55 +17,36 @@ State layout under ``state_dir``:
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import secrets
 import shutil
 import signal
-import socket
-import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from benchwatch import resources
-from benchwatch.engines.mysql import exporter as mysql_exporter
-from benchwatch.engines.mysql import server as mysql_server
+from benchwatch import engines, resources
+from benchwatch.engines import Engine, StackPart
 from benchwatch.engines.postgresql import dsn
+from benchwatch.engines.postgresql.embedded import POSTGRES_EXPORTER_FLAGS, pg_bindir
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
 from benchwatch.stack import supervisor
 from benchwatch.stack.config import LISTEN_HOST, Config
 from benchwatch.util import net, processes
+from benchwatch.util.errors import StackError
 
-# The supervisor comes last: it starts watching once everything is up, and `down` stops it first.
-COMPONENTS = ("postgres", "mariadb", "prometheus", "alertmanager", "node_exporter", "postgres_exporter", "mysqld_exporter",
-              "benchwatch_exporter", "grafana", "supervisor")
-# Components of one engine only (Config.engine); the rest serve both.
-ENGINE_COMPONENTS = {"postgres": ("postgres", "postgres_exporter"), "mariadb": ("mariadb", "mysqld_exporter")}
-# Recording rules (prometheus/rules/) about one engine's series, loaded only by a stack that runs it.
-# docker-compose, which mounts the directory whole, loads them all.
-ENGINE_RULE_FILES = {"mariadb": ("mysql.yml",)}
+__all__ = ["POSTGRES_EXPORTER_FLAGS", "Stack", "StackError", "binary", "installed", "pg_bindir"]
+
+# The stack's own components, in start order; the engine's servers come before them, its exporters
+# after node_exporter (ENGINE_EXPORTERS_AFTER). The supervisor comes last: it starts watching once
+# everything is up, and `down` stops it first.
+SHARED_COMPONENTS = ("prometheus", "alertmanager", "node_exporter", "benchwatch_exporter", "grafana", "supervisor")
+ENGINE_EXPORTERS_AFTER = "node_exporter"
 
 # Prometheus re-sends firing alerts this often (default 1m): an Alertmanager that was
 # restarted during a drop hears of it within seconds, not a minute.
 ALERT_RESEND_DELAY = "5s"
-
-# Embedded server settings: checkpoints often enough that a one-minute demo shows them.
-PG_SETTINGS = {
-    "listen_addresses": "'127.0.0.1'",
-    "log_checkpoints": "on",
-    "log_line_prefix": "'%m [%p] '",
-    "logging_collector": "off",
-    "log_destination": "'stderr'",
-    "checkpoint_timeout": "'30s'",
-    "max_wal_size": "'64MB'",
-    "min_wal_size": "'32MB'",
-    "shared_buffers": "'128MB'",
-    "track_io_timing": "on",
-    "track_wal_io_timing": "on",
-    "password_encryption": "'scram-sha-256'",
-}
 
 # node_exporter: only what rules, dashboards and snapshots use; the default set costs several
 # times the CPU at a 1 s scrape (bench/bench_watch_cost.py). What `iostat -x 1` shows (cpu,
@@ -78,56 +59,30 @@ NODE_SLOW_COLLECTORS = ("meminfo", "loadavg")
 NODE_COLLECTORS = NODE_FAST_COLLECTORS + NODE_SLOW_COLLECTORS
 NODE_EXPORTER_FLAGS = ("--web.disable-exporter-metrics", "--collector.disable-defaults",
                        *(f"--collector.{c}" for c in NODE_COLLECTORS))
-# postgres_exporter: settings come from the run's metadata, database sizes are unused;
-# both cost a catalog query per second (bench/bench_watch_cost.py).
-POSTGRES_EXPORTER_FLAGS = ("--disable-default-metrics", "--disable-settings-metrics", "--no-collector.database")
 
 PACKAGES = {
-    "postgres": "postgresql",
     "prometheus": "prometheus",
     "alertmanager": "prometheus-alertmanager",
     "node_exporter": "prometheus-node-exporter",
-    "postgres_exporter": "prometheus-postgres-exporter",
     "grafana": "grafana (not in Debian: see docker-compose.yml)",
-    "mariadb": "mariadb-server",
-    "mysqld_exporter": "prometheus-mysqld-exporter",
 }
 BINARIES = {
     "alertmanager": "prometheus-alertmanager",
     "node_exporter": "prometheus-node-exporter",
-    "postgres_exporter": "prometheus-postgres-exporter",
+}
+# What says a shared component is healthy, below its URL.
+HEALTH_PATHS = {
+    "prometheus": "/-/ready",
+    "alertmanager": "/-/ready",
+    "node_exporter": "/metrics",
+    "benchwatch_exporter": "/healthz",
+    "supervisor": "/metrics",
+    "grafana": "/api/health",
 }
 
 
-class StackError(Exception):
-    """One clear line naming the fix."""
-
-
-# Components run once per MariaDB instance: instance i > 1 is "<component>-i".
-PER_INSTANCE = ("mariadb", "mysqld_exporter")
-
-
-def split_component(component: str) -> tuple[str, int]:
-    """("mariadb", 3) for "mariadb-3"; (component, 1) for every single-instance name."""
-    base, sep, number = component.rpartition("-")
-    if sep and number.isdigit() and base in PER_INSTANCE:
-        return base, int(number)
-    return component, 1
-
-
-def instance_component(base: str, index: int) -> str:
-    return base if index == 1 else f"{base}-{index}"
-
-
-def pg_bindir() -> str | None:
-    explicit = os.environ.get("BENCHWATCH_PG_BINDIR")
-    if explicit:
-        return explicit if os.path.exists(os.path.join(explicit, "postgres")) else None
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[-3]))
-    if found:
-        return os.path.dirname(found[-1])
-    which = shutil.which("postgres")
-    return os.path.dirname(which) if which else None
+def _engine_of_component(component: str) -> Engine | None:
+    return next((e for e in engines.load_engines().values() if component in e.default_ports), None)
 
 
 def grafana_binary() -> str | None:
@@ -135,27 +90,29 @@ def grafana_binary() -> str | None:
 
 
 def binary(component: str) -> str | None:
+    """The program of a component (base name): the stack's own, or an engine's."""
     if component == "grafana":
         return grafana_binary()
-    if component == "postgres":
-        bindir = pg_bindir()
-        return os.path.join(bindir, "postgres") if bindir else None
     if component in ("benchwatch_exporter", "supervisor"):
         return sys.executable
     if component == "prometheus":
         return prometheus_binary()  # BENCHWATCH_PROMETHEUS may name another build
-    if component == "mariadb":
-        return mysql_server.binary("mariadbd")
-    if component == "mysqld_exporter":
-        return mysql_exporter.binary()
+    engine = _engine_of_component(component)
+    if engine is not None:
+        return engine.binary(component)
     return shutil.which(BINARIES[component])
+
+
+def package(component: str) -> str:
+    engine = _engine_of_component(component)
+    return engine.packages[component] if engine is not None else PACKAGES[component]
 
 
 def installed(component: str) -> str:
     """The component's program; up's preflight has checked it is there, this says so if it went away."""
     path = binary(component)
     if path is None:
-        raise StackError(f"{component} is not installed: apt-get install {PACKAGES[component]}")
+        raise StackError(f"{component} is not installed: apt-get install {package(component)}")
     return path
 
 
@@ -163,68 +120,78 @@ def installed(component: str) -> str:
 class Stack:
     cfg: Config
     out: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)
+    engine: Engine = field(init=False)
+    server: StackPart = field(init=False)  # the engine's components in this stack
+    _server_popen_pid: dict[str, int] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.engine = engines.get(self.cfg.engine)
+        self.server = self.engine.stack_part(self)
 
     # -- paths ----------------------------------------------------------------
 
     def path(self, *parts: str) -> str:
         return os.path.join(self.cfg.state_dir, *parts)
 
+    def installed(self, component: str) -> str:
+        return installed(component)
+
+    def address(self, component: str) -> str:
+        return f"{LISTEN_HOST}:{self.cfg.ports[component]}"
+
     def pid_file(self, component: str) -> str:
         return self.path("pids", f"{component}.pid")
 
+    def _part(self, component: str) -> StackPart | None:
+        """The engine part a component belongs to: this stack's engine's, or another engine's (`down`
+        stops what any engine left running)."""
+        if self.server.owns(component):
+            return self.server
+        return next((p for p in self._other_parts() if p.owns(component)), None)
+
+    def _other_parts(self) -> list[StackPart]:
+        return [e.stack_part(self) for e in engines.load_engines().values() if e is not self.engine]
+
     def log_file(self, component: str) -> str:
-        if split_component(component)[0] == "mariadb":
-            return self.mysql_target(split_component(component)[1]).log_file
-        return self.path("logs", "postgresql.log" if component == "postgres" else f"{component}.log")
+        part = self._part(component)
+        return (part and part.log_file(component)) or self.path("logs", f"{component}.log")
 
     @property
     def embedded_pg(self) -> bool:
-        return self.cfg.engine == "postgres" and not self.external_dsn()
+        """Whether the stack runs its own server (the default engine's, embedded): the sharded demo's proxy."""
+        return self.engine.default and bool(self.server.servers())
 
-    @property
-    def mysql(self) -> mysql_server.MySQLTarget:
-        return self.mysql_target(1)
-
-    def mysql_target(self, index: int) -> mysql_server.MySQLTarget:
-        """MariaDB instance ``index`` (1..N) of the stack, with its port and target name."""
-        names = self.cfg.mariadb_names()
-        return mysql_server.MySQLTarget(self.cfg.state_dir, self.cfg.ports.get(instance_component("mariadb", index), 0),
-                                        self.cfg.mysql_defaults_file if index == 1 else None, index=index,
-                                        name=names[index - 1] if index <= len(names) else f"mariadb-{index}")
-
-    def mysql_targets(self) -> list[mysql_server.MySQLTarget]:
-        """Every MariaDB instance the stack watches: N embedded ones, or the one existing server."""
-        if self.cfg.engine != "mariadb":
-            return []
-        if not self.mysql.embedded:
-            return [self.mysql]
-        return [self.mysql_target(i) for i in range(1, max(1, self.cfg.mariadb_instances) + 1)]
-
-    def mysql_target_named(self, name: str) -> mysql_server.MySQLTarget | None:
-        return next((t for t in self.mysql_targets() if t.name == name), None)
-
-    def _all_components(self) -> list[str]:
-        """COMPONENTS with each per-instance component repeated for instances 2..N, in start order."""
-        out: list[str] = []
-        extra = range(2, max(1, self.cfg.mariadb_instances) + 1) if self.cfg.engine == "mariadb" and not self.cfg.mysql_defaults_file else range(0)
-        for c in COMPONENTS:
+    @staticmethod
+    def _components(parts: list[StackPart]) -> list[str]:
+        out: list[str] = [c for p in parts for c in p.servers()]
+        for c in SHARED_COMPONENTS:
             out.append(c)
-            if c in PER_INSTANCE:
-                out += [instance_component(c, i) for i in extra]
+            if c == ENGINE_EXPORTERS_AFTER:
+                out += [c for p in parts for c in p.exporters()]
         return out
 
     def components(self) -> list[str]:
-        """What this stack runs: the engine's server unless an existing one was given; Grafana only where installed."""
-        other = {c for engine, cs in ENGINE_COMPONENTS.items() if engine != self.cfg.engine for c in cs}
-        return [c for c in self._all_components()
-                if split_component(c)[0] not in other and (c != "postgres" or self.embedded_pg)
-                and (c != "mariadb" or self.mysql.embedded) and (c != "grafana" or grafana_binary() is not None)]
+        """What this stack runs, in start order: the engine's servers (unless it watches an existing
+        one), the shared components with the engine's exporters; Grafana only where installed."""
+        return [c for c in self._components([self.server]) if c != "grafana" or grafana_binary() is not None]
+
+    def _all_components(self) -> list[str]:
+        """What any engine's stack in this state dir may have left running, in start order."""
+        return self._components([self.server, *self._other_parts()])
+
+    def running_engine(self) -> Engine | None:
+        """The engine whose components run in this state dir (whatever this configuration asks for);
+        None when none does."""
+        for part in [self.server, *self._other_parts()]:
+            if any(self.pid(c) is not None for c in part.servers() + part.exporters()):
+                return part.engine
+        return None
 
     def _ensure_instance_ports(self) -> None:
-        """Ports of MariaDB instances 2..N (and their exporters): free ones, chosen once and kept in stack.json."""
+        """Ports of components without one (an engine's instances 2..N): free ones, chosen once and kept in stack.json."""
         used = set(self.cfg.ports.values())
         for c in self.components():
-            if split_component(c)[1] > 1 and not self.cfg.ports.get(c):
+            if not self.cfg.ports.get(c):
                 port = net.free_port()
                 while port in used:
                     port = net.free_port()
@@ -251,7 +218,7 @@ class Stack:
             return params
         params = {"host": LISTEN_HOST, "port": str(self.cfg.ports["postgres"]), "user": "postgres",
                   "dbname": self.cfg.pg_database, "sslmode": "disable"}
-        password = self._read_secret("pg_password")
+        password = self.read_secret("pg_password")
         if password:
             params["password"] = password
         return params
@@ -269,14 +236,14 @@ class Stack:
         params.pop("password", None)
         return dsn.format_dsn(params)
 
-    def _read_secret(self, name: str) -> str | None:
+    def read_secret(self, name: str) -> str | None:
         try:
             with open(self.path("secrets", name), encoding="utf-8") as f:
                 return f.read().strip()
         except FileNotFoundError:
             return None
 
-    def _write_secret(self, name: str, value: str) -> None:
+    def write_secret(self, name: str, value: str) -> None:
         os.makedirs(self.path("secrets"), mode=0o700, exist_ok=True)
         fd = os.open(self.path("secrets", name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -285,32 +252,23 @@ class Stack:
     # -- status ---------------------------------------------------------------
 
     def pid(self, component: str) -> int | None:
-        if component == "postgres":
-            pid = processes.read_pid(self.path("pg", "data", "postmaster.pid"))
-        elif split_component(component)[0] == "mariadb":
-            pid = processes.read_pid(self.mysql_target(split_component(component)[1]).pid_file)
-        else:
-            pid = processes.read_pid(self.pid_file(component))
+        part = self._part(component)
+        own = part.pid_source(component) if part else None
+        pid = processes.read_pid(own or self.pid_file(component))
         return pid if processes.process_alive(pid) else None
 
     def health_url(self, component: str) -> str | None:
-        base = self.cfg.url(component)
-        return {
-            "prometheus": base + "/-/ready",
-            "alertmanager": base + "/-/ready",
-            "node_exporter": base + "/metrics",
-            "postgres_exporter": base + "/metrics",
-            "mysqld_exporter": base + "/metrics",
-            "benchwatch_exporter": base + "/healthz",
-            "supervisor": base + "/metrics",
-            "grafana": base + "/api/health",
-        }.get(split_component(component)[0])
+        part = self._part(component)
+        if part is not None:
+            return None if part.is_server(component) else self.cfg.url(component) + "/metrics"
+        path = HEALTH_PATHS.get(component)
+        return self.cfg.url(component) + path if path else None
 
     def healthy(self, component: str) -> bool:
-        if component == "postgres":
-            return self.pid(component) is not None and self._pg_ready()
-        if split_component(component)[0] == "mariadb":
-            return self.pid(component) is not None and self.mysql_target(split_component(component)[1]).ready()
+        part = self._part(component)
+        answer = part.healthy(component) if part else None
+        if answer is not None:
+            return answer
         url = self.health_url(component)
         return self.pid(component) is not None and url is not None and net.http_ok(url)
 
@@ -322,37 +280,15 @@ class Stack:
         components = {}
         restarts = self.restarts()
         for c in self.components():
-            if split_component(c)[0] in ("postgres", "mariadb"):
-                continue
+            if self.server.is_server(c):
+                continue  # under the engine's own key
             components[c] = {"url": self.cfg.url(c), "port": self.cfg.ports[c], "pid": self.pid(c),
                              "healthy": self.healthy(c), "log_file": self.log_file(c),
                              "restarts": restarts.get(c, {}).get("restarts", 0),
                              "last_restart": restarts.get(c, {}).get("last_restart")}
-        pg = {"dsn": self.public_dsn(), "embedded": self.embedded_pg,
-              "log_file": self.log_file("postgres") if self.embedded_pg else None}
-        if self.embedded_pg:
-            pg.update({"pid": self.pid("postgres"), "port": self.cfg.ports["postgres"],
-                       "healthy": self.healthy("postgres"), "data_dir": self.path("pg", "data"),
-                       "restarts": restarts.get("postgres", {}).get("restarts", 0),
-                       "last_restart": restarts.get("postgres", {}).get("last_restart")})
         grafana = grafana_binary()
-        extra = {}
-        if self.cfg.engine == "mariadb":
-            target = self.mysql
-            extra["mysql"] = {"engine": "mariadb", "embedded": target.embedded, "defaults_file": target.client_file,
-                              "log_file": target.log_file if target.embedded else None}
-            if target.embedded:
-                extra["mysql"].update({"pid": self.pid("mariadb"), "port": self.cfg.ports["mariadb"],
-                                       "healthy": self.healthy("mariadb"), "data_dir": target.data_dir})
-                # Every instance by its target name (one: "local"; --instances N: mariadb-1..N).
-                extra["mysql"]["instances"] = [
-                    {"target": t.name, "port": t.port, "pid": self.pid(instance_component("mariadb", t.index)),
-                     "healthy": self.healthy(instance_component("mariadb", t.index)), "data_dir": t.data_dir,
-                     "defaults_file": t.client_file, "sysbench_file": t.sysbench_file, "log_file": t.log_file}
-                    for t in self.mysql_targets()]
-            pg = {"dsn": None, "embedded": False, "log_file": None}
-        return {"state_dir": self.cfg.state_dir, "postgres": pg, **extra, "components": components,
-                "runs_dir": self.cfg.runs_dir,
+        return {"state_dir": self.cfg.state_dir, "engine": self.engine.name, **self.server.status(restarts),
+                "components": components, "runs_dir": self.cfg.runs_dir,
                 "grafana": {"installed": bool(grafana),
                             "hint": None if grafana else "Grafana is not installed: put grafana-server (or grafana) on the PATH "
                                     "and run up again, or use docker-compose.yml, or point your own Grafana at grafana/provisioning/"}}
@@ -361,6 +297,10 @@ class Stack:
 
     def up(self) -> dict:
         """Start every component that is not running; idempotent. Leaves nothing half-running on failure."""
+        running = self.running_engine()
+        if running is not None and running is not self.engine:
+            raise StackError(f"the stack in {self.cfg.state_dir} runs {running.title}: stop it with benchwatch down "
+                             f"before starting {self.engine.title}")
         self._ensure_instance_ports()
         self._preflight()
         os.makedirs(self.cfg.state_dir, exist_ok=True)
@@ -369,7 +309,7 @@ class Stack:
         for d in ("logs", "pids", "runs"):
             os.makedirs(self.path(d), exist_ok=True)
         if self.cfg.pg_dsn:
-            self._write_secret("pg_dsn", self.cfg.pg_dsn)
+            self.write_secret("pg_dsn", self.cfg.pg_dsn)
         self.cfg.save()
         # The supervisor would race us restarting what we start: it pauses while up works.
         with supervisor.paused(self.path("supervisor")):
@@ -383,35 +323,36 @@ class Stack:
                     if not self._wait_healthy(component, 20.0):
                         raise StackError(f"{component} is running (pid {self.pid(component)}) but not healthy: see {self.log_file(component)}")
                     continue
-                base, index = split_component(component)
-                if base in PER_INSTANCE:
-                    getattr(self, f"_start_{base}")(index)
+                part = self._part(component)
+                if part is not None:
+                    part.start(component)
                 else:
-                    getattr(self, f"_start_{component}")()
+                    self._start(component)
                 started.append(component)
                 if not self._wait_healthy(component, 60.0):
                     raise StackError(f"{component} failed to start: {self._log_tail(component)} (log: {self.log_file(component)})")
-                if component == "postgres":
-                    self._ensure_database()  # the exporters connect to it next
-                if base == "mariadb":
-                    self.mysql_target(index).bootstrap()  # users and 0600 client files, before the exporter reads one
-            if self.cfg.engine == "postgres":
-                dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
-            elif not self.mysql.embedded:
-                self.mysql.write_sysbench_file()
+                if part is not None:
+                    part.after_start(component)
+            self.server.after_up()
         except BaseException:
             for component in reversed(started):
                 self._stop(component)
             raise
         return self.status()
 
+    def _start(self, component: str) -> None:
+        {"prometheus": self._start_prometheus, "alertmanager": self._start_alertmanager,
+         "node_exporter": self._start_node_exporter, "benchwatch_exporter": self._start_benchwatch_exporter,
+         "grafana": self._start_grafana, "supervisor": self._start_supervisor}[component]()
+
     def _preflight(self) -> None:
         for component in self.components():
             if self.pid(component) is not None:
                 continue
-            base = split_component(component)[0]
+            part = self._part(component)
+            base = part.split(component)[0] if part else component
             if binary(base) is None:
-                raise StackError(f"{base} is not installed: apt-get install {PACKAGES[base]}")
+                raise StackError(f"{base} is not installed: apt-get install {package(base)}")
             port = self.cfg.ports[component]
             if not net.port_free(LISTEN_HOST, port):
                 flag = base.replace("_", "-")
@@ -422,9 +363,10 @@ class Stack:
                                 abort=lambda: self.pid(component) is None and not self._starting(component))
 
     def _starting(self, component: str) -> bool:
-        # postgres writes postmaster.pid (mariadbd its pid file) a moment after it starts
-        return (split_component(component)[0] in ("postgres", "mariadb")
-                and processes.process_alive(getattr(self, "_pg_popen_pid", None)))
+        # A server writes its pid file (postmaster.pid, mariadbd.pid) a moment after it starts.
+        part = self._part(component)
+        return (part is not None and part.pid_source(component) is not None
+                and processes.process_alive(self._server_popen_pid.get(component)))
 
     def _log_tail(self, component: str, lines: int = 3) -> str:
         """The most telling lines of a component's log: its errors if it logged any, else the last lines."""
@@ -439,93 +381,27 @@ class Stack:
     def component_spec(self, component: str, argv: list[str], env: dict[str, str] | None = None,
                        user: str | None = None) -> supervisor.ComponentSpec:
         """How the component is started, the same way by up and by the supervisor."""
-        base, index = split_component(component)
-        # The database servers write their own pid files.
-        own = (self.path("pg", "data", "postmaster.pid") if base == "postgres"
-               else self.mysql_target(index).pid_file if base == "mariadb" else None)
+        part = self._part(component)
+        own = part.pid_source(component) if part else None  # the database servers write their own pid files
         return supervisor.ComponentSpec(
             name=component, argv=argv, env=env, cwd=self.cfg.state_dir, user=user, log_file=self.log_file(component),
             pid_file=None if own else self.pid_file(component), pid_source=own)
 
-    def _spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
-               user: str | None = None) -> int:
+    def spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
+              user: str | None = None) -> int:
         spec = self.component_spec(component, argv, env, user)
         if component != "supervisor":
             # Recorded before the start: a component that dies at once is still restarted.
             supervisor.register(self.path("supervisor"), spec)
-        return supervisor.spawn(spec).pid
+        pid = supervisor.spawn(spec).pid
+        if spec.pid_source:
+            self._server_popen_pid[component] = pid
+        return pid
 
-    def _base_env(self) -> dict[str, str]:
+    def base_env(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
 
     # -- components -------------------------------------------------------------
-
-    def _pg_user(self) -> str | None:
-        return "postgres" if os.geteuid() == 0 else None
-
-    def _start_postgres(self) -> None:
-        bindir = os.path.dirname(installed("postgres"))
-        data = self.path("pg", "data")
-        user = self._pg_user()
-        if not os.path.exists(os.path.join(data, "PG_VERSION")):
-            self._initdb(bindir, data, user)
-        socket_dir = self.path("pg", "socket")
-        os.makedirs(socket_dir, exist_ok=True)
-        if user:
-            shutil.chown(socket_dir, user, user)
-        settings = dict(PG_SETTINGS, port=str(self.cfg.ports["postgres"]), unix_socket_directories=f"'{socket_dir}'")
-        conf = "# Written by benchwatch up; rewritten on every start.\n" + "".join(f"{k} = {v}\n" for k, v in settings.items())
-        conf_path = os.path.join(data, "benchwatch.conf")
-        with open(conf_path, "w", encoding="utf-8") as f:
-            f.write(conf)
-        if user:
-            shutil.chown(conf_path, user, user)
-        self._pg_popen_pid = self._spawn("postgres", [os.path.join(bindir, "postgres"), "-D", data],
-                                         env=self._base_env(), user=user)
-
-    def _initdb(self, bindir: str, data: str, user: str | None) -> None:
-        os.makedirs(self.path("pg"), exist_ok=True)
-        if user:
-            shutil.chown(self.path("pg"), user, user)
-            os.chmod(self.path("pg"), 0o700)
-        password = secrets.token_urlsafe(24)
-        self._write_secret("pg_password", password)
-        # initdb reads the password from a file the postgres user can read; removed right after.
-        pwfile = self.path("pg", ".pwfile")
-        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(password + "\n")
-        if user:
-            shutil.chown(pwfile, user, user)
-        try:
-            result = subprocess.run(
-                [os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=scram-sha-256",
-                 f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C"],
-                stdin=subprocess.DEVNULL, capture_output=True, text=True, user=user, group=user,
-                extra_groups=[] if user else None, env=self._base_env(), cwd=self.path("pg"))
-        finally:
-            os.unlink(pwfile)
-        if result.returncode != 0:
-            raise StackError(f"initdb failed: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")
-        with open(os.path.join(data, "postgresql.conf"), "a", encoding="utf-8") as f:
-            f.write("\ninclude_if_exists = 'benchwatch.conf'\n")
-
-    def _pg_ready(self) -> bool:
-        # psycopg costs ~0.2 s to import: only commands that talk to the server pay for it.
-        from benchwatch.engines.postgresql import connect
-
-        # pgpass may not exist yet during the first start: the password goes as a connection keyword.
-        return connect.ready(self.pg_params(), dbname="postgres")
-
-    def _ensure_database(self) -> None:
-        import psycopg
-
-        from benchwatch.engines.postgresql import connect
-
-        try:
-            connect.ensure_database(self.pg_params(), self.cfg.pg_database)
-        except psycopg.Error as e:
-            raise StackError(f"could not create database {self.cfg.pg_database!r}: {str(e).strip()}") from None
 
     def _write_prometheus_config(self) -> str:
         etc = self.path("prometheus", "etc")
@@ -538,31 +414,22 @@ class Stack:
                 os.unlink(link)
             os.symlink(resources.path("prometheus", name), link)
         self._link_rule_files(os.path.join(etc, "rules"))
-        external = self.external_dsn()
-        pg_instance = dsn.parse_dsn(external).get("host", "external") if external else "embedded"
         targets = {
             "prometheus": ("prometheus", {}),
             "alertmanager": ("alertmanager", {}),
             "node": ("node_exporter", self.cfg.database_labels()),
-            "postgres": ("postgres_exporter", {"postgres_server": pg_instance, **self.cfg.database_labels()}),
             "benchwatch": ("benchwatch_exporter", {}),
-            # The shared contract: a database instance is target (local: the stack's own) and host.
-            "mysql": ("mysqld_exporter", {"target": "local", "host": socket.gethostname()}),
             "supervisor": ("supervisor", {}),
         }
-        mysql_entries = [{"targets": [f"{LISTEN_HOST}:{self.cfg.ports[instance_component('mysqld_exporter', t.index)]}"],
-                          "labels": {"component": "mysqld_exporter", "target": t.name, "host": socket.gethostname()}}
-                         for t in self.mysql_targets()]
-        for name, (component, labels) in targets.items():
-            if component in {c for e, cs in ENGINE_COMPONENTS.items() if e != self.cfg.engine for c in cs}:
-                with open(os.path.join(etc, "targets", f"{name}.json"), "w", encoding="utf-8") as f:
-                    json.dump([], f)  # the other engine's exporter does not run: no target
-                continue
-            entry = [{"targets": [f"{LISTEN_HOST}:{self.cfg.ports[component]}"], "labels": {"component": component, **labels}}]
-            if name == "mysql":
-                entry = mysql_entries  # one exporter per MariaDB instance, each with its target name
+        files: dict[str, list[dict]] = {
+            name: [{"targets": [self.address(component)], "labels": {"component": component, **labels}}]
+            for name, (component, labels) in targets.items()}
+        for engine in engines.load_engines().values():
+            # Each engine's exporters are its scrape job's targets; an engine the stack does not run has none.
+            files[engine.scrape_job] = self.server.scrape_targets() if engine is self.engine else []
+        for name, entries in files.items():
             with open(os.path.join(etc, "targets", f"{name}.json"), "w", encoding="utf-8") as f:
-                json.dump(entry, f, indent=2)
+                json.dump(entries, f, indent=2)
         return os.path.join(etc, "prometheus.yml")
 
     def _link_rule_files(self, rules_dir: str) -> None:
@@ -574,7 +441,7 @@ class Stack:
         os.makedirs(rules_dir, exist_ok=True)
         for name in os.listdir(rules_dir):
             os.unlink(os.path.join(rules_dir, name))
-        skipped = {f for engine, files in ENGINE_RULE_FILES.items() if engine != self.cfg.engine for f in files}
+        skipped = {f for e in engines.load_engines().values() if e is not self.engine for f in e.rule_files}
         source = resources.path("prometheus", "rules")
         for name in sorted(os.listdir(source)):
             if name.endswith(".yml") and name not in skipped:
@@ -582,12 +449,12 @@ class Stack:
 
     def _start_prometheus(self) -> None:
         config = self._write_prometheus_config()
-        retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION", "30y")
-        self._spawn("prometheus", prometheus_argv(
+        retention = self.cfg.prometheus_retention
+        self.spawn("prometheus", prometheus_argv(
             installed("prometheus"), config=config, data_dir=self.path("prometheus", "data"), retention=retention,
             listen=f"{LISTEN_HOST}:{self.cfg.ports['prometheus']}",
             extra=["--web.enable-lifecycle", f"--rules.alert.resend-delay={ALERT_RESEND_DELAY}"]),
-            env=self._base_env())
+            env=self.base_env())
 
     def _start_alertmanager(self) -> None:
         os.makedirs(self.path("alertmanager", "data"), exist_ok=True)
@@ -596,85 +463,45 @@ class Stack:
         # (or BENCHWATCH_ALERT_WEBHOOK_URL); 0600, a webhook URL may hold a token.
         with open(resources.path("alertmanager", "alertmanager.yml"), encoding="utf-8") as f:
             text = f.read()
-        webhook = os.environ.get("BENCHWATCH_ALERT_WEBHOOK_URL") or self.cfg.url("benchwatch_exporter") + "/alerts"
+        webhook = self.cfg.alert_webhook_url or self.cfg.url("benchwatch_exporter") + "/alerts"
         config = self.path("alertmanager", "alertmanager.yml")
         fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text.replace("http://benchwatch:19188/alerts", webhook))
-        self._spawn("alertmanager", [
+        self.spawn("alertmanager", [
             installed("alertmanager"), f"--config.file={config}",
             f"--storage.path={self.path('alertmanager', 'data')}",
             f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['alertmanager']}",
             "--cluster.listen-address=",  # no gossip listener on 0.0.0.0:9094
-        ], env=self._base_env())
+        ], env=self.base_env())
 
     def _start_node_exporter(self) -> None:
         argv = [installed("node_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['node_exporter']}",
                 *NODE_EXPORTER_FLAGS]
-        self._spawn("node_exporter", argv, env=self._base_env())
-
-    def _start_postgres_exporter(self) -> None:
-        # The DSN goes through the environment, never argv, and without the
-        # password (lib/pq reads it from PGPASSFILE): postgres_exporter logs its DSN.
-        dsn.write_pgpass(self.path("secrets", "pgpass"), self.pg_params())
-        params = self.pg_params()
-        params.pop("password", None)
-        # The database name goes as PGDATABASE: postgres_exporter 0.11 splits the
-        # DSN on spaces to name the server, and rejects any value holding one.
-        database = params.pop("dbname", None)
-        env = dict(self._base_env(), DATA_SOURCE_NAME=dsn.to_uri(params))
-        if database:
-            env["PGDATABASE"] = database
-        if "PGPASSFILE" in self.pg_env():  # else lib/pq reads the user's ~/.pgpass
-            env["PGPASSFILE"] = self.pg_env()["PGPASSFILE"]
-        self._spawn("postgres_exporter", [
-            installed("postgres_exporter"), f"--web.listen-address={LISTEN_HOST}:{self.cfg.ports['postgres_exporter']}",
-            f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
-            *POSTGRES_EXPORTER_FLAGS,
-        ], env=env)
-
-    def _start_mariadb(self, index: int = 1) -> None:
-        target = self.mysql_target(index)
-        try:
-            target.prepare()
-            argv = target.argv()
-        except mysql_server.MySQLError as e:
-            raise StackError(str(e)) from None
-        self._pg_popen_pid = self._spawn(instance_component("mariadb", index), argv, env=self._base_env())
-
-    def _start_mysqld_exporter(self, index: int = 1) -> None:
-        target = self.mysql_target(index)
-        if not target.embedded:
-            target.write_exporter_file()  # the user's [client] section, in a file of ours
-        component = instance_component("mysqld_exporter", index)
-        self._spawn(component, mysql_exporter.argv(
-            installed("mysqld_exporter"), target.exporter_file, f"{LISTEN_HOST}:{self.cfg.ports[component]}"),
-            env=self._base_env())
+        self.spawn("node_exporter", argv, env=self.base_env())
 
     def _start_benchwatch_exporter(self) -> None:
-        env = self._base_env()
+        env = self.base_env()
         argv = [sys.executable, "-m", "benchwatch", "exporter",
                 f"--listen={LISTEN_HOST}:{self.cfg.ports['benchwatch_exporter']}",
                 f"--runs-dir={self.cfg.runs_dir}", f"--remote-write-url={self.cfg.remote_write_url}"]
-        if self.embedded_pg:
-            argv.append(f"--server-log={self.log_file('postgres')}")
-            argv += [f"--label={k}={v}" for k, v in self.cfg.database_labels().items()]
-        self._spawn("benchwatch_exporter", argv, env=env)
+        argv += self.server.exporter_args()  # the server log it follows, its labels
+        self.spawn("benchwatch_exporter", argv, env=env)
 
     def _start_grafana(self) -> None:
         # Configured entirely through GF_* variables so no grafana.ini is copied;
         # the provisioning files are the ones docker-compose mounts.
-        password = os.environ.get("BENCHWATCH_GRAFANA_ADMIN_PASSWORD") or self._read_secret("grafana_admin_password")
+        password = self.cfg.grafana_admin_password or self.read_secret("grafana_admin_password")
         if not password:
             password = secrets.token_urlsafe(18)
-            self._write_secret("grafana_admin_password", password)
+            self.write_secret("grafana_admin_password", password)
         exe = installed("grafana")
-        home = os.environ.get("BENCHWATCH_GRAFANA_HOME") or os.path.dirname(os.path.dirname(os.path.realpath(exe)))
+        home = self.cfg.grafana_home or os.path.dirname(os.path.dirname(os.path.realpath(exe)))
         if not os.path.exists(os.path.join(home, "conf", "defaults.ini")):
             home = "/usr/share/grafana"
         data = self.path("grafana")
         os.makedirs(data, exist_ok=True)
-        env = dict(self._base_env(),
+        env = dict(self.base_env(),
                    GF_SECURITY_ADMIN_PASSWORD=password, GF_USERS_ALLOW_SIGN_UP="false",
                    GF_ANALYTICS_REPORTING_ENABLED="false", GF_ANALYTICS_CHECK_FOR_UPDATES="false",
                    GF_SERVER_HTTP_ADDR=LISTEN_HOST, GF_SERVER_HTTP_PORT=str(self.cfg.ports["grafana"]),
@@ -684,11 +511,11 @@ class Stack:
                    BENCHWATCH_PROMETHEUS_URL=self.cfg.url("prometheus"),
                    BENCHWATCH_DASHBOARDS_DIR=resources.path("dashboards"))
         argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
-        self._spawn("grafana", argv + [f"--homepath={home}"], env=env)
+        self.spawn("grafana", argv + [f"--homepath={home}"], env=env)
 
     def _start_supervisor(self) -> None:
-        self._spawn("supervisor", [sys.executable, "-m", "benchwatch", "supervise", f"--dir={self.path('supervisor')}",
-                                   f"--listen={LISTEN_HOST}:{self.cfg.ports['supervisor']}"], env=self._base_env())
+        self.spawn("supervisor", [sys.executable, "-m", "benchwatch", "supervise", f"--dir={self.path('supervisor')}",
+                                   f"--listen={LISTEN_HOST}:{self.cfg.ports['supervisor']}"], env=self.base_env())
 
     # -- down -------------------------------------------------------------------
 
@@ -702,14 +529,13 @@ class Stack:
 
     def _stop(self, component: str) -> None:
         pid = self.pid(component)
-        if component == "postgres":
-            # Fast shutdown: roll back open transactions, checkpoint, exit.
-            processes.stop_pid(pid, signal.SIGINT, timeout=60.0)
-        elif split_component(component)[0] == "mariadb":
-            processes.stop_pid(pid, signal.SIGTERM, timeout=60.0)  # a clean shutdown; it removes its pid file
-        else:
-            processes.stop_pid(pid, signal.SIGTERM, timeout=20.0)
-            try:
-                os.unlink(self.pid_file(component))
-            except FileNotFoundError:
-                pass
+        part = self._part(component)
+        if part is not None and part.pid_source(component):
+            # A database server: its own clean shutdown, which removes its pid file.
+            processes.stop_pid(pid, part.stop_signal(component) or signal.SIGTERM, timeout=60.0)
+            return
+        processes.stop_pid(pid, signal.SIGTERM, timeout=20.0)
+        try:
+            os.unlink(self.pid_file(component))
+        except FileNotFoundError:
+            pass

@@ -3,9 +3,14 @@ mysqld_exporter, InnoDB's flushing pressure."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchwatch.engines import Engine
+
+if TYPE_CHECKING:
+    from benchwatch.engines import StackPart
+    from benchwatch.stack.native import Stack
 
 
 class MySQL(Engine):
@@ -19,6 +24,25 @@ class MySQL(Engine):
                     "past the async point).")
     regions_name = "InnoDB flushing-pressure regions"
     panels_summary = "dirty pages and checkpoint age against their limits, flushing and redo rates"
+    default_ports: ClassVar[Mapping[str, int]] = {"mariadb": 13306, "mysqld_exporter": 19104}
+    packages: ClassVar[Mapping[str, str]] = {"mariadb": "mariadb-server", "mysqld_exporter": "prometheus-mysqld-exporter"}
+    demo = "demo_mariadb"
+    instances = True
+
+    def binary(self, component: str) -> str | None:
+        from benchwatch.engines.mysql import embedded
+
+        return embedded.binary(component)
+
+    def stack_part(self, stack: Stack) -> StackPart:
+        from benchwatch.engines.mysql import embedded
+
+        return embedded.MySQLPart(self, stack)
+
+    def capabilities(self, facts: Mapping[str, Any]) -> dict[str, bool]:
+        from benchwatch.engines.mysql.server import capabilities
+
+        return dict(facts.get("capabilities") or {}) or capabilities(facts.get("settings") or {})
 
     def server_transactions_expr(self) -> str:
         from benchwatch.engines.mysql import dashboard

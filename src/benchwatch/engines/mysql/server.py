@@ -307,7 +307,7 @@ class MySQLTarget:
         sql = ("SELECT VERSION(); SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
                "WHERE VARIABLE_NAME IN ('INNODB_BUFFER_POOL_SIZE','INNODB_LOG_FILE_SIZE','INNODB_IO_CAPACITY',"
                "'INNODB_IO_CAPACITY_MAX','INNODB_ADAPTIVE_FLUSHING','INNODB_MAX_DIRTY_PAGES_PCT',"
-               "'INNODB_MAX_DIRTY_PAGES_PCT_LWM','INNODB_FLUSH_LOG_AT_TRX_COMMIT')")
+               "'INNODB_MAX_DIRTY_PAGES_PCT_LWM','INNODB_FLUSH_LOG_AT_TRX_COMMIT','PERFORMANCE_SCHEMA')")
         try:
             r = subprocess.run([client, f"--defaults-file={self.client_file}", "-N", "-B", "--connect-timeout=3"],
                                input=sql, capture_output=True, text=True, timeout=10)
@@ -320,4 +320,15 @@ class MySQLTarget:
         if rows and len(rows[0]) == 1:
             out["server_version"] = rows.pop(0)[0]
         out["settings"] = {name.lower(): value for name, value in (row for row in rows if len(row) == 2)}
+        caps = capabilities(out["settings"])
+        if caps:
+            out["capabilities"] = caps
         return out
+
+
+def capabilities(settings: Mapping[str, str]) -> dict[str, bool]:
+    """Which statistics the server has, for meta.json ({} when its settings do not say)."""
+    value = settings.get("performance_schema")
+    if value is None:
+        return {}
+    return {"performance_schema": value.strip().upper() in ("ON", "1", "TRUE")}

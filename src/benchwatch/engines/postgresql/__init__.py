@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchwatch.engines import Engine
+
+if TYPE_CHECKING:
+    from benchwatch.engines import StackPart
+    from benchwatch.stack.native import Stack
 
 
 class PostgreSQL(Engine):
@@ -18,11 +22,34 @@ class PostgreSQL(Engine):
     regions_text = "Shaded regions are checkpoints, coloured by reason (the server log's timestamps)."
     regions_name = "checkpoint regions"
     panels_summary = "each target's disks, checkpoints, WAL and commits"
+    default_ports: ClassVar[Mapping[str, int]] = {"postgres": 15432, "postgres_exporter": 19187}
+    packages: ClassVar[Mapping[str, str]] = {"postgres": "postgresql", "postgres_exporter": "prometheus-postgres-exporter"}
+    demo = "demo"
+
+    def binary(self, component: str) -> str | None:
+        from benchwatch.engines.postgresql import embedded
+
+        return embedded.binary(component)
+
+    def stack_part(self, stack: Stack) -> StackPart:
+        from benchwatch.engines.postgresql import embedded
+
+        return embedded.PostgreSQLPart(self, stack)
 
     def describe_server(self, env: Mapping[str, str]) -> dict:
         from benchwatch.engines.postgresql.settings import describe_server
 
         return describe_server(env)
+
+    def capabilities(self, facts: Mapping[str, Any]) -> dict[str, bool]:
+        from benchwatch.engines.postgresql.settings import capabilities
+
+        recorded = dict(facts.get("capabilities") or {})
+        if recorded:
+            return recorded
+        found = capabilities(facts.get("server_version"), None)
+        found.pop("pg_stat_statements", None)  # runs recorded before did not say what was preloaded
+        return found
 
     def server_transactions_expr(self) -> str:
         from benchwatch.engines.postgresql import dashboard

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,6 +10,28 @@ from typing import Any
 SETTINGS = ("shared_buffers", "max_wal_size", "min_wal_size", "checkpoint_timeout", "checkpoint_completion_target",
             "wal_buffers", "full_page_writes", "synchronous_commit", "fsync", "wal_compression", "work_mem",
             "effective_io_concurrency", "bgwriter_lru_maxpages", "max_connections", "data_checksums")
+
+
+def major_version(version: str | None) -> int | None:
+    """15 for "15.4", "15.4 (Debian 15.4-1)" or "15devel"; 9 for "9.6.24" (a 9.x major is older than 10)."""
+    m = re.match(r"\s*(\d+)", version or "")
+    return int(m.group(1)) if m else None
+
+
+def capabilities(version: str | None, preload_libraries: str | None) -> dict[str, bool]:
+    """Which statistics the server has, for meta.json: what explain and compare may expect of it.
+    {} when the version is unknown (nothing to say, rather than "absent")."""
+    major = major_version(version)
+    if major is None:
+        return {}
+    loaded = {lib.strip().strip('"') for lib in (preload_libraries or "").split(",")}
+    return {
+        "pg_stat_wal": major >= 14,
+        "pg_stat_io": major >= 16,
+        "pg_stat_checkpointer": major >= 17,
+        "pg_stat_io_wal": major >= 18,  # WAL I/O rows (object 'wal') in pg_stat_io
+        "pg_stat_statements": "pg_stat_statements" in loaded,
+    }
 
 
 def _one(conn, sql: str) -> Any:
@@ -34,6 +57,10 @@ def describe_server(env: Mapping[str, str]) -> dict:
             version = _one(conn, "SELECT current_setting('server_version')")
             if version:
                 out["server_version"] = str(version).split()[0]
+            preload = _one(conn, "SELECT current_setting('shared_preload_libraries')")
+            caps = capabilities(out.get("server_version"), preload)
+            if caps:
+                out["capabilities"] = caps
             rows = conn.execute("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings "
                                 "WHERE name = ANY(%s) ORDER BY 1", (list(SETTINGS),)).fetchall()
             if rows:

@@ -1,0 +1,111 @@
+"""The stack's configuration: flag > environment > stack.json > default, and what up/demo start
+(not what an earlier up started: issue 19's sticky engine)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchwatch import cli, engines
+from benchwatch.stack.config import DEFAULT_PORTS, load_config
+from benchwatch.stack.native import Stack
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in ("BENCHWATCH_ENGINE", "BENCHWATCH_STATE_DIR", "BENCHWATCH_PG_DSN", "BENCHWATCH_PROMETHEUS_RETENTION",
+                 "BENCHWATCH_ALERT_WEBHOOK_URL", "BENCHWATCH_GRAFANA_ADMIN_PASSWORD", "BENCHWATCH_GRAFANA_HOME",
+                 *(f"BENCHWATCH_{c.upper()}_PORT" for c in DEFAULT_PORTS)):
+        monkeypatch.delenv(name, raising=False)
+
+
+def _save(tmp_path, **data) -> None:
+    (tmp_path / "stack.json").write_text(json.dumps(data))
+
+
+def test_engine_names_are_families_and_old_stack_json_still_reads(tmp_path):
+    assert load_config(str(tmp_path)).engine == "postgresql" == engines.default().name
+    _save(tmp_path, engine="mariadb", mariadb_instances=4)  # as benchwatch wrote it before
+    cfg = load_config(str(tmp_path))
+    assert cfg.engine == "mysql" and cfg.mariadb_instances == 4 and not cfg.engine_asked
+    _save(tmp_path, engine="postgres")
+    assert load_config(str(tmp_path)).engine == "postgresql"
+    assert load_config(str(tmp_path), engine="mariadb").engine == "mysql"
+    assert load_config(str(tmp_path / "x"), mysql_defaults_file="/etc/mysql/debian.cnf").engine == "mysql"
+
+
+def test_what_up_starts_is_not_read_from_stack_json(tmp_path, monkeypatch):
+    _save(tmp_path, engine="mysql", mariadb_instances=4, mysql_defaults_file=None, ports={"prometheus": 29090})
+    cfg = load_config(str(tmp_path), starting=True)
+    assert cfg.engine == "postgresql" and cfg.mariadb_instances == 1 and not cfg.engine_asked
+    assert cfg.ports["prometheus"] == 29090  # where the stack listens is still its own
+    assert load_config(str(tmp_path)).engine == "mysql"  # run, status, down: what up started
+    monkeypatch.setenv("BENCHWATCH_ENGINE", "mariadb")
+    cfg = load_config(str(tmp_path), starting=True)
+    assert cfg.engine == "mysql" and cfg.engine_asked
+    assert load_config(str(tmp_path), engine="postgres", starting=True).engine == "postgresql"  # flag > env
+
+
+def test_ports_flag_over_env_over_saved_over_default(tmp_path, monkeypatch):
+    assert load_config(str(tmp_path)).ports["prometheus"] == DEFAULT_PORTS["prometheus"]
+    _save(tmp_path, ports={"prometheus": 29090, "mariadb": 23306})
+    assert load_config(str(tmp_path)).ports["prometheus"] == 29090
+    monkeypatch.setenv("BENCHWATCH_PROMETHEUS_PORT", "39090")
+    assert load_config(str(tmp_path)).ports["prometheus"] == 39090
+    assert load_config(str(tmp_path), {"prometheus": 49090}).ports["prometheus"] == 49090
+    assert load_config(str(tmp_path)).ports["mariadb"] == 23306
+    # Every engine's components have a default port (and so a --*-port flag).
+    assert {"postgres", "postgres_exporter", "mariadb", "mysqld_exporter"} <= set(DEFAULT_PORTS)
+
+
+def test_instances_only_for_an_engine_that_runs_several(tmp_path):
+    assert load_config(str(tmp_path), engine="mariadb", instances=4).mariadb_instances == 4
+    assert load_config(str(tmp_path), instances=4).mariadb_instances == 1  # demo --shards has its own instances
+
+
+def test_env_only_settings_are_read_here_and_never_saved(tmp_path, monkeypatch):
+    monkeypatch.setenv("BENCHWATCH_PROMETHEUS_RETENTION", "2d")
+    monkeypatch.setenv("BENCHWATCH_GRAFANA_ADMIN_PASSWORD", "s3cret-admin")
+    monkeypatch.setenv("BENCHWATCH_ALERT_WEBHOOK_URL", "http://hook/x")
+    cfg = load_config(str(tmp_path), engine="mariadb")
+    assert (cfg.prometheus_retention, cfg.grafana_admin_password, cfg.alert_webhook_url) == ("2d", "s3cret-admin",
+                                                                                           "http://hook/x")
+    cfg.save()
+    saved = json.loads((tmp_path / "stack.json").read_text())
+    assert saved["engine"] == "mysql"
+    assert "s3cret-admin" not in (tmp_path / "stack.json").read_text()
+    assert not {"prometheus_retention", "grafana_admin_password", "alert_webhook_url", "engine_asked"} & set(saved)
+    monkeypatch.delenv("BENCHWATCH_PROMETHEUS_RETENTION")
+    assert load_config(str(tmp_path)).prometheus_retention == "30y"
+
+
+def _args(*argv: str):
+    return cli.build_parser().parse_args(list(argv))
+
+
+def test_up_without_engine_starts_the_default_unless_a_stack_still_runs(tmp_path, monkeypatch, capsys):
+    _save(tmp_path, engine="mariadb")
+    mysql = engines.get("mysql")
+    running: list = [None]
+    monkeypatch.setattr(Stack, "running_engine", lambda self: running[0])
+    stack = cli._starting_stack(_args("up", "--state-dir", str(tmp_path)))
+    assert stack is not None and stack.engine is engines.default()
+    assert capsys.readouterr().err == ""
+    running[0] = mysql  # still running: it stays so, and says which engine it runs
+    stack = cli._starting_stack(_args("up", "--state-dir", str(tmp_path)))
+    assert stack is not None and stack.engine is mysql
+    assert "already running MySQL/MariaDB" in capsys.readouterr().err
+    # Another engine asked for while it runs: refused, with the reason.
+    assert cli._starting_stack(_args("up", "--state-dir", str(tmp_path), "--engine", "postgres")) is None
+    assert "benchwatch: the stack in" in capsys.readouterr().err
+    assert cli._starting_stack(_args("demo", "--state-dir", str(tmp_path), "--engine", "mariadb")).engine is mysql
+
+
+def test_run_of_a_tool_that_cannot_drive_the_stacks_engine_says_so(tmp_path, capsys):
+    _save(tmp_path, engine="mariadb")
+    code = cli.main(["run", "--state-dir", str(tmp_path), "--", "pgbench", "-i"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("benchwatch: ") and "MySQL/MariaDB" in err and "pgbench" in err, err
+    assert not (tmp_path / "runs").exists()  # nothing was run
