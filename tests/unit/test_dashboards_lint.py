@@ -16,8 +16,8 @@ from benchwatch.query import promql
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARDS = os.path.join(ROOT, "dashboards")
 FILES = sorted(f for f in os.listdir(DASHBOARDS) if f.endswith(".json"))
-# The dashboards of PostgreSQL runs (checkpoint regions); sysbench-innodb.json is MySQL/MariaDB's.
-PG_FILES = [f for f in FILES if f != "sysbench-innodb.json"]
+# The dashboards of PostgreSQL runs (checkpoint regions); *-innodb.json (sysbench's, go-tpc's) are MySQL/MariaDB's.
+PG_FILES = [f for f in FILES if not f.endswith("-innodb.json")]
 
 
 def load(name):
