@@ -212,3 +212,15 @@ def test_saved_argv_never_has_the_password():
     assert facts.progress_interval == 1.0 and facts.engine == "mysql"
     assert facts.info_labels["warehouses"] == "2" and facts.info_labels["threads"] == "4"
     assert g.ensure_progress(["tpcc", "run"]) == (["--interval", "1s", "tpcc", "run"], ["--interval", "1s"])
+
+
+def test_go_tpc_is_found_where_go_install_puts_it(tmp_path):
+    g = loadgens.by_name("gotpc")
+    binary = tmp_path / "gopath" / "bin" / "go-tpc"
+    binary.parent.mkdir(parents=True)
+    binary.write_bytes(b"\x7fELF...\npath\tgithub.com/pingcap/go-tpc/cmd/go-tpc\nmod\tgithub.com/pingcap/go-tpc\tv1.0.7\th1:x\n")
+    binary.chmod(0o755)
+    env = {"HOME": str(tmp_path / "home"), "GOPATH": str(tmp_path / "gopath")}
+    assert g.locate("go-tpc", env) == str(binary)
+    assert g.locate("go-tpc", {"HOME": str(tmp_path / "home")}) is None
+    assert g.binary_version(str(binary)) == "1.0.7"
