@@ -244,6 +244,16 @@ def test_snapshot_and_explain_read_the_run(stack, tpcc_run, tmp_path):
         for name in files:
             with open(os.path.join(root, name), "rb") as f:
                 assert r["password"].encode() not in f.read(), name
+    # The snapshot's raw copy rebuilds the run (arrivals.log kept): the same tpmC table without Prometheus.
+    raw = next(os.path.join(root, d) for root, dirs, _ in os.walk(tmp_path / "snap") for d in dirs if d == "raw")
+    assert os.path.exists(os.path.join(raw, "arrivals.log"))
+    again = live.benchwatch("snapshot", "--run-dir", raw, "-o", str(tmp_path / "again"), timeout=180)
+    assert again.returncode == 0, again.stderr.decode()
+    cmp = live.benchwatch("compare", run_id, run_id, "--names", "A,B", "-o", str(tmp_path / "cmp"), timeout=180)
+    assert cmp.returncode == 0, cmp.stderr.decode()
+    text = "".join(open(os.path.join(root, n), errors="replace").read() for root, _, files in os.walk(tmp_path / "cmp")
+                   for n in files if n.endswith(".md"))
+    assert "tpmC (go-tpc summary)" in text and "NEW_ORDER p99" in text
 
 
 def test_a_failure_go_tpc_exits_0_on_is_exit_code_1_and_the_user_is_dropped(stack):
