@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -106,8 +107,8 @@ def gotpc_password(port: int, deadline: float) -> str | None:
 
 
 class Background:
-    def __init__(self, live, *args: str):
-        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", *args], env=live.env(),
+    def __init__(self, live, *args: str, session: bool = False):
+        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", *args], env=live.env(), start_new_session=session,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.out: dict[str, bytes] = {}
         self.threads = [threading.Thread(target=self._read, args=(n,), daemon=True) for n in ("stdout", "stderr")]
@@ -263,6 +264,24 @@ def test_a_failure_go_tpc_exits_0_on_is_exit_code_1_and_the_user_is_dropped(stac
     meta = json.load(open(os.path.join(run_dir(stack, r.stderr), "meta.json")))
     assert meta["tool_exit_code"] == 0 and meta["exit_code"] == 1 and "unknown flag" in meta["failure"]
     assert int(stack.mariadb(USERS + ";")) == 0
+
+
+def test_ctrl_c_ends_the_run_cleanly_and_drops_the_user(stack, prepared):
+    """Ctrl-C reaches the whole foreground process group: go-tpc stops, prints its summary, the user goes."""
+    live = stack
+    since = time.time() - 1
+    run = Background(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--threads", "2", session=True)
+    try:
+        assert wait_until(lambda: reports_so_far(live, since) >= 5 * 2, 30, interval=0.1)
+        assert int(live.mariadb(USERS + ";")) == 1
+    finally:
+        os.killpg(run.proc.pid, signal.SIGINT)
+        code = run.wait(60)
+    assert code == 0, run.out["stderr"].decode()
+    assert b"Got signal [interrupt] to exit." in run.out["stdout"] and b"tpmC:" in run.out["stdout"]
+    meta = json.load(open(os.path.join(run_dir(live, run.out["stderr"]), "meta.json")))
+    assert meta["exit_code"] == 0 and "failure" not in meta
+    assert int(live.mariadb(USERS + ";")) == 0
 
 
 def test_the_file_keeps_its_time_budget():

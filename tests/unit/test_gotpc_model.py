@@ -224,3 +224,11 @@ def test_go_tpc_is_found_where_go_install_puts_it(tmp_path):
     assert g.locate("go-tpc", env) == str(binary)
     assert g.locate("go-tpc", {"HOME": str(tmp_path / "home")}) is None
     assert g.binary_version(str(binary)) == "1.0.7"
+
+
+def test_users_of_runs_whose_wrapper_is_gone_are_stale():
+    from benchwatch.loadgens.gotpc.connect import stale_users
+
+    alive = f"bw_gotpc_{os.getpid()}_0a1b2c3d"
+    gone = "bw_gotpc_999999999_0a1b2c3d"
+    assert stale_users(f"{alive}\n{gone}\nbench\nbw_gotpc_x\n") == [gone]

@@ -257,7 +257,3 @@ class GotpcRunModel(RunModel):
                     for q, attr in QUANTILES]
         return out
 
-
-def info_from_output(lines) -> dict[str, str]:
-    """run_info labels of a saved go-tpc output, which has no argv: only that it ran TPC-C."""
-    return {"script": "tpcc"}
