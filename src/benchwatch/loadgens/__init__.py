@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from benchwatch.util.plugins import folder_part
+
 if TYPE_CHECKING:
     from benchwatch.model.run import RunModel
     from benchwatch.model.samples import Sample
@@ -171,27 +173,33 @@ class LoadGenerator:
         return []
 
     # -- its part of a run's summary and of comparisons (benchwatch.share.summary) --------------
+    # By convention, from its folder's summary.py where it has one: figures(ctx), throughput_rows(summary),
+    # latency_rows(summary), tables(summary), COMPARE_ROWS.
 
     def summary_figures(self, ctx: Any) -> dict:
         """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""
-        return {}
+        figures = folder_part(self, "summary", "figures")
+        return figures(ctx) if figures else {}
 
     def throughput_rows(self, summary: dict) -> list[list[str]]:
         """Its rows of the summary's Throughput table."""
-        return []
+        rows = folder_part(self, "summary", "throughput_rows")
+        return rows(summary) if rows else []
 
     def latency_rows(self, summary: dict) -> list[list[str]]:
         """Its rows of the summary's Latency table."""
-        return []
+        rows = folder_part(self, "summary", "latency_rows")
+        return rows(summary) if rows else []
 
     def summary_tables(self, summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         """Its own tables of the summary: (title, header, rows)."""
-        return []
+        tables = folder_part(self, "summary", "tables")
+        return tables(summary) if tables else []
 
     @property
     def compare_rows(self) -> list[Any]:
         """Its rows of a comparison (benchwatch.share.summary.CompareRow)."""
-        return []
+        return list(folder_part(self, "summary", "COMPARE_ROWS", []))
 
     # -- saved output ------------------------------------------------------------------
 

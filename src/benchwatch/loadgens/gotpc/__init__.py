@@ -135,27 +135,6 @@ module version: a `go install` build prints `Release version: dev`), `server_ver
 
         return dashboard.panels(layout)
 
-    def summary_figures(self, ctx: Any) -> dict:
-        from benchwatch.loadgens.gotpc import summary
-
-        return summary.figures(ctx)
-
-    def throughput_rows(self, s: dict) -> list[list[str]]:
-        from benchwatch.loadgens.gotpc import summary
-
-        return summary.throughput_rows(s)
-
-    def summary_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-        from benchwatch.loadgens.gotpc import summary
-
-        return summary.tables(s)
-
-    @property
-    def compare_rows(self) -> list[Any]:
-        from benchwatch.loadgens.gotpc import summary
-
-        return summary.COMPARE_ROWS
-
     # -- saved output and the run model ---------------------------------------------------------
 
     def recognises(self, line: bytes) -> bool:

@@ -123,25 +123,4 @@ run): `histogram_quantile(0.99, benchmark_result_latency_histogram_events{run_id
         return OutputModel(model, last_time)
 
 
-    def summary_figures(self, ctx: Any) -> dict:
-        from benchwatch.loadgens.sysbench import summary
-
-        return summary.figures(ctx)
-
-    def throughput_rows(self, s: dict) -> list[list[str]]:
-        from benchwatch.loadgens.sysbench import summary
-
-        return summary.throughput_rows(s)
-
-    def latency_rows(self, s: dict) -> list[list[str]]:
-        from benchwatch.loadgens.sysbench import summary
-
-        return summary.latency_rows(s)
-
-    @property
-    def compare_rows(self) -> list[Any]:
-        from benchwatch.loadgens.sysbench import summary
-
-        return summary.COMPARE_ROWS
-
 LOAD_GENERATOR = Sysbench()
