@@ -8,6 +8,7 @@ import os
 import shlex
 import shutil
 import sys
+from collections.abc import Callable
 
 from benchwatch.stack.config import DEFAULT_PORTS, ENGINES, load_config
 from benchwatch.stack.native import Stack, StackError
@@ -140,6 +141,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             "(start the stack with benchwatch up, or import the run later with benchwatch import)")
     pg_env = stack.server.client_env() if have_stack else {}
     server_facts = None
+    undo = None
     info: dict[str, str] = {}
     targets = stack.server.targets()
     if have_stack and targets and generator.engine_of(argv[1:]) == stack.engine.name:
@@ -148,7 +150,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             say(f"no {stack.engine.title} target {args.target!r} in this stack (its targets: "
                 f"{', '.join(t.name for t in targets)})")
             return 2
-        argv, server_facts = _mysql_connection(target, argv)
+        argv, server_facts, undo = _mysql_connection(target, argv)
         info["target"] = target.name  # the instance this run drives (benchmark_run_info's target)
     if args.experiment:
         info["experiment"] = args.experiment
@@ -171,6 +173,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         for watch in watches:
             watch.stop()
         terminal.close()
+        if undo is not None:
+            undo()  # e.g. go-tpc's throwaway user, dropped however the run ended
     _record_targets(stack, run, since=run.read_meta().get("started_at"))
     say(f"run {run.run_id} ended with exit code {code}")
     return code
@@ -192,18 +196,15 @@ def _record_targets(stack: Stack, run, since: float | None = None) -> None:
     run.update_meta(targets=targets.merge_watched(meta.get("targets") or [], seen))
 
 
-def _mysql_connection(target, argv: list[str]) -> tuple[list[str], dict]:
-    """sysbench pointed at a MariaDB of the stack through its 0600 --config-file; the server's facts for meta.json."""
-    from benchwatch.loadgens.sysbench.connect import sysbench_connection
+def _mysql_connection(target, argv: list[str]) -> tuple[list[str], dict, Callable[[], None] | None]:
+    """The load generator pointed at a MariaDB of the stack (its own way: benchwatch.loadgens.<tool>.connect),
+    the server's facts for meta.json, and what undoes the connection once the run ended."""
+    from benchwatch import loadgens
 
-    if not os.path.exists(target.sysbench_file):
-        return argv, {}
-    args, added = sysbench_connection(argv[1:], target.sysbench_file)
-    if added:
-        say(f"added {' '.join(added)} to the sysbench arguments (the connection to the stack's MariaDB {target.name}; "
-            "the password stays in that 0600 file)")
-    facts = target.server_facts()
-    return [argv[0], *args], facts
+    if not os.path.exists(target.client_file):
+        return argv, {}, None
+    args, undo = loadgens.for_program(argv[0]).connect(argv[1:], target, say)
+    return [argv[0], *args], target.server_facts(), undo
 
 
 def cmd_attach(args: argparse.Namespace) -> int:

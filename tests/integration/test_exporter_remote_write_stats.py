@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 import urllib.request
@@ -10,6 +11,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchwatch.exporter.server import Exporter
+from benchwatch.model.replay import replay_run_dir
 from benchwatch.model.samples import sample
 from benchwatch.util import processes
 from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, free_port, query, start_prometheus
@@ -65,7 +67,11 @@ scrape_configs:
                 return False
             return check(seen)
 
-        assert processes.wait_until(lambda: settled(lambda m: m.get("rejected_samples_total", 0) > 100), 30), seen
+        with open(runs / OLD_RUN / "meta.json", encoding="utf-8") as f:
+            run_samples = len(replay_run_dir(str(runs / OLD_RUN), json.load(f)))
+        assert run_samples > 50
+        assert processes.wait_until(
+            lambda: settled(lambda m: m.get("rejected_samples_total", 0) >= run_samples), 30), (seen, run_samples)
         assert seen["samples_total"] == 0 and seen["pending_samples"] == 0 and seen["dropped_samples_total"] == 0
         assert seen["failed_requests_total"] == 1  # the whole run went in one request
         assert query(prom.url, f'benchmark_running{{run_id="{OLD_RUN}"}}', time=315_532_900) == []

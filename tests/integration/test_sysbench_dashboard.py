@@ -68,7 +68,23 @@ def test_every_query_returns_data(mariadb_stack, runs, q, selection):
     if selection != "All":
         variables["target"] = selection
     result = gq.run_query(mariadb_stack.prometheus, q, variables, start, end)
+    if "dip_info" in q.expr and not run_has_dips(mariadb_stack, run_id):
+        # The dips annotation draws what explain finds, and a run under pressure need not dip below 80 %
+        # (the live detector, which sees only past lines, may still have drawn a mild one: either is right).
+        return
     assert result, f"{q.source}: no data for {gq.expand(q.expr, variables, end - start)}"
+
+
+_DIPS: dict[str, bool] = {}
+
+
+def run_has_dips(live, run_id: str) -> bool:
+    """Whether `benchwatch explain` finds a TPS dip in the run."""
+    if run_id not in _DIPS:
+        r = live.benchwatch("explain", run_id, "--json", timeout=120)
+        assert r.returncode == 0, r.stderr
+        _DIPS[run_id] = bool(json.loads(r.stdout)["dips"])
+    return _DIPS[run_id]
 
 
 def test_flushing_pressure_regions_overlap_the_run(mariadb_stack, runs):
@@ -84,14 +100,19 @@ def test_run_pickers_list_sysbench_runs_by_test_and_threads(mariadb_stack, runs)
     pressured, calm = runs
     start, _ = window(mariadb_stack, pressured)
     _, end = window(mariadb_stack, calm)
-    for name in ("sysbench-innodb.json", "pgbench-run.json"):
+    def picker(name: str) -> list:
         with open(os.path.join(REPO_ROOT, "dashboards", name), encoding="utf-8") as f:
             dash = json.load(f)
         var = [v for v in dash["templating"]["list"] if v["name"] == "run_id"][0]
         q = [q for q in gq.dashboard_queries(dash) if q.source == "variable run_id"][0]
-        options = gq.variable_options(gq.run_query(mariadb_stack.prometheus, q, {}, start, end), var["regex"])
-        assert options[:2] == [(f"{calm} — sysbench oltp_write_only, 1 threads", calm),
-                               (f"{pressured} — sysbench oltp_write_only, 2 threads", pressured)], (name, options)
+        return gq.variable_options(gq.run_query(mariadb_stack.prometheus, q, {}, start, end), var["regex"])
+
+    assert picker("sysbench-innodb.json")[:2] == [(f"{calm} — sysbench oltp_write_only, 1 threads", calm),
+                                                  (f"{pressured} — sysbench oltp_write_only, 2 threads", pressured)]
+    # Each run dashboard lists the runs of its own tool on its own engine: no sysbench run on
+    # PostgreSQL here, and the pgbench dashboard lists no sysbench run.
+    assert picker("sysbench-postgresql.json") == []
+    assert picker("pgbench-run.json") == []
 
 
 def test_snapshot_of_a_sysbench_run(mariadb_stack, runs, tmp_path):

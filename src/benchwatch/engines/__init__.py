@@ -21,6 +21,8 @@ import pkgutil
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from benchwatch.util.plugins import folder_part
+
 if TYPE_CHECKING:
     import signal
 
@@ -96,24 +98,32 @@ class Engine:
         return {}
 
     # -- its part of a run's summary and of comparisons (benchwatch.share) -----------------------
-    context_selectors: ClassVar[tuple[str, ...]] = ()  # series its summary reads beyond the dashboard's
+    # By convention, from its folder's summary.py where it has one: CONTEXT_SELECTORS (series its summary
+    # reads beyond the dashboard's), figures(ctx), tables(summary), settings_tables(summary), COMPARE_ROWS.
+
+    @property
+    def context_selectors(self) -> tuple[str, ...]:
+        return tuple(folder_part(self, "summary", "CONTEXT_SELECTORS", ()))
 
     def summary_figures(self, ctx: Any) -> dict:
         """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""
-        return {}
+        figures = folder_part(self, "summary", "figures")
+        return figures(ctx) if figures else {}
 
     def summary_tables(self, summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         """Its tables of the summary (events during the run: checkpoints, flushing pressure)."""
-        return []
+        tables = folder_part(self, "summary", "tables")
+        return tables(summary) if tables else []
 
     def settings_tables(self, summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         """The server's settings, last in the summary."""
-        return []
+        tables = folder_part(self, "summary", "settings_tables")
+        return tables(summary) if tables else []
 
     @property
     def compare_rows(self) -> list[Any]:
         """Its rows of a comparison (benchwatch.share.summary.CompareRow)."""
-        return []
+        return list(folder_part(self, "summary", "COMPARE_ROWS", []))
 
     def __repr__(self) -> str:
         return f"<engine {self.name}>"

@@ -56,6 +56,7 @@ class RunFollower:
         meta = run.read_meta()
         self.model = replay.model_for_run(run.run_id, meta)
         self.followers = {name: LineFollower(run.file(name)) for name in replay.FILE_ORDER}
+        self.arrivals = LineFollower(run.file(replay.ARRIVALS))
         self.txlog_prefix = meta.get("txlog_prefix")
         self.generator = loadgens.by_name(meta.get("tool"))
         self.txlog = self.generator.latency_log_reader(run.run_id) if self.txlog_prefix else None
@@ -71,6 +72,7 @@ class RunFollower:
         if meta.get("clock_start_epoch") is not None:
             self.model.start_epoch = float(meta["clock_start_epoch"])
         arrival = meta.get("ended_at")
+        self.model.add_arrivals(replay.read_arrivals(b"\n".join(self.arrivals.read_lines(1 << 30)) + b"\n"))
         for name, follower in self.followers.items():
             size = acked.get(name, 0)
             if size:
@@ -132,8 +134,9 @@ class RunFollower:
 
     def poll(self, now: float) -> list[Sample]:
         batches = [(name, f.read_lines(READ_SLICE)) for name, f in self.followers.items()]
-        # Read meta after the lines: the writer stamps pgbench's clock start into
-        # meta.json before it writes the first progress line.
+        # Read meta and the arrivals after the lines: the writer stamps pgbench's clock start into
+        # meta.json, and a line's arrival, before it writes the line.
+        self.model.add_arrivals(replay.read_arrivals(b"\n".join(self.arrivals.read_lines()) + b"\n"))
         meta = self.run.read_meta()
         if self.model.start_epoch is None and meta.get("clock_start_epoch") is not None:
             self.model.start_epoch = float(meta["clock_start_epoch"])

@@ -104,9 +104,10 @@ def runs_of(generator: loadgens.LoadGenerator, engine: engines.Engine | None = N
     """The runs of one tool (on one engine), each labelled "run_id — what it ran" by the tool's
     run_picker_labels and run_picker_format (pgbench: script, clients, scale; sysbench: test, threads).
     A run recorded without an engine label (before engines were recorded) counts as its tool's first
-    engine's."""
+    engine's, one without a tool label as the default tool's."""
     labels = generator.run_picker_labels
-    matchers = f'tool="{generator.name}"'
+    # Runs recorded before series carried a tool label are the default tool's.
+    matchers = f'tool=~"{generator.name}|"' if generator.default else f'tool="{generator.name}"'
     if engine is not None:
         matchers += f', engine=~"{engine.name}|"' if engine.name == generator.engines[0] else f', engine="{engine.name}"'
     joined = ", ".join(f'"{x}"' for x in ("run_id", *labels))

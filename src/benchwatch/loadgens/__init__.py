@@ -19,9 +19,11 @@ import importlib
 import os
 import pkgutil
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from benchwatch.util.plugins import folder_part
 
 if TYPE_CHECKING:
     from benchwatch.model.run import RunModel
@@ -79,6 +81,12 @@ class LoadGenerator:
     default: ClassVar[bool] = False
     # docs/metrics.md's section on its own series (heading, prose, table header): benchwatch.exporter.metrics_doc.
     metrics_doc: ClassVar[str] = ""
+    # The prefix of series only this tool writes, when not benchmark_ (e.g. "gotpc_"): a run's series are
+    # selected by it too (benchwatch.model.names.run_selector).
+    series_prefix: ClassVar[str | None] = None
+    # "elapsed": its progress lines carry their time (progress_elapsed). "arrival": they carry none; the
+    # wrapper records each progress line's arrival (progress_line) in the run directory's ARRIVALS file.
+    progress_clock: ClassVar[str] = "elapsed"
 
     @property
     def metrics(self) -> Mapping[str, tuple[str, str]]:
@@ -95,6 +103,27 @@ class LoadGenerator:
     def progress_elapsed(self, line: bytes) -> float | None:
         """Elapsed seconds (or, above 1e8, epoch seconds) a progress line stands for; None for any other line."""
         raise NotImplementedError
+
+    def progress_line(self, line: bytes) -> bool:
+        """Whether a line is a progress line (the wrapper stamps the arrival of each for an "arrival" clock)."""
+        return self.progress_elapsed(line) is not None
+
+    def locate(self, program: str, env: Mapping[str, str]) -> str | None:
+        """The program's path where it is not on PATH (e.g. a Go tool in $(go env GOPATH)/bin); None: not found."""
+        return None
+
+    def binary_version(self, path: str) -> str | None:
+        """The version read from the program's file, where its version command does not say it."""
+        return None
+
+    def connect(self, argv: list[str], target: Any, notice: Callable[[str], None]) -> tuple[list[str], Callable[[], None] | None]:
+        """argv pointed at a server of the stack (``target``, an engine's target, e.g. a MySQLTarget) when it
+        names none, and what to call once the run ended, whatever happened to it (None: nothing)."""
+        return argv, None
+
+    def judge(self, argv: list[str], stdout: bytes, stderr: bytes, exit_code: int) -> str | None:
+        """Why a run that exited 0 failed, read from its output (a tool whose exit code is unreliable); None: it did not."""
+        return None
 
     def ensure_progress(self, argv: list[str]) -> tuple[list[str], list[str]]:
         """The argv with a progress report asked for if it has none, and the options added (empty: none)."""
@@ -144,27 +173,33 @@ class LoadGenerator:
         return []
 
     # -- its part of a run's summary and of comparisons (benchwatch.share.summary) --------------
+    # By convention, from its folder's summary.py where it has one: figures(ctx), throughput_rows(summary),
+    # latency_rows(summary), tables(summary), COMPARE_ROWS.
 
     def summary_figures(self, ctx: Any) -> dict:
         """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""
-        return {}
+        figures = folder_part(self, "summary", "figures")
+        return figures(ctx) if figures else {}
 
     def throughput_rows(self, summary: dict) -> list[list[str]]:
         """Its rows of the summary's Throughput table."""
-        return []
+        rows = folder_part(self, "summary", "throughput_rows")
+        return rows(summary) if rows else []
 
     def latency_rows(self, summary: dict) -> list[list[str]]:
         """Its rows of the summary's Latency table."""
-        return []
+        rows = folder_part(self, "summary", "latency_rows")
+        return rows(summary) if rows else []
 
     def summary_tables(self, summary: dict) -> list[tuple[str, list[str], list[list[str]]]]:
         """Its own tables of the summary: (title, header, rows)."""
-        return []
+        tables = folder_part(self, "summary", "tables")
+        return tables(summary) if tables else []
 
     @property
     def compare_rows(self) -> list[Any]:
         """Its rows of a comparison (benchwatch.share.summary.CompareRow)."""
-        return []
+        return list(folder_part(self, "summary", "COMPARE_ROWS", []))
 
     # -- saved output ------------------------------------------------------------------
 

@@ -27,6 +27,9 @@ def run_metrics() -> dict[str, tuple[str, str]]:
     return out
 
 
+# Arrival time of each progress line of a tool whose lines carry no time (written by benchwatch.record.stream).
+ARRIVALS = "arrivals.log"
+
 # stderr first: progress lines come from there, the summary from stdout at the end.
 # output.log holds both streams of an attached or imported run.
 FILE_ORDER = ("stderr.log", "output.log", "stdout.log")
@@ -137,6 +140,7 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
         model, samples = replay_output(saved_output(path), run_id, meta.get("clock_start_epoch"))
         return samples + model.end_markers()  # as import wrote them
     model = model_for_run(run_id, meta)
+    model.add_arrivals(read_arrivals(_read(os.path.join(path, ARRIVALS)) or b""))
     end = meta.get("ended_at")
     out: list[Sample] = []
     for name in FILE_ORDER:  # the order the live follower reads them in
@@ -144,6 +148,17 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
         if chunk is not None:
             out.extend(feed_lines(model, split_lines(chunk), end))
     return out + close(model, end, meta.get("exit_code"))
+
+
+def read_arrivals(data: bytes) -> list[float]:
+    """The epochs of an arrivals file's complete lines."""
+    out = []
+    for line in split_lines(data[:data.rfind(b"\n") + 1]):
+        try:
+            out.append(float(line))
+        except ValueError:
+            pass
+    return out
 
 
 def saved_output(path: str) -> bytes:

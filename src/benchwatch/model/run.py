@@ -113,6 +113,8 @@ class RunModel:
         self.errors: list[str] = []
         self.values: dict[tuple[str, tuple[tuple[str, str], ...]], _Series] = {}
         self.parser = self.new_parser()
+        # Arrival epochs of progress lines whose tool prints no time (benchwatch.record.rundir.ARRIVALS), in order.
+        self.arrivals: list[float] = []
         self._counters = {name: 0.0 for name in self.catalogue if name.endswith("_total")}
 
     # -- what a tool's model provides ------------------------------------------
@@ -136,6 +138,10 @@ class RunModel:
     def finish_extra(self, ts: int) -> list[Sample]:
         """Hook: the tool's own end-of-run series."""
         return []
+
+    def add_arrivals(self, epochs: Iterable[float]) -> None:
+        """The wrapper's arrival times of the next progress lines (a tool whose lines carry no time uses them)."""
+        self.arrivals.extend(epochs)
 
     # -- counts -------------------------------------------------------------------
 

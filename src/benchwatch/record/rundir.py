@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 META = "meta.json"
+# Arrival time of each progress line of a tool whose lines carry no time (benchwatch.record.stream.ClockStamper).
+ARRIVALS = "arrivals.log"
 OUTPUT_FILES = ("stdout.log", "stderr.log", "output.log")
 
 # A run's lifecycle as recorded in meta.json["state"].

@@ -11,7 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import BinaryIO, TextIO
 
 from benchwatch.record import rundir
 
@@ -78,18 +78,37 @@ class ClockStamper:
     """Writes clock_start_epoch into meta.json when the first progress line arrives.
 
     ``elapsed`` reads a line's elapsed seconds (the load generator's, see
-    benchwatch.loadgens), None for lines that are not progress lines."""
+    benchwatch.loadgens), None for lines that are not progress lines.
+
+    A load generator whose lines carry no time (``arrivals``: its test of a
+    progress line) gets every progress line's arrival appended to the run
+    directory's ARRIVALS file (one epoch per line, in order) before the line is
+    saved, so the line and its time are read together, live or replayed; its
+    clock starts one ``interval`` before the first line.
+    """
 
     def __init__(self, run: rundir.RunDir, elapsed: Callable[[bytes], float | None],
-                 clock: Callable[[], float] = time.time, failures: SaveFailures | None = None):
+                 clock: Callable[[], float] = time.time, failures: SaveFailures | None = None,
+                 arrivals: Callable[[bytes], bool] | None = None, interval: float | None = None):
         self.run = run
         self.failures = failures
         self.elapsed = elapsed
         self.clock = clock
         self.stamped = False
         self.lock = threading.Lock()
+        self.arrivals = arrivals
+        self.interval = interval or 0.0
+        self._arrivals_file: TextIO | None = None
+
+    @property
+    def done(self) -> bool:
+        """Nothing more to stamp: the output may be saved without looking at its lines."""
+        return self.stamped and self.arrivals is None
 
     def see(self, line: bytes) -> None:
+        if self.arrivals is not None:
+            self._arrival(line)
+            return
         if self.stamped:
             return
         elapsed = self.elapsed(line)
@@ -100,13 +119,42 @@ class ClockStamper:
                 return
             # With --progress-timestamp the line carries epoch seconds: it is its own clock.
             if elapsed <= 1e8:
-                try:
-                    self.run.update_meta(clock_start_epoch=round(self.clock() - elapsed, 6))
-                except OSError as e:
-                    if self.failures is None:
-                        raise
-                    self.failures.failure(self.run.file(rundir.META), e)
+                self._stamp(round(self.clock() - elapsed, 6))
             self.stamped = True
+
+    def _stamp(self, start: float) -> None:
+        try:
+            self.run.update_meta(clock_start_epoch=start)
+        except OSError as e:
+            if self.failures is None:
+                raise
+            self.failures.failure(self.run.file(rundir.META), e)
+
+    def _arrival(self, line: bytes) -> None:
+        assert self.arrivals is not None
+        if not self.arrivals(line.rstrip(b"\r")):
+            return
+        now = self.clock()
+        with self.lock:
+            if not self.stamped:
+                self._stamp(round(now - self.interval, 6))
+                self.stamped = True
+            try:
+                if self._arrivals_file is None:
+                    self._arrivals_file = open(self.run.file(rundir.ARRIVALS), "a", encoding="ascii")
+                self._arrivals_file.write(f"{now:.6f}\n")
+                self._arrivals_file.flush()
+            except OSError as e:
+                if self.failures is None:
+                    raise
+                self.failures.failure(self.run.file(rundir.ARRIVALS), e)
+
+    def close(self) -> None:
+        if self._arrivals_file is not None:
+            try:
+                self._arrivals_file.close()
+            except OSError:
+                pass
 
 
 class LineSafeStream:
@@ -171,7 +219,7 @@ def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockS
                 sink.flush()
             except (OSError, ValueError):
                 pass  # a closed terminal must not lose the saved copy
-        if stamper is None or stamper.stamped:
+        if stamper is None or stamper.done:
             saved.write(chunk)
             saved.flush()
             continue
@@ -181,7 +229,7 @@ def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockS
         for line in lines:
             stamper.see(line)
             saved.write(line + b"\n")
-        if stamper.stamped and pending:
+        if stamper.done and pending:
             saved.write(pending)
             pending = b""
         saved.flush()

@@ -36,7 +36,7 @@ def _tool_version(argv: list[str], env: dict[str, str]) -> str | None:
 
 def tool_version(generator: loadgens.LoadGenerator, program: str, env: dict[str, str]) -> str | None:
     text = _tool_version([program, *generator.version_argv], env)
-    return generator.parse_version(text) if text else None
+    return (generator.parse_version(text) if text else None) or generator.binary_version(program)
 
 
 def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
@@ -61,7 +61,7 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
     env = dict(os.environ)
     for key, value in pg_env.items():
         env.setdefault(key, value)  # the user's own PG* settings win
-    resolved = shutil.which(program, path=env.get("PATH")) or program
+    resolved = shutil.which(program, path=env.get("PATH")) or generator.locate(program, env) or program
     run = rundir.create_run_dir(runs_dir)
     txlog_prefix = None
     if generator.latency_log is not None:
@@ -71,7 +71,7 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
     facts = generator.read_argv(args)
     meta = {
         "run_id": run.run_id, "mode": "run", "tool": tool, "state": rundir.RUNNING, "pid": os.getpid(),
-        "argv": secrets.redact_argv([os.path.basename(program)] + args),
+        "argv": secrets.redact_argv([os.path.basename(program)] + generator.redact_argv(args)),
         "progress_interval": facts.progress_interval, "hostname": socket.gethostname(),
         generator.version_key: tool_version(generator, resolved, env), "started_at": time.time(),
         "sql_statements_per_transaction": facts.statements_per_transaction,
@@ -90,7 +90,8 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
         run.write_meta(meta)
     except OSError as e:
         failures.failure(run.file(rundir.META), e)
-    stamper = ClockStamper(run, generator.progress_elapsed, failures=failures)
+    stamper = ClockStamper(run, generator.progress_elapsed, failures=failures, interval=facts.progress_interval,
+                           arrivals=generator.progress_line if generator.progress_clock == "arrival" else None)
     # Unbuffered: nothing is left in a buffer for close() to fail on when the disk is full.
     with open(run.file("stdout.log"), "wb", buffering=0) as out_raw, \
             open(run.file("stderr.log"), "wb", buffering=0) as err_raw:
@@ -123,14 +124,30 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
         for t in threads:
             t.join()
         code = proc.wait()
+        stamper.close()
         signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
     exit_code = code if code >= 0 else 128 - code  # killed by signal N: the shell's 128+N
+    ended: dict = {}
+    if exit_code == 0:
+        failed = generator.judge(args, _read(run.file("stdout.log")), _read(run.file("stderr.log")), exit_code)
+        if failed:  # a tool whose exit code is unreliable: its output says it failed
+            notice(f"{tool} exited 0 but failed: {failed}; exit code 1")
+            ended = {"tool_exit_code": exit_code, "failure": failed}
+            exit_code = 1
     try:
-        run.update_meta(state=rundir.FINISHED, exit_code=exit_code, ended_at=time.time())
+        run.update_meta(state=rundir.FINISHED, exit_code=exit_code, ended_at=time.time(), **ended)
     except OSError as e:  # the exporter then ends the run when this process is gone
         failures.failure(run.file(rundir.META), e)
     return exit_code, run
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
 
 
 def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgbench_args: list[str] | None,
@@ -143,7 +160,7 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgben
     facts = generator.read_argv(pgbench_args or [])
     meta = {
         "run_id": run.run_id, "mode": "attach", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),
-        "argv": secrets.redact_argv([generator.name] + list(pgbench_args)) if pgbench_args else None,
+        "argv": secrets.redact_argv([generator.name] + generator.redact_argv(list(pgbench_args))) if pgbench_args else None,
         "progress_interval": interval or facts.progress_interval, "hostname": socket.gethostname(),
         "started_at": time.time(), "output": "output.log",
         "sql_statements_per_transaction": facts.statements_per_transaction if pgbench_args else None,
@@ -151,6 +168,9 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgben
     }
     run.write_meta({k: v for k, v in meta.items() if v is not None})
     with open(run.file("output.log"), "wb") as saved:
-        pump(source_fd, [echo] if echo else [], saved, ClockStamper(run, generator.progress_elapsed))
+        stamper = ClockStamper(run, generator.progress_elapsed, interval=interval or facts.progress_interval,
+                               arrivals=generator.progress_line if generator.progress_clock == "arrival" else None)
+        pump(source_fd, [echo] if echo else [], saved, stamper)
+        stamper.close()
     run.update_meta(state=rundir.FINISHED, ended_at=time.time())
     return run

@@ -81,7 +81,7 @@ def copy_raw(run: rundir.RunDir, directory: str) -> list[str]:
     written.append(path)
     for name in sorted(os.listdir(run.path)):
         src = run.file(name)
-        if name in rundir.OUTPUT_FILES or (name.startswith("pgbench_log") and os.path.isfile(src)):
+        if name in rundir.OUTPUT_FILES or name == rundir.ARRIVALS or (name.startswith("pgbench_log") and os.path.isfile(src)):
             shutil.copy2(src, os.path.join(directory, name))
             written.append(os.path.join(directory, name))
     saved = run.file(SERIES_DIR)

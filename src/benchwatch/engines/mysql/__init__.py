@@ -60,31 +60,4 @@ class MySQL(Engine):
         return dashboard.innodb_rows(layout)
 
 
-    @property
-    def context_selectors(self) -> tuple[str, ...]:  # type: ignore[override]
-        from benchwatch.engines.mysql import summary
-
-        return tuple(summary.CONTEXT_SELECTORS)
-
-    def summary_figures(self, ctx: Any) -> dict:
-        from benchwatch.engines.mysql import summary
-
-        return summary.figures(ctx)
-
-    def summary_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-        from benchwatch.engines.mysql import summary
-
-        return summary.tables(s)
-
-    def settings_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-        from benchwatch.engines.mysql import summary
-
-        return summary.settings_tables(s)
-
-    @property
-    def compare_rows(self) -> list[Any]:
-        from benchwatch.engines.mysql import summary
-
-        return summary.COMPARE_ROWS
-
 ENGINE = MySQL()

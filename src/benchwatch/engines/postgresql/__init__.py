@@ -72,31 +72,4 @@ class PostgreSQL(Engine):
         return {dashboard.CHECKPOINTS_WAL[1]: dashboard.checkpoints_wal}
 
 
-    @property
-    def context_selectors(self) -> tuple[str, ...]:  # type: ignore[override]
-        from benchwatch.engines.postgresql import summary
-
-        return tuple(summary.CONTEXT_SELECTORS)
-
-    def summary_figures(self, ctx: Any) -> dict:
-        from benchwatch.engines.postgresql import summary
-
-        return summary.figures(ctx)
-
-    def summary_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-        from benchwatch.engines.postgresql import summary
-
-        return summary.tables(s)
-
-    def settings_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-        from benchwatch.engines.postgresql import summary
-
-        return summary.settings_tables(s)
-
-    @property
-    def compare_rows(self) -> list[Any]:
-        from benchwatch.engines.postgresql import summary
-
-        return summary.COMPARE_ROWS
-
 ENGINE = PostgreSQL()

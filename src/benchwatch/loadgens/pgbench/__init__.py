@@ -121,30 +121,4 @@ See [latency-percentiles.md](latency-percentiles.md).
         return OutputModel(model, last_time)
 
 
-    def summary_figures(self, ctx: Any) -> dict:
-        from benchwatch.loadgens.pgbench import summary
-
-        return summary.figures(ctx)
-
-    def throughput_rows(self, s: dict) -> list[list[str]]:
-        from benchwatch.loadgens.pgbench import summary
-
-        return summary.throughput_rows(s)
-
-    def latency_rows(self, s: dict) -> list[list[str]]:
-        from benchwatch.loadgens.pgbench import summary
-
-        return summary.latency_rows(s)
-
-    def summary_tables(self, s: dict) -> list[tuple[str, list[str], list[list[str]]]]:
-        from benchwatch.loadgens.pgbench import summary
-
-        return summary.tables(s)
-
-    @property
-    def compare_rows(self) -> list[Any]:
-        from benchwatch.loadgens.pgbench import summary
-
-        return summary.COMPARE_ROWS
-
 LOAD_GENERATOR = Pgbench()

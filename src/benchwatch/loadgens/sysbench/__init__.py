@@ -3,8 +3,9 @@ with ``--db-driver=pgsql``, PostgreSQL."""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from benchwatch.loadgens import ArgvFacts, LoadGenerator, OutputModel
@@ -76,6 +77,18 @@ run): `histogram_quantile(0.99, benchmark_result_latency_histogram_events{run_id
         return ArgvFacts(parsed.error, sysbench_args.progress_interval(parsed), parsed.info_labels(),
                          engine=DRIVERS.get(driver) if driver else None)
 
+    def connect(self, argv: list[str], target: Any, notice: Callable[[str], None]) -> tuple[list[str], Callable[[], None] | None]:
+        """sysbench pointed at a MariaDB of the stack through its 0600 --config-file."""
+        from benchwatch.loadgens.sysbench.connect import sysbench_connection
+
+        if not os.path.exists(target.sysbench_file):
+            return argv, None
+        args, added = sysbench_connection(argv, target.sysbench_file)
+        if added:
+            notice(f"added {' '.join(added)} to the sysbench arguments (the connection to the stack's MariaDB "
+                   f"{target.name}; the password stays in that 0600 file)")
+        return args, None
+
     def dashboard_panels(self, layout: Any) -> list[Any]:
         from benchwatch.loadgens.sysbench import dashboard
 
@@ -109,26 +122,5 @@ run): `histogram_quantile(0.99, benchmark_result_latency_histogram_events{run_id
                                  interval_s=float(interval) if isinstance(interval, float) else None)
         return OutputModel(model, last_time)
 
-
-    def summary_figures(self, ctx: Any) -> dict:
-        from benchwatch.loadgens.sysbench import summary
-
-        return summary.figures(ctx)
-
-    def throughput_rows(self, s: dict) -> list[list[str]]:
-        from benchwatch.loadgens.sysbench import summary
-
-        return summary.throughput_rows(s)
-
-    def latency_rows(self, s: dict) -> list[list[str]]:
-        from benchwatch.loadgens.sysbench import summary
-
-        return summary.latency_rows(s)
-
-    @property
-    def compare_rows(self) -> list[Any]:
-        from benchwatch.loadgens.sysbench import summary
-
-        return summary.COMPARE_ROWS
 
 LOAD_GENERATOR = Sysbench()
