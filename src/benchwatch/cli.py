@@ -9,7 +9,7 @@ from benchwatch.commands import Context, load_commands, stack_options
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="benchwatch", description="Live observability for pgbench runs.")
+    parser = argparse.ArgumentParser(prog="benchwatch", description="Live observability for database benchmark runs (pgbench, sysbench, go-tpc).")
     sub = parser.add_subparsers(dest="command", required=True)
     parents = [stack_options()]
     for c in load_commands().values():

@@ -12,7 +12,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_id", nargs="?", help="the run (default: the latest)")
     p.add_argument("--json", action="store_true", help="one JSON object: dips, causes, evidence, scores")
     p.add_argument("--source", choices=("auto", "prometheus", "raw"), default="auto",
-                   help="auto: the stack's Prometheus if it has the run, else the run directory (pgbench output, series/*.csv)")
+                   help="auto: the stack's Prometheus if it has the run, else the run directory (the pgbench or sysbench output, series/*.csv)")
     p.add_argument("--prometheus", metavar="URL", help="the Prometheus to read (default: the stack's)")
 
 

@@ -13,14 +13,15 @@ from benchwatch.stack.native import Stack
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latency-log", action="store_true",
-                   help="add -l so the per-transaction log gives latency percentiles (p50/p95/p99)")
+                   help="pgbench: add -l so the per-transaction log gives latency percentiles (p50/p95/p99)")
     p.add_argument("--target", help="sysbench on a stack of several MariaDB instances: the one to drive (mariadb-1..N)")
     p.add_argument("--experiment", help="a name shared by runs observed as one experiment (e.g. one per instance, side "
                    "by side): benchmark_run_info's experiment label; the sysbench dashboard sums them")
-    p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench ARGS...")
+    p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench|sysbench|go-tpc ARGS...")
 
 
-@command("run", help="run pgbench under observation: benchwatch run -- pgbench ARGS", arguments=_run_arguments)
+@command("run", help="run pgbench, sysbench or go-tpc under observation: benchwatch run -- pgbench|sysbench|go-tpc ARGS",
+         arguments=_run_arguments)
 def cmd_run(ctx: Context) -> int:
     from benchwatch import engines, loadgens
     from benchwatch.alerting.printer import AlertPrinter
@@ -32,7 +33,7 @@ def cmd_run(ctx: Context) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        say("usage: benchwatch run -- pgbench [ARGS...]")
+        say("usage: benchwatch run -- pgbench|sysbench|go-tpc [ARGS...]")
         return 2
     stack = ctx.stack
     have_stack = os.path.exists(stack.cfg.stack_file)
@@ -118,7 +119,7 @@ def _attach_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tool", choices=("pgbench", "sysbench"), default="pgbench",
                    help="the load generator whose output comes on stdin (default pgbench)")
     p.add_argument("--interval", type=float, help="pgbench's -P (sysbench's --report-interval), if not 1 and not learnt from the lines")
-    p.add_argument("--pgbench-args", help="the pgbench arguments of that run, for the run's metadata")
+    p.add_argument("--pgbench-args", help="with --tool pgbench: the pgbench arguments of that run, for the run's metadata")
     p.add_argument("--sysbench-args", help="with --tool sysbench: the sysbench arguments of that run, for the run's metadata")
     p.add_argument("--quiet", action="store_true", help="do not echo the stream to stdout")
 
@@ -141,13 +142,13 @@ def cmd_attach(ctx: Context) -> int:
 
 
 def _import_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a saved pgbench output (stdout and stderr together), or a run directory")
+    p.add_argument("file", help="a saved pgbench or sysbench output (stdout and stderr together), or a run directory")
     p.add_argument("--start", help="when the run started (RFC 3339, e.g. 2016-01-06T10:00:00Z, or Unix seconds)")
     p.add_argument("--openmetrics", action="store_true", help="print OpenMetrics text for promtool tsdb create-blocks-from openmetrics instead")
     p.add_argument("--run-id", help="the run id to use (default: from the start time)")
 
 
-@command("import", help="backfill a saved pgbench output into Prometheus", arguments=_import_arguments)
+@command("import", help="backfill a saved pgbench or sysbench output into Prometheus", arguments=_import_arguments)
 def cmd_import(ctx: Context) -> int:
     from benchwatch.model import replay
     from benchwatch.record import importer, rundir

@@ -16,7 +16,7 @@ def _snapshot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--upload", metavar="URL", help="also post the snapshot to this Grafana's snapshot API "
                    "(token from $GRAFANA_TOKEN) and print the snapshot URL")
     p.add_argument("--expires", type=int, default=0, help="with --upload: seconds until Grafana deletes the snapshot (default never)")
-    p.add_argument("--name", help="the snapshot's name (default: pgbench run RUN_ID)")
+    p.add_argument("--name", help="the snapshot's name (default: TOOL run RUN_ID, e.g. pgbench run RUN_ID)")
 
 
 def _compare_arguments(p: argparse.ArgumentParser) -> None:
@@ -25,7 +25,7 @@ def _compare_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--by", metavar="LABEL", help="a sweep: TPS against this run label (clients, threads, scale, "
                    "server_version, or any benchmark_run_info label), one line per variant")
     p.add_argument("--variant", metavar="LABEL", help="with --by: the label that tells variants apart "
-                   "(default: the pgbench arguments without the --by option, or --names)")
+                   "(default: the pgbench or sysbench arguments without the --by option, or --names)")
     p.add_argument("--names", help="comma-separated names for the runs, in order (e.g. HEAD,PATCH); "
                    "with --by, runs of the same name form one variant")
 
