@@ -79,3 +79,10 @@ def test_the_help_order_does_not_depend_on_which_module_was_imported_first():
             "print(' '.join(load_commands()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == LISTED
+
+
+def test_help_names_every_tool_a_command_serves():
+    commands = load_commands()
+    assert all(tool in commands["run"].help for tool in ("pgbench", "sysbench", "go-tpc"))
+    for name in ("attach", "import"):
+        assert "pgbench" in commands[name].help and "sysbench" in commands[name].help, name
