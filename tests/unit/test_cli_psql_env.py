@@ -6,7 +6,8 @@ import os
 import subprocess
 import tempfile
 
-from benchwatch.cli import _passthrough, shell_exports
+from benchwatch.cli import _passthrough
+from benchwatch.commands.psql import shell_exports
 from tests.helpers.throwaway import BENCHWATCH
 
 

@@ -102,7 +102,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_no_import_cycle_between_subpackages():
     graph = subpackage_graph()
-    assert {"model", "sink", "record", "engines", "loadgens", "query", "share", "exporter", "stack",
+    assert {"model", "sink", "record", "engines", "loadgens", "query", "share", "exporter", "stack", "commands",
             "loadgens.pgbench", "loadgens.sysbench", "engines.postgresql", "engines.mysql"} <= set(graph)
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle between subpackages: " + " -> ".join(cycle or [])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchwatch import cli
+from benchwatch.commands import Context
 from benchwatch.engines.postgresql import plproxy
 from benchwatch.engines.postgresql.local import LocalInstance
 
@@ -66,14 +67,14 @@ def test_demo_arguments(monkeypatch, tmp_path):
     monkeypatch.setattr("benchwatch.demo.demo_shards", lambda stack, **kw: calls.setdefault("shards", kw) and 0)
     monkeypatch.setattr("benchwatch.demo.demo", lambda stack, **kw: calls.setdefault("plain", kw) and 0)
     monkeypatch.delenv("BENCHWATCH_ENGINE", raising=False)
-    monkeypatch.setattr(cli, "_stack", lambda args, starting=False: Stack(load_config(str(tmp_path))))
+    monkeypatch.setattr(Context, "load_stack", lambda self, starting=False: Stack(load_config(str(tmp_path))))
     parser = cli.build_parser()
     args = parser.parse_args(["demo", "--shards", "16", "--", "-R", "2000"])
-    args.func(args)
+    args.func(Context(args))
     assert calls["shards"]["shards"] == 16 and calls["shards"]["instances"] == 4 and calls["shards"]["duration"] == 30
     assert calls["shards"]["extra_args"] == ["-R", "2000"] and calls["shards"]["script"] == "update"
     args = parser.parse_args(["demo"])
-    args.func(args)
+    args.func(Context(args))
     assert calls["plain"]["duration"] == 40  # README's first command, as before
     args = parser.parse_args(["demo", "--", "-R", "5"])
-    assert args.func(args) == 2  # extra pgbench arguments only go with --shards
+    assert args.func(Context(args)) == 2  # extra pgbench arguments only go with --shards

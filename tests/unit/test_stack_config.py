@@ -8,6 +8,7 @@ import json
 import pytest
 
 from benchwatch import cli, engines
+from benchwatch.commands import Context
 from benchwatch.stack.config import DEFAULT_PORTS, load_config
 from benchwatch.stack.native import Stack
 
@@ -89,17 +90,17 @@ def test_up_without_engine_starts_the_default_unless_a_stack_still_runs(tmp_path
     mysql = engines.get("mysql")
     running: list = [None]
     monkeypatch.setattr(Stack, "running_engine", lambda self: running[0])
-    stack = cli._starting_stack(_args("up", "--state-dir", str(tmp_path)))
+    stack = Context(_args("up", "--state-dir", str(tmp_path))).starting_stack()
     assert stack is not None and stack.engine is engines.default()
     assert capsys.readouterr().err == ""
     running[0] = mysql  # still running: it stays so, and says which engine it runs
-    stack = cli._starting_stack(_args("up", "--state-dir", str(tmp_path)))
+    stack = Context(_args("up", "--state-dir", str(tmp_path))).starting_stack()
     assert stack is not None and stack.engine is mysql
     assert "already running MySQL/MariaDB" in capsys.readouterr().err
     # Another engine asked for while it runs: refused, with the reason.
-    assert cli._starting_stack(_args("up", "--state-dir", str(tmp_path), "--engine", "postgres")) is None
+    assert Context(_args("up", "--state-dir", str(tmp_path), "--engine", "postgres")).starting_stack() is None
     assert "benchwatch: the stack in" in capsys.readouterr().err
-    assert cli._starting_stack(_args("demo", "--state-dir", str(tmp_path), "--engine", "mariadb")).engine is mysql
+    assert Context(_args("demo", "--state-dir", str(tmp_path), "--engine", "mariadb")).starting_stack().engine is mysql
 
 
 def test_run_of_a_tool_that_cannot_drive_the_stacks_engine_says_so(tmp_path, capsys):

@@ -1,41 +1,33 @@
-"""``benchwatch snapshot`` and ``benchwatch compare``."""
+"""``benchwatch snapshot`` and ``benchwatch compare``: shareable results (the work itself is ``benchwatch.share``)."""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 
+from benchwatch.commands import Context, command
 from benchwatch.record import rundir
 
 
-def _say(message: str) -> None:
-    print(f"benchwatch: {message}", file=sys.stderr, flush=True)
-
-
-def register(subparsers, add_stack_options, make_stack) -> None:
-    p = subparsers.add_parser("snapshot", help="a shareable snapshot of a run: Grafana snapshot JSON, HTML, PNG, CSV, summary")
-    add_stack_options(p)
+def _snapshot_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run_id", nargs="?", help="the run (default: the latest)")
     p.add_argument("--run-dir", help="a run directory to snapshot instead of a run of the stack (e.g. the raw/ folder of a snapshot)")
     _common(p)
     p.add_argument("--upload", metavar="URL", help="also post the snapshot to this Grafana's snapshot API "
                    "(token from $GRAFANA_TOKEN) and print the snapshot URL")
     p.add_argument("--expires", type=int, default=0, help="with --upload: seconds until Grafana deletes the snapshot (default never)")
-    p.add_argument("--name", help="the snapshot's name (default: pgbench run RUN_ID)")
-    p.set_defaults(func=lambda args: cmd_snapshot(args, make_stack))
+    p.add_argument("--name", help="the snapshot's name (default: TOOL run RUN_ID, e.g. pgbench run RUN_ID)")
 
-    p = subparsers.add_parser("compare", help="compare runs: TPS curves overlaid, summaries side by side, sweeps")
-    add_stack_options(p)
+
+def _compare_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("runs", nargs="+", metavar="RUN", help="run ids (or run directories); the first is the baseline")
     _common(p)
     p.add_argument("--by", metavar="LABEL", help="a sweep: TPS against this run label (clients, threads, scale, "
                    "server_version, or any benchmark_run_info label), one line per variant")
     p.add_argument("--variant", metavar="LABEL", help="with --by: the label that tells variants apart "
-                   "(default: the pgbench arguments without the --by option, or --names)")
+                   "(default: the pgbench or sysbench arguments without the --by option, or --names)")
     p.add_argument("--names", help="comma-separated names for the runs, in order (e.g. HEAD,PATCH); "
                    "with --by, runs of the same name form one variant")
-    p.set_defaults(func=lambda args: cmd_compare(args, make_stack))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -77,10 +69,12 @@ def _find(stack, ref: str | None) -> rundir.RunDir | None:
     return rundir.find_run(stack.cfg.runs_dir, ref)
 
 
-def cmd_snapshot(args, make_stack) -> int:
+@command("snapshot", help="a shareable snapshot of a run: Grafana snapshot JSON, HTML, PNG, CSV, summary",
+         arguments=_snapshot_arguments)
+def cmd_snapshot(ctx: Context) -> int:
     from benchwatch.share import bundle, collect, grafana_snapshot
 
-    stack = make_stack(args)
+    args, stack, _say = ctx.args, ctx.stack, ctx.say
     run = _find(stack, args.run_dir) if args.run_dir else _find(stack, args.run_id)
     if run is None:
         _say(f"no run {args.run_id or args.run_dir} in {stack.cfg.runs_dir}" if (args.run_id or args.run_dir)
@@ -98,8 +92,8 @@ def cmd_snapshot(args, make_stack) -> int:
         _say(str(e))
         return 1
     _say(f"snapshot of run {c.run_id} from {'Prometheus' if c.source == 'prometheus' else 'the run directory'}, in {out}")
-    print(directory)
-    print(archive)
+    print(directory, file=ctx.stdout)
+    print(archive, file=ctx.stdout)
     if args.upload:
         if args.name:
             body["name"] = args.name
@@ -109,16 +103,17 @@ def cmd_snapshot(args, make_stack) -> int:
         except grafana_snapshot.UploadError as e:
             _say(str(e))
             return 1
-        print(answer["url"])
+        print(answer["url"], file=ctx.stdout)
         if answer.get("deleteUrl"):
             _say(f"to delete it: {answer['deleteUrl']}")
     return 0
 
 
-def cmd_compare(args, make_stack) -> int:
+@command("compare", help="compare runs: TPS curves overlaid, summaries side by side, sweeps", arguments=_compare_arguments)
+def cmd_compare(ctx: Context) -> int:
     from benchwatch.share import collect, compare
 
-    stack = make_stack(args)
+    args, stack, _say = ctx.args, ctx.stack, ctx.say
     if len(args.runs) < 2:
         _say("compare needs at least two runs")
         return 2
@@ -161,6 +156,6 @@ def cmd_compare(args, make_stack) -> int:
     if args.by and (not sw or not sw["values"]):
         _say(f"no run has the label {args.by!r}: no sweep table")
     _say(f"comparison of {len(collected)} runs in {out}")
-    print(directory)
-    print(archive)
+    print(directory, file=ctx.stdout)
+    print(archive, file=ctx.stdout)
     return 0

@@ -1,0 +1,42 @@
+"""``benchwatch explain``: every TPS dip of a run with its most likely cause."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from benchwatch.commands import Context, command
+
+
+def _arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run_id", nargs="?", help="the run (default: the latest)")
+    p.add_argument("--json", action="store_true", help="one JSON object: dips, causes, evidence, scores")
+    p.add_argument("--source", choices=("auto", "prometheus", "raw"), default="auto",
+                   help="auto: the stack's Prometheus if it has the run, else the run directory (the pgbench or sysbench output, series/*.csv)")
+    p.add_argument("--prometheus", metavar="URL", help="the Prometheus to read (default: the stack's)")
+
+
+@command("explain", help="every TPS dip of a run with its most likely cause (docs/explain.md)", arguments=_arguments)
+def cmd_explain(ctx: Context) -> int:
+    from benchwatch.explain import report
+    from benchwatch.record import rundir
+    from benchwatch.share.collect import explain_series
+
+    args, stack = ctx.args, ctx.stack
+    run = rundir.find_run(stack.cfg.runs_dir, args.run_id)
+    if run is None:
+        ctx.say(f"no run {args.run_id} in {stack.cfg.runs_dir}" if args.run_id else f"no run yet in {stack.cfg.runs_dir}")
+        return 2
+    prometheus = None if args.source == "raw" else (args.prometheus or stack.cfg.url("prometheus"))
+    try:
+        series, meta, run_id, used = explain_series(run, prometheus, args.source)
+    except (RuntimeError, OSError) as e:
+        ctx.say(f"explain {run.run_id}: {e}")
+        return 1
+    result = report.explain(series, meta, run_id, ongoing=meta.get("state") == rundir.RUNNING)
+    result["source"] = used
+    if args.json:
+        print(json.dumps(result, indent=2), file=ctx.stdout)
+    else:
+        ctx.stdout.write(report.text_table(result))
+    return 0

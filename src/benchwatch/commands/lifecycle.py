@@ -1,0 +1,77 @@
+"""``benchwatch up``, ``down`` and ``status``: the native stack's life."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+from benchwatch.commands import Context, command
+from benchwatch.stack.native import StackError
+
+
+def _up_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print the status as JSON")
+
+
+@command("up", help="start the native stack (idempotent)", arguments=_up_arguments)
+def cmd_up(ctx: Context) -> int:
+    stack = ctx.starting_stack()
+    if stack is None:
+        return 1
+    try:
+        status = stack.up()
+    except StackError as e:
+        ctx.say(str(e))
+        return 1
+    if ctx.args.json:
+        print(json.dumps(status, indent=2), file=ctx.stdout)
+    else:
+        print_status(status, ctx.stdout)
+    return 0
+
+
+def print_status(status: dict, out: TextIO) -> None:
+    pg = status["postgres"]
+    print(f"state dir   {status['state_dir']}", file=out)
+    mysql = status.get("mysql")
+    if mysql:
+        print(f"mariadb     {mysql['defaults_file']}" + (f"  pid {mysql.get('pid')}  log {mysql['log_file']}" if mysql["embedded"] else "  (external)"),
+              file=out)
+    else:
+        print(f"postgres    {pg['dsn']}" + (f"  pid {pg.get('pid')}  log {pg['log_file']}" if pg.get("embedded") else "  (external)")
+              + (f"  restarted {pg['restarts']}x" if pg.get("restarts") else ""), file=out)
+    for name, c in status["components"].items():
+        state = "healthy" if c["healthy"] else ("running, not healthy" if c["pid"] else "not running")
+        restarts = f"  restarted {c['restarts']}x" if c.get("restarts") else ""
+        print(f"{name:<20} {c['url']:<26} pid {c['pid'] or '-':<8} {state}{restarts}", file=out)
+    if not status["grafana"]["installed"]:
+        print(f"grafana     {status['grafana']['hint']}", file=out)
+    print(f"runs        {status['runs_dir']}", file=out)
+
+
+@command("down", help="stop the native stack (data is kept)")
+def cmd_down(ctx: Context) -> int:
+    from benchwatch.demo import stop_shards
+
+    stack = ctx.stack
+    # The sharded demo's instances and their agent first: the agent pushes to the stack's Prometheus.
+    stopped = stop_shards(stack.cfg.state_dir) + stack.down()
+    ctx.say("stopped " + (", ".join(stopped) if stopped else "nothing (no component was running)"))
+    return 0
+
+
+def _status_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="one JSON object for scripts")
+
+
+@command("status", help="components, URLs, ports, pids, health", arguments=_status_arguments)
+def cmd_status(ctx: Context) -> int:
+    status = ctx.stack.status()
+    if ctx.args.json:
+        print(json.dumps(status, indent=2), file=ctx.stdout)
+    else:
+        print_status(status, ctx.stdout)
+    healthy = (all(c["healthy"] for c in status["components"].values()) and status["postgres"].get("healthy", True)
+               and status.get("mysql", {}).get("healthy", True))
+    return 0 if healthy else 1

@@ -1,0 +1,196 @@
+"""``benchwatch run``, ``attach`` and ``import``: a load generator's output recorded, live or saved."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from collections.abc import Callable
+
+from benchwatch import loadgens
+from benchwatch.commands import Context, command
+from benchwatch.stack.native import Stack
+
+
+def _run_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--latency-log", action="store_true",
+                   help="pgbench: add -l so the per-transaction log gives latency percentiles (p50/p95/p99)")
+    p.add_argument("--target", help="sysbench on a stack of several MariaDB instances: the one to drive (mariadb-1..N)")
+    p.add_argument("--experiment", help="a name shared by runs observed as one experiment (e.g. one per instance, side "
+                   "by side): benchmark_run_info's experiment label; the sysbench dashboard sums them")
+    p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench|sysbench|go-tpc ARGS...")
+
+
+@command("run", help="run pgbench, sysbench or go-tpc under observation: benchwatch run -- pgbench|sysbench|go-tpc ARGS",
+         arguments=_run_arguments)
+def cmd_run(ctx: Context) -> int:
+    from benchwatch import engines, loadgens
+    from benchwatch.alerting.printer import AlertPrinter
+    from benchwatch.record.stream import LineSafeStream
+    from benchwatch.record.wrapper import run_benchmark
+
+    args, say = ctx.args, ctx.say
+    argv = list(args.pgbench)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        say("usage: benchwatch run -- pgbench|sysbench|go-tpc [ARGS...]")
+        return 2
+    stack = ctx.stack
+    have_stack = os.path.exists(stack.cfg.stack_file)
+    generator = loadgens.for_program(argv[0])
+    if have_stack and os.path.basename(argv[0]) in generator.programs and stack.engine.name not in generator.engines:
+        drives = " or ".join(engines.get(e).title for e in generator.engines)
+        say(f"the stack in {stack.cfg.state_dir} runs {stack.engine.title}, which {generator.title} cannot drive "
+            f"(it drives {drives}): start a stack for it with benchwatch down, then benchwatch up"
+            + ("" if stack.engine.default else " (or --engine NAME)"))
+        return 2
+    if not stack.healthy("benchwatch_exporter"):
+        say("the exporter is not running: the run is saved but not sent to Prometheus "
+            "(start the stack with benchwatch up, or import the run later with benchwatch import)")
+    pg_env = stack.server.client_env() if have_stack else {}
+    server_facts = None
+    undo = None
+    info: dict[str, str] = {}
+    targets = stack.server.targets()
+    if have_stack and targets and generator.engine_of(argv[1:]) == stack.engine.name:
+        target = next((t for t in targets if t.name == args.target), None) if args.target else targets[0]
+        if target is None:
+            say(f"no {stack.engine.title} target {args.target!r} in this stack (its targets: "
+                f"{', '.join(t.name for t in targets)})")
+            return 2
+        argv, server_facts, undo = _mysql_connection(ctx, target, argv)
+        info["target"] = target.name  # the instance this run drives (benchmark_run_info's target)
+    if args.experiment:
+        info["experiment"] = args.experiment
+    terminal = LineSafeStream(ctx.stderr.buffer)
+    watches = []
+
+    def started(run) -> None:
+        say(f"run {run.run_id}: output saved in {run.path}")
+        _record_targets(ctx, stack, run)
+        if stack.healthy("alertmanager"):
+            # Firing and resolved alerts of this run, one line each, between pgbench's lines.
+            watches.append(AlertPrinter(run.run_id, lambda line: terminal.say(f"benchwatch: {line}"),
+                                      alertmanager_url=stack.cfg.url("alertmanager")).start())
+
+    try:
+        code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
+                                latency_log=args.latency_log, stderr_sink=terminal, server_facts=server_facts,
+                                info=info)
+    finally:
+        for watch in watches:
+            watch.stop()
+        terminal.close()
+        if undo is not None:
+            undo()  # e.g. go-tpc's throwaway user, dropped however the run ended
+    _record_targets(ctx, stack, run, since=run.read_meta().get("started_at"))
+    say(f"run {run.run_id} ended with exit code {code}")
+    return code
+
+
+def _record_targets(ctx: Context, stack: Stack, run, since: float | None = None) -> None:
+    """meta.json["targets"]: the databases watched while the run ran (at its start, and any seen up to its end)."""
+    from benchwatch.query import targets
+    from benchwatch.query.prometheus import PrometheusError
+
+    if not stack.healthy("prometheus"):
+        return
+    try:
+        seen = targets.watched(stack.cfg.url("prometheus"), since=since)
+    except PrometheusError as e:
+        ctx.say(f"could not list the watched targets: {e}")
+        return
+    meta = run.read_meta()
+    run.update_meta(targets=targets.merge_watched(meta.get("targets") or [], seen))
+
+
+def _mysql_connection(ctx: Context, target, argv: list[str]) -> tuple[list[str], dict, Callable[[], None] | None]:
+    """The load generator pointed at a MariaDB of the stack (its own way: benchwatch.loadgens.<tool>.connect),
+    the server's facts for meta.json, and what undoes the connection once the run ended."""
+    from benchwatch import loadgens
+
+    if not os.path.exists(target.client_file):
+        return argv, {}, None
+    args, undo = loadgens.for_program(argv[0]).connect(argv[1:], target, ctx.say)
+    return [argv[0], *args], target.server_facts(), undo
+
+
+def _attach_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tool", choices=loadgens.names(), default=loadgens.default().name,
+                   help="the load generator whose output comes on stdin (default pgbench)")
+    p.add_argument("--interval", type=float, help="pgbench's -P (sysbench's --report-interval), if not 1 and not learnt from the lines")
+    p.add_argument("--pgbench-args", help="with --tool pgbench: the pgbench arguments of that run, for the run's metadata")
+    p.add_argument("--sysbench-args", help="with --tool sysbench: the sysbench arguments of that run, for the run's metadata")
+    p.add_argument("--quiet", action="store_true", help="do not echo the stream to stdout")
+
+
+@command("attach", help="observe a pgbench (or, with --tool sysbench, a sysbench) started elsewhere: "
+         "pgbench ... 2>&1 | benchwatch attach", arguments=_attach_arguments)
+def cmd_attach(ctx: Context) -> int:
+    from benchwatch.record.wrapper import attach_stream
+
+    args = ctx.args
+    stack = ctx.stack
+    pgbench_args = shlex.split(args.pgbench_args) if args.pgbench_args else None
+    if args.sysbench_args:
+        pgbench_args = shlex.split(args.sysbench_args)
+    run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
+                        echo=None if args.quiet else ctx.stdout.buffer,
+                        pgbench_args=pgbench_args, interval=args.interval, tool=args.tool)
+    ctx.say(f"run {run.run_id}: output saved in {run.path}")
+    return 0
+
+
+def _import_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", help="a saved pgbench or sysbench output (stdout and stderr together), or a run directory")
+    p.add_argument("--start", help="when the run started (RFC 3339, e.g. 2016-01-06T10:00:00Z, or Unix seconds)")
+    p.add_argument("--openmetrics", action="store_true", help="print OpenMetrics text for promtool tsdb create-blocks-from openmetrics instead")
+    p.add_argument("--run-id", help="the run id to use (default: from the start time)")
+
+
+@command("import", help="backfill a saved pgbench or sysbench output into Prometheus", arguments=_import_arguments)
+def cmd_import(ctx: Context) -> int:
+    from benchwatch.model import replay
+    from benchwatch.record import importer, rundir
+    from benchwatch.sink.openmetrics import write_openmetrics
+    from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
+
+    args, say = ctx.args, ctx.say
+    try:
+        data, recorded_start = importer.read_source(args.file)
+    except OSError as e:
+        say(f"cannot read {args.file}: {e.strerror or e}")
+        return 2
+    start: float | None
+    if args.start:
+        try:
+            start = importer.parse_time(args.start)
+        except ValueError:
+            say(f"--start {args.start!r} is not a time: use RFC 3339 like 2016-01-06T10:00:00Z or Unix seconds")
+            return 2
+    elif recorded_start is not None:
+        start = recorded_start
+    else:
+        start, note = importer.default_start(args.file, data)
+        if note:
+            say(note)
+    run_id = args.run_id or rundir.new_run_id(start)
+    model, samples = replay.replay_output(data, run_id, start)
+    counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
+    if args.openmetrics:
+        write_openmetrics(samples, ctx.stdout, types={k: v[0] for k, v in replay.run_metrics().items()},
+                          help={k: v[1] for k, v in replay.run_metrics().items()})
+        say(f"run {run_id}: {counts}")
+        return 0
+    stack = ctx.stack
+    try:
+        RemoteWriter(stack.cfg.remote_write_url).send(samples + model.end_markers())
+    except (RemoteWriteError, OSError) as e:
+        say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? benchwatch up)")
+        return 1
+    run = importer.save_import(stack.cfg.runs_dir, run_id, args.file, data, start, model)
+    say(f"imported run {run_id}: {counts}; saved in {run.path}")
+    print(run_id, file=ctx.stdout)
+    return 0
