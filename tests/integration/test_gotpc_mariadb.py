@@ -143,7 +143,7 @@ def tpcc_run(stack, prepared):
     run = Background(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--time", "14s", "--threads", "2",
                      "--ignore-error")  # the lock can end in a deadlock, which stops a thread without it
     try:
-        password = gotpc_password(live.stack.mysql.port, time.monotonic() + 20)
+        password = gotpc_password(live.stack.server.targets()[0].port, time.monotonic() + 20)
         assert password, "go-tpc never showed up in the process table"
         during = int(live.mariadb(USERS + ";"))
         assert wait_until(lambda: reports_so_far(live, since) >= 5 * 3, 30, interval=0.1)  # 3 reports of 5 lines
