@@ -72,7 +72,7 @@ def _print_status(status: dict) -> None:
 
 
 def cmd_down(args: argparse.Namespace) -> int:
-    from benchwatch.demo import stop_shards
+    from benchwatch.stack.shards import stop_shards
 
     stack = _stack(args)
     # The sharded demo's instances and their agent first: the agent pushes to the stack's Prometheus.

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from benchwatch import resources
 from benchwatch.query import prometheus
 from benchwatch.stack.native import Stack, StackError, pg_bindir
+from benchwatch.stack.shards import SHARDS_FILE, shards_dir, stop_shards
 from benchwatch.util import processes
 
 
@@ -98,8 +99,6 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
 
 # -- benchwatch demo --shards N: pgbench through PL/Proxy over N shard databases ---------------------
 
-SHARDS_DIR = "shards"          # under the stack's state dir
-SHARDS_FILE = "shards.json"
 PROXY_DATABASE = "proxy"       # in the stack's own server (target "local")
 AGENT_NAME = "shards"
 WARMUP_S = 3                   # the first seconds: each proxy backend opens its connections to the shards
@@ -108,35 +107,6 @@ WARMUP_S = 3                   # the first seconds: each proxy backend opens its
 def shard_target(i: int) -> str:
     """The target name of shard instance ``i`` (0-based)."""
     return f"shard-pg{i + 1}"
-
-
-def shards_dir(state_dir: str) -> str:
-    return os.path.join(state_dir, SHARDS_DIR)
-
-
-def stop_shards(state_dir: str) -> list[str]:
-    """Stop the sharded demo's agent and PostgreSQL instances (``benchwatch down`` does too); data is kept."""
-    import json
-
-    from benchwatch.engines.postgresql.local import LocalInstance
-    from benchwatch.stack import agent as agent_mod
-
-    base = shards_dir(state_dir)
-    try:
-        with open(os.path.join(base, SHARDS_FILE), encoding="utf-8") as f:
-            layout = json.load(f)
-    except (FileNotFoundError, ValueError):
-        return []
-    stopped = []
-    cfg = agent_mod.load_agent_config(os.path.join(base, "agent"))
-    if cfg:
-        stopped += [f"agent {c}" for c in agent_mod.Agent(cfg).down()]
-    for item in layout.get("instances", []):
-        inst = LocalInstance(item["directory"], item["port"], item["name"], layout["bindir"])
-        if inst.pid() is not None:
-            inst.stop()
-            stopped.append(item["name"])
-    return stopped
 
 
 def _start_shard_instances(stack: Stack, shards: int, count: int, bindir: str,

@@ -68,6 +68,11 @@ class Engine:
 
     # -- its part of a run's summary and of comparisons (benchwatch.share) -----------------------
     context_selectors: ClassVar[tuple[str, ...]] = ()  # series its summary reads beyond the dashboard's
+    # Its series a finished run's archive keeps (benchwatch.query.archive): everything its panels, summary
+    # and explain signals read, so that a snapshot rebuilt from the run directory draws what one from the
+    # live Prometheus draws (tests/unit/test_archive.py checks that every query is covered). Plain data:
+    # the exporter daemon reads it without importing the summary or dashboard code.
+    archived_selectors: ClassVar[tuple[str, ...]] = ()
 
     def summary_figures(self, ctx: Any) -> dict:
         """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""
