@@ -27,6 +27,10 @@ DEFAULT_PORTS = {
     "mysqld_exporter": 19104,   # only with --engine mariadb
     "supervisor": 19189,
 }
+# docker-compose's address of the benchwatch exporter (service name, default port): what
+# alertmanager/alertmanager.yml and docker/targets/benchwatch.json name and the native stack replaces
+# with its own; tests/unit/test_settings_once.py fails when those files drift from DEFAULT_PORTS.
+COMPOSE_EXPORTER = f"benchwatch:{DEFAULT_PORTS['benchwatch_exporter']}"
 ENGINES = ("postgres", "mariadb")
 
 

@@ -600,7 +600,9 @@ class Stack:
         config = self.path("alertmanager", "alertmanager.yml")
         fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text.replace("http://benchwatch:19188/alerts", webhook))
+            from benchwatch.stack.config import COMPOSE_EXPORTER
+
+            f.write(text.replace(f"http://{COMPOSE_EXPORTER}/alerts", webhook))
         self._spawn("alertmanager", [
             installed("alertmanager"), f"--config.file={config}",
             f"--storage.path={self.path('alertmanager', 'data')}",
