@@ -40,7 +40,8 @@ def archived_selectors() -> list[str]:
 
 
 def run_selectors(run_id: str) -> list[str]:
-    """What a snapshot of a run reads: its own series and the archived ones."""
+    """What a snapshot of a run reads, and what its archive saves of it (less what the raw output rebuilds):
+    its own series and the archived ones."""
     return [names.run_selector(run_id), *archived_selectors()]
 
 
@@ -63,9 +64,13 @@ def save_run_series(run_dir: str, prometheus_url: str, wait: bool = True) -> lis
     The snapshot's range ends MARGIN_S after the run: called right at the end of a run, this
     waits (up to MARGIN_S + 2 s) until Prometheus has scraped past it; wait=False saves what is there."""
     run = rundir.RunDir(run_dir)
-    start, end = window(run.read_meta())
+    meta = run.read_meta()
+    start, end = window(meta)
     if wait:
         # One scrape interval and a little more past the range, for the last scrape to land.
         processes.wait_until(lambda: time.time() > end + 1.5, MARGIN_S + 2.5, 0.1)
-    series = [s for s in fetch(prometheus_url, archived_selectors(), start - LOOKBACK_S, end) if not is_run_series(s.name)]
+    # The run's own series too: those its raw output does not rebuild (the latency histograms of its
+    # per-transaction logs) are kept like the rest.
+    selectors = run_selectors(replay.run_id_of(meta, run.run_id))
+    series = [s for s in fetch(prometheus_url, selectors, start - LOOKBACK_S, end) if not is_run_series(s.name)]
     return write_csv_dir(run.file(SERIES_DIR), series)
