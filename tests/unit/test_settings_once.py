@@ -94,3 +94,33 @@ def test_no_python_module_writes_a_default_port_but_the_config():
                     found += [f"{os.path.relpath(path, PACKAGE)}:{node.lineno}: {node.value!r}"
                               for p in ports if f":{p}" in node.value]
     assert not found, "ports written outside benchwatch.stack.config.DEFAULT_PORTS:\n" + "\n".join(found)
+
+
+# -- the scrape configuration: prometheus/prometheus.yml, which agents read ------------------------
+
+def test_node_exporter_collectors_are_those_the_stack_enables():
+    from benchwatch.stack.agent import central_scrape_jobs
+    from benchwatch.stack.native import NODE_FAST_COLLECTORS, NODE_SLOW_COLLECTORS
+
+    jobs = central_scrape_jobs()
+    assert jobs["node"]["params"]["collect[]"] == list(NODE_FAST_COLLECTORS)
+    assert jobs["node_inventory"]["params"]["collect[]"] == list(NODE_SLOW_COLLECTORS)
+
+
+def test_agent_runs_the_central_jobs_as_written(tmp_path):
+    """Every job an agent shares with the central stack is prometheus.yml's, targets aside."""
+    from benchwatch.engines.postgresql import ENGINE
+    from benchwatch.stack import agent as agent_mod
+
+    cfg = agent_mod.AgentConfig(state_dir=str(tmp_path), name="db1", central_url="http://bench:1", host="h",
+                                instances=[agent_mod.Instance("db1", "/var/log/a.log", "127.0.0.1:5432")])
+    agent = agent_mod.Agent(cfg)
+    cfg.ports = {c: 20000 + i for i, c in enumerate(agent.components())}
+    central = agent_mod.central_scrape_jobs()
+    jobs = {j["job_name"]: j for j in agent.prometheus_config()["scrape_configs"]}
+    shared = ["node", "node_inventory", ENGINE.scrape_job]
+    assert set(shared) < set(jobs)
+    for name in shared:
+        ours = {k: v for k, v in jobs[name].items() if k != "static_configs"}
+        assert ours == {k: v for k, v in central[name].items() if k != "file_sd_configs"}, name
+        assert jobs[name]["static_configs"]
