@@ -9,8 +9,8 @@ incarnation are history, not a fault.
 
 Its health comes from the ``up`` series of its scrapes, which agents
 remote-write like everything else, judged on what is watched now: the series
-with a sample within :data:`HEALTHY_AGE_S` of the target's newest one, not
-ended by a staleness marker. Those that stopped earlier (an exporter on an old
+with a sample within :data:`HEALTHY_AGE_S` of the target's newest one and within
+:data:`SAME_JOB_GAP_S` of its job's newest, not ended by a staleness marker. Those that stopped earlier (an exporter on an old
 port, the MariaDB job of an earlier stack) went away and are left out. A target is healthy when its newest sample
 is at most :data:`HEALTHY_AGE_S` old and every series watched now says 1.
 """
@@ -26,6 +26,9 @@ from benchwatch.query.prometheus import query
 # Agents send every few seconds (remote write batches up to 5 s); beyond this a target is silent.
 # Also the widest scrape interval of a job with a target label (15 s) twice over.
 HEALTHY_AGE_S = 30.0
+# Two series of one job of a target both scraped now are at most one scrape interval apart (15 s at
+# most in prometheus.yml and the agent's); one further behind its job's newest was replaced.
+SAME_JOB_GAP_S = 16.0
 # The series budget (docs/targets.md): one Prometheus holds 1,000 runs and dozens of targets.
 RUN_SERIES_BUDGET = 200
 TARGET_SERIES_BUDGET = 1000
@@ -59,9 +62,16 @@ def summarize(newest: dict[frozenset, tuple[dict, float]], values: dict[frozense
     for (name, host), series in groups.items():
         last = max(s[1] for s in series)
         age = max(0.0, now - last)
-        # Watched now: a sample close to the target's newest, and not ended by a staleness marker (a
-        # scrape target Prometheus dropped has no value at ``now`` although its last sample is recent).
-        current = [s for s in series if s[1] >= last - HEALTHY_AGE_S and (s[2] is not None or age > HEALTHY_AGE_S)]
+        # Watched now: a sample close to the target's newest and to the newest of its job (an exporter
+        # restarted on another port leaves its old series, often with the up=0 of its last scrape, one
+        # restart behind the new one), and not ended by a staleness marker (a scrape target Prometheus
+        # dropped has no value at ``now`` although its last sample is recent).
+        job_last: dict[str, float] = {}
+        for labels, seen, _value in series:
+            job_last[labels.get("job", "")] = max(seen, job_last.get(labels.get("job", ""), seen))
+        current = [s for s in series if s[1] >= last - HEALTHY_AGE_S
+                   and s[1] >= job_last[s[0].get("job", "")] - SAME_JOB_GAP_S
+                   and (s[2] is not None or age > HEALTHY_AGE_S)]
         t: dict[str, Any] = {"target": name, "host": host, "instance": None, "engine": None,
                              "last_sample_age_s": age, "healthy": age <= HEALTHY_AGE_S, "jobs": {}, "problems": []}
         if age > HEALTHY_AGE_S:
