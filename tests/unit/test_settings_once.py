@@ -142,3 +142,12 @@ def test_the_exporter_scrape_drops_every_series_it_remote_writes():
     kept = sorted(n for n in written if not re.fullmatch(dropped[0], n))
     assert not kept, kept
     assert not re.fullmatch(dropped[0], "benchwatch_exporter_collector_success")
+
+
+def test_the_readme_port_table_says_the_default_ports():
+    import re
+
+    rows = re.findall(r"^\|[^|]*\| (\d+) \| `--([a-z-]+)-port` \|$", _read("README.md"), re.M)
+    assert len(rows) >= 6
+    assert {flag.replace("-", "_"): int(port) for port, flag in rows} == {
+        flag.replace("-", "_"): DEFAULT_PORTS[flag.replace("-", "_")] for _port, flag in rows}
