@@ -17,6 +17,7 @@ from benchwatch import resources
 from benchwatch.engines.postgresql.embedded import os_user, pg_bindir
 from benchwatch.query import prometheus
 from benchwatch.stack.native import Stack, StackError
+from benchwatch.stack.shards import SHARDS_FILE, shards_dir, stop_shards
 from benchwatch.util import processes
 
 
@@ -99,8 +100,6 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
 
 # -- benchwatch demo --shards N: pgbench through PL/Proxy over N shard databases ---------------------
 
-SHARDS_DIR = "shards"          # under the stack's state dir
-SHARDS_FILE = "shards.json"
 PROXY_DATABASE = "proxy"       # in the stack's own server (target "local")
 AGENT_NAME = "shards"
 WARMUP_S = 3                   # the first seconds: each proxy backend opens its connections to the shards
@@ -109,35 +108,6 @@ WARMUP_S = 3                   # the first seconds: each proxy backend opens its
 def shard_target(i: int) -> str:
     """The target name of shard instance ``i`` (0-based)."""
     return f"shard-pg{i + 1}"
-
-
-def shards_dir(state_dir: str) -> str:
-    return os.path.join(state_dir, SHARDS_DIR)
-
-
-def stop_shards(state_dir: str) -> list[str]:
-    """Stop the sharded demo's agent and PostgreSQL instances (``benchwatch down`` does too); data is kept."""
-    import json
-
-    from benchwatch.engines.postgresql.local import LocalInstance
-    from benchwatch.stack import agent as agent_mod
-
-    base = shards_dir(state_dir)
-    try:
-        with open(os.path.join(base, SHARDS_FILE), encoding="utf-8") as f:
-            layout = json.load(f)
-    except (FileNotFoundError, ValueError):
-        return []
-    stopped = []
-    cfg = agent_mod.load_agent_config(os.path.join(base, "agent"))
-    if cfg:
-        stopped += [f"agent {c}" for c in agent_mod.Agent(cfg).down()]
-    for item in layout.get("instances", []):
-        inst = LocalInstance(item["directory"], item["port"], item["name"], layout["bindir"])
-        if inst.pid() is not None:
-            inst.stop()
-            stopped.append(item["name"])
-    return stopped
 
 
 def _start_shard_instances(stack: Stack, shards: int, count: int, bindir: str,
@@ -214,6 +184,7 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
         partitions = plproxy.setup_shards(insts, shards, os.path.join(base, "proxy.pgpass"), os_user())
         plproxy.setup_proxy(stack.pg_params(), PROXY_DATABASE, partitions)
         say("starting the agent that watches the instances (node_exporter, postgres_exporter and checkpoints per instance)")
+        agent_started = time.time()
         agent = agent_mod.start_agent(os.path.join(base, "agent"), name=AGENT_NAME, central_url=stack.cfg.url("prometheus"),
                                       postgres=[i.dsn() for i in insts], server_logs=[i.server_log for i in insts],
                                       targets=[i.name for i in insts], out=say)
@@ -226,8 +197,11 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
     pattern = "|".join(names)
 
     def all_arrived() -> bool:
-        up = prometheus.query(base_url, f'up{{job="postgres", target=~"{pattern}"}} == 1')
-        return {r["metric"]["target"] for r in up} == set(names)
+        # Samples of this agent: an earlier demo's instances had the same target names on other ports,
+        # and their series stay in the 5 min lookback with their last value.
+        up = f'up{{job="postgres", target=~"{pattern}"}}'
+        fresh = prometheus.query(base_url, f"timestamp({up}) >= {agent_started:.3f} and {up} == 1")
+        return {r["metric"]["target"] for r in fresh} == set(names)
 
     if not processes.wait_until(all_arrived, 60.0, interval=0.5):
         say("the agent's series did not reach the stack's Prometheus within 60 s; "
@@ -267,19 +241,37 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
     ended_at = float(run.read_meta()["ended_at"])
     selector = f'{{run_id="{run.run_id}"}}'
 
+    waiting: list[str] = []
+
     def shipped() -> bool:
         # The agent sends in batches: wait for the instances' samples up to the run's end, and for a
-        # scrape of the proxy's server after its backends exited (see shard_summary).
-        newest = prometheus.query(base_url, f'min(timestamp(pg_stat_database_xact_commit{{target=~"{pattern}"}}))')
-        proxy = prometheus.query(base_url, f'timestamp(pg_stat_database_xact_commit{{datname="{PROXY_DATABASE}"}})')
-        return bool(newest) and float(newest[0]["value"][1]) >= ended_at \
-            and bool(proxy) and float(proxy[0]["value"][1]) >= ended_at + 1 \
-            and bool(prometheus.query(base_url, f"benchmark_running{selector} == 0"))
+        # scrape of the proxy's server after its backends exited (see shard_summary). Per target: the
+        # series of an earlier demo's instances (other ports) ended long before this run did.
+        newest = newest_by_target(base_url, f'pg_stat_database_xact_commit{{target=~"{pattern}"}}')
+        proxy = prometheus.query(base_url, f'max(timestamp(pg_stat_database_xact_commit{{datname="{PROXY_DATABASE}"}}))')
+        waiting[:] = [f"{n}'s samples up to the run's end" for n in names if newest.get(n, 0.0) < ended_at]
+        if not (proxy and float(proxy[0]["value"][1]) >= ended_at + 1):
+            waiting.append(f"a scrape of the proxy database {PROXY_DATABASE!r} after the run")
+        if not prometheus.query(base_url, f"benchmark_running{selector} == 0"):
+            waiting.append("the run's end (benchmark_running 0)")
+        return not waiting
 
     arrived = processes.wait_until(shipped, 30.0, interval=0.5)
     summary = shard_summary(base_url, run.run_id, names, float(meta["started_at"]), ended_at)
     _print_shard_summary(stack, run, summary, shards, instances, agent)
+    if not arrived:
+        say("the stack's Prometheus did not have " + ", ".join(waiting) + " within 30 s: the figures above may be short")
+    if not summary["tps"]:
+        say(f"too few of run {run.run_id}'s progress lines reached Prometheus for a steady part")
     return 0 if arrived and summary["tps"] else 1
+
+
+def newest_by_target(base: str, selector: str) -> dict[str, float]:
+    """The newest sample time of each target's series matching ``selector``. A target is its name: one
+    restarted on other ports has new series (other ``instance``), and the old ones, still within the
+    lookback, do not hold it back."""
+    return {r["metric"].get("target", ""): float(r["value"][1])
+            for r in prometheus.query(base, f"max by (target) (timestamp({selector}))")}
 
 
 def _value(base: str, promql: str, at: float) -> float | None:

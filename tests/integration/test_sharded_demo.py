@@ -258,3 +258,25 @@ def test_no_password_in_the_cluster_config_argv_or_files_left_open(sharded):
                         env=dict(os.environ, PGHOST="127.0.0.1", PGPORT=str(inst["port"]), PGUSER="postgres",
                                  PGPASSWORD=secrets[0]), capture_output=True, text=True, timeout=30)
     assert su.stdout.strip() == "f", su
+
+
+def test_down_and_the_demo_again_on_other_ports(sharded):
+    """Issue 19's second defect: within 5 minutes of the first demo, whose instances' series (other ports)
+    are still in Prometheus' lookback, down and the demo again exits 0, and every target is healthy."""
+    live, first = sharded["live"], sharded["layout"]
+    r = live.benchwatch("down", timeout=180)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    r = live.benchwatch("demo", "--shards", str(SHARDS), "--instances", str(INSTANCES), "--duration", "8", timeout=420)
+    out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+    assert r.returncode == 0, out[-3000:] + err[-3000:]
+    with open(os.path.join(shards_dir(live.state_dir), "shards.json"), encoding="utf-8") as f:
+        second = json.load(f)
+    ports = {i["name"]: i["port"] for i in second["instances"]}
+    assert ports != {i["name"]: i["port"] for i in first["instances"]}  # else this test shows nothing
+    r = live.benchwatch("targets", "--json", timeout=60)
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    listed = {t["target"]: t for t in json.loads(r.stdout)["targets"]}
+    assert set(listed) == set(ports) | {"local"}
+    assert all(t["healthy"] for t in listed.values()), listed
+    assert {n: listed[n]["instance"] for n in ports} == {n: f"127.0.0.1:{p}" for n, p in ports.items()}
+    assert listed["local"]["engine"] == "postgresql"

@@ -19,7 +19,7 @@ from typing import ClassVar
 
 import pytest
 
-from benchwatch.share.collect import save_run_series
+from benchwatch.query.archive import save_run_series
 from benchwatch.share.png import png_size
 from benchwatch.util import net, processes
 from tests.helpers.prometheus import query

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import ast
 import os
+import subprocess
+import sys
 
 import benchwatch
 from benchwatch import engines, loadgens
@@ -132,6 +134,50 @@ def test_output_parsers_are_pure():
     assert checked >= 4
 
 
+def _function_imports(path: str, function: str) -> set[str]:
+    """benchwatch modules imported at the top of a file and in the body of one of its functions."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    body = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    body += [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == function]
+    assert len(body) > 1 and any(getattr(n, "name", None) == function for n in body), function
+    found = set()
+    for node in (sub for top in body for sub in _walk_runtime(top)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("benchwatch"):
+            found.update({node.module} | {f"{node.module}.{a.name}" for a in node.names})
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return found
+
+
+def test_the_exporter_daemon_imports_neither_the_share_layer_nor_the_dashboards():
+    """What the daemon archives is benchwatch.query.archive's list, plain data: no snapshot code, no
+    Grafana SDK, no explain-by-dashboard in a process that runs for the whole benchmark."""
+    graph = subpackage_graph()
+    assert not {"share", "grafana"} & graph["exporter"], graph["exporter"]
+    assert not {"share", "grafana", "explain"} & graph["query"], graph["query"]
+    # And at run time: the daemon with every collector, and the archive's list of series, loaded.
+    code = ("import sys, tempfile\n"
+            "from benchwatch.exporter import server\n"
+            "from benchwatch.query import archive\n"
+            "e = server.Exporter(runs_dir=tempfile.mkdtemp(), remote_write_url='http://127.0.0.1:9/api/v1/write',\n"
+            "                    collectors={name: True for name in server.load_collectors()})\n"
+            "assert archive.archived_selectors() and e.collectors\n"
+            "print('\\n'.join(sorted(m for m in sys.modules if m.startswith(('benchwatch.share', 'benchwatch.grafana',\n"
+            "      'grafana_foundation_sdk', 'matplotlib')))))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "", "the exporter daemon loaded:\n" + r.stdout
+
+
+def test_down_does_not_import_the_demo():
+    """benchwatch down stops the sharded demo's instances through benchwatch.stack.shards, not demo.py."""
+    found = _function_imports(os.path.join(PACKAGE_DIR, "cli.py"), "cmd_down")
+    assert "benchwatch.stack.shards" in found
+    assert not {m for m in found if m == "benchwatch.demo" or m.startswith("benchwatch.demo.")}, found
+    assert "demo" not in subpackage_graph()["stack"]
+
+
 def test_no_module_left_beside_the_subpackages():
     loose = sorted(n for n in os.listdir(PACKAGE_DIR) if n.endswith(".py"))
     assert loose == ["__init__.py", "__main__.py", "cli.py", "demo.py", "resources.py"]
@@ -183,7 +229,7 @@ def named_plugins(path: str, names: set[str]) -> list[str]:
 
 # Modules that still branch on an engine or tool by name while issue 19 moves them into the
 # folders; each leaves this list when its branches do. Empty when the issue is done.
-NOT_YET_MOVED = {"query/targets.py"}
+NOT_YET_MOVED: set[str] = set()
 
 
 def test_no_engine_or_tool_compared_by_name_outside_its_folder():

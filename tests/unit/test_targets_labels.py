@@ -136,3 +136,35 @@ def test_stack_loads_the_recording_rules_of_its_own_engine(tmp_path, monkeypatch
     expected = repo if engine == "mariadb" else [n for n in repo if n != "mysql.yml"]
     assert sorted(os.listdir(rules)) == expected
     assert all(os.path.realpath(rules / n) == os.path.join(resources.path("prometheus", "rules"), n) for n in expected)
+
+
+def _up(target: str, job: str, instance: str, last: float, value: float | None):
+    labels = {"target": target, "host": "h", "job": job, "instance": instance}
+    key = frozenset(labels.items())
+    return key, (labels, last), (None if value is None else (labels, value))
+
+
+def test_targets_are_judged_on_the_series_watched_now():
+    """An earlier incarnation's series (other port) and a job dropped from the scrape (a staleness
+    marker: no value now) are history; a current series at 0 and a silent target are not healthy."""
+    now = 1000.0
+    rows = [_up("a", "postgres", "127.0.0.1:1", now - 90, 1.0),    # the same target on an old port
+            _up("a", "postgres", "127.0.0.1:2", now - 1, 1.0),
+            _up("a", "mysql", "127.0.0.1:3", now - 5, None),       # dropped: stale-marked
+            _up("b", "postgres", "127.0.0.1:4", now - 2, 0.0),
+            _up("b", "node", "127.0.0.1:5", now - 1, 1.0),
+            _up("c", "node", "127.0.0.1:6", now - 40, 1.0),
+            # A follower restarted on another port 20 s ago: its old series ends with the up=0 of the
+            # scrape after it stopped.
+            _up("d", "benchwatch", "127.0.0.1:7", now - 22, 0.0),
+            _up("d", "benchwatch", "127.0.0.1:8", now - 2, 1.0),
+            _up("d", "node_inventory", "127.0.0.1:9", now - 14, 1.0)]
+    newest = {k: n for k, n, _ in rows}
+    values = {k: v for k, _, v in rows if v is not None}
+    got = {t["target"]: t for t in targets.summarize(newest, values, now)}
+    assert got["a"]["healthy"] and got["a"]["jobs"] == {"postgres": True} and got["a"]["instance"] == "127.0.0.1:2"
+    assert got["a"]["engine"] == "postgresql"
+    assert not got["b"]["healthy"] and got["b"]["problems"] == ["postgres at 127.0.0.1:4 is down (up=0)"]
+    assert not got["c"]["healthy"] and got["c"]["problems"] == ["no sample for 40 s"]
+    assert got["d"]["healthy"] and got["d"]["jobs"] == {"benchwatch": True, "node_inventory": True}, got["d"]
+    assert targets.engine_of("mysql") == "mysql"

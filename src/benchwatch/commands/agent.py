@@ -8,6 +8,7 @@ import os
 from typing import TextIO
 
 from benchwatch.commands import Context, command
+from benchwatch.stack.config import DEFAULT_PORTS
 from benchwatch.stack.native import StackError
 
 
@@ -45,7 +46,7 @@ def _show(ctx: Context, status: dict) -> None:
 def _arguments(p: argparse.ArgumentParser) -> None:
     asub = p.add_subparsers(dest="agent_command", required=True)
     up = asub.add_parser("up", help="start the agent (idempotent)")
-    up.add_argument("--central", required=True, help="the central Prometheus, e.g. http://BENCH_HOST:19090")
+    up.add_argument("--central", required=True, help=f"the central Prometheus, e.g. http://BENCH_HOST:{DEFAULT_PORTS['prometheus']}")
     up.add_argument("--name", required=True, help="this agent's name: the target label (with one instance)")
     up.add_argument("--host", help="the host label (default: this machine's host name)")
     up.add_argument("--postgres", action="append", default=[], metavar="DSN",

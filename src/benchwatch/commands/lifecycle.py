@@ -52,7 +52,7 @@ def print_status(status: dict, out: TextIO) -> None:
 
 @command("down", help="stop the native stack (data is kept)")
 def cmd_down(ctx: Context) -> int:
-    from benchwatch.demo import stop_shards
+    from benchwatch.stack.shards import stop_shards
 
     stack = ctx.stack
     # The sharded demo's instances and their agent first: the agent pushes to the stack's Prometheus.

@@ -44,4 +44,9 @@ def cmd_targets(ctx: Context) -> int:
             for kind in ("targets", "runs"):
                 for name, c in series[kind].items():
                     print(f"{kind[:-1]:<7} {name:<32} {c['series']:>6}{'' if c['within_budget'] else '  OVER BUDGET'}", file=out)
+    if not listed:
+        ctx.say(f"no target has sent a sample to {base} within 24 h")
+    for t in listed:
+        if not t["healthy"]:
+            ctx.say(f"target {t['target']} on {t['host'] or '?'} is not healthy: {'; '.join(t['problems'])}")
     return 0 if listed and all(t["healthy"] for t in listed) else 1

@@ -98,12 +98,14 @@ class Engine:
         return {}
 
     # -- its part of a run's summary and of comparisons (benchwatch.share) -----------------------
-    # By convention, from its folder's summary.py where it has one: CONTEXT_SELECTORS (series its summary
-    # reads beyond the dashboard's), figures(ctx), tables(summary), settings_tables(summary), COMPARE_ROWS.
-
-    @property
-    def context_selectors(self) -> tuple[str, ...]:
-        return tuple(folder_part(self, "summary", "CONTEXT_SELECTORS", ()))
+    # By convention, from its folder's summary.py where it has one: figures(ctx), tables(summary),
+    # settings_tables(summary), COMPARE_ROWS.
+    context_selectors: ClassVar[tuple[str, ...]] = ()  # series its summary reads beyond the dashboard's
+    # Its series a finished run's archive keeps (benchwatch.query.archive): everything its panels, summary
+    # and explain signals read, so that a snapshot rebuilt from the run directory draws what one from the
+    # live Prometheus draws (tests/unit/test_archive.py checks that every query is covered). Plain data:
+    # the exporter daemon reads it without importing the summary or dashboard code.
+    archived_selectors: ClassVar[tuple[str, ...]] = ()
 
     def summary_figures(self, ctx: Any) -> dict:
         """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""

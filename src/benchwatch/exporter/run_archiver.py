@@ -1,4 +1,7 @@
-"""Saves each finished run's series into its run directory, so a later snapshot needs no Prometheus."""
+"""Saves each finished run's series into its run directory, so a later snapshot needs no Prometheus.
+
+Which series is benchwatch.query.archive's list (the host's and each engine's), plain data: the daemon
+imports neither the dashboards nor the snapshot code (tests/unit/test_layout.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import queue
 import threading
 
 from benchwatch.exporter import self_metrics as sm
+from benchwatch.query.archive import save_run_series
 
 log = logging.getLogger("benchwatch.exporter")
 
@@ -29,8 +33,6 @@ class RunArchiver:
         self.queue.put(run)
 
     def _work(self) -> None:
-        from benchwatch.share.collect import save_run_series  # matplotlib and friends: only once a run ends
-
         while True:
             run = self.queue.get()
             try:

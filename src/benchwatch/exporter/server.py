@@ -22,6 +22,7 @@ from benchwatch.exporter import Collector, ExporterOptions, add_collector_flags,
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.model.samples import Sample
 from benchwatch.sink.remote_write import BufferedRemoteWriter
+from benchwatch.stack.config import DEFAULT_PORTS, LISTEN_HOST
 from benchwatch.util.wake import Waker
 
 log = logging.getLogger("benchwatch.exporter")
@@ -286,7 +287,8 @@ class Exporter:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="benchwatch exporter", description="The benchwatch exporter daemon (started by up).")
-    parser.add_argument("--listen", default="127.0.0.1:19188", help="address of /metrics and /alerts (default 127.0.0.1:19188)")
+    listen = f"{LISTEN_HOST}:{DEFAULT_PORTS['benchwatch_exporter']}"
+    parser.add_argument("--listen", default=listen, help=f"address of /metrics and /alerts (default {listen})")
     parser.add_argument("--runs-dir", required=True)
     parser.add_argument("--remote-write-url", required=True)
     parser.add_argument("--server-log", help="PostgreSQL server log to follow for checkpoints")

@@ -2,9 +2,17 @@
 
 A target is what the ``target`` label names (one database instance, on the
 host its ``host`` label names): the stack's own (``target="local"``) and every
-agent's. Its health comes from the ``up`` series of its scrapes, which agents
-remote-write like everything else: healthy when every one of them says 1 and
-the newest is at most :data:`HEALTHY_AGE_S` old.
+agent's. Its identity is that name and host, not the address of its exporter
+or server: a target restarted on other ports (the sharded demo run again, an
+agent's instance moved) is the same target, and the series of its earlier
+incarnation are history, not a fault.
+
+Its health comes from the ``up`` series of its scrapes, which agents
+remote-write like everything else, judged on what is watched now: the series
+with a sample within :data:`HEALTHY_AGE_S` of the target's newest one and within
+:data:`SAME_JOB_GAP_S` of its job's newest, not ended by a staleness marker. Those that stopped earlier (an exporter on an old
+port, the MariaDB job of an earlier stack) went away and are left out. A target is healthy when its newest sample
+is at most :data:`HEALTHY_AGE_S` old and every series watched now says 1.
 """
 
 from __future__ import annotations
@@ -12,23 +20,28 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from benchwatch import engines
 from benchwatch.query.prometheus import query
 
 # Agents send every few seconds (remote write batches up to 5 s); beyond this a target is silent.
+# Also the widest scrape interval of a job with a target label (15 s) twice over.
 HEALTHY_AGE_S = 30.0
+# Two series of one job of a target both scraped now are at most one scrape interval apart (15 s at
+# most in prometheus.yml and the agent's); one further behind its job's newest was replaced.
+SAME_JOB_GAP_S = 16.0
 # The series budget (docs/targets.md): one Prometheus holds 1,000 runs and dozens of targets.
 RUN_SERIES_BUDGET = 200
 TARGET_SERIES_BUDGET = 1000
 _UP = 'up{target!=""}'
+# The label naming the database server a series' exporter watches, where it differs from the exporter's
+# own address (``instance``).
+SERVER_LABELS = ("postgres_server",)
 
 
 def engine_of(job: str) -> str | None:
-    """The database engine a scrape job watches; None for host-level jobs (node, the followers)."""
-    if "postgres" in job:
-        return "postgresql"
-    if "mysql" in job:
-        return "mysql"
-    return None
+    """The engine family whose exporter a scrape job scrapes (its ``Engine.scrape_job``); None for
+    host-level jobs (node, the checkpoint followers)."""
+    return {e.scrape_job: e.name for e in engines.load_engines().values()}.get(job)
 
 
 def _by_series(result: list) -> dict[frozenset, tuple[dict, float]]:
@@ -37,31 +50,60 @@ def _by_series(result: list) -> dict[frozenset, tuple[dict, float]]:
             for r in result}
 
 
+def summarize(newest: dict[frozenset, tuple[dict, float]], values: dict[frozenset, tuple[dict, float]],
+              now: float) -> list[dict[str, Any]]:
+    """The targets from each ``up`` series' labels and newest sample time (``newest``) and current value
+    (``values``, absent for a series with no sample in the lookback): pure, see the module's docstring."""
+    groups: dict[tuple[str, str | None], list[tuple[dict, float, float | None]]] = {}
+    for key, (labels, last) in newest.items():
+        value = values[key][1] if key in values else None
+        groups.setdefault((labels["target"], labels.get("host")), []).append((labels, last, value))
+    out = []
+    for (name, host), series in groups.items():
+        last = max(s[1] for s in series)
+        age = max(0.0, now - last)
+        # Watched now: a sample close to the target's newest and to the newest of its job (an exporter
+        # restarted on another port leaves its old series, often with the up=0 of its last scrape, one
+        # restart behind the new one), and not ended by a staleness marker (a scrape target Prometheus
+        # dropped has no value at ``now`` although its last sample is recent).
+        job_last: dict[str, float] = {}
+        for labels, seen, _value in series:
+            job_last[labels.get("job", "")] = max(seen, job_last.get(labels.get("job", ""), seen))
+        current = [s for s in series if s[1] >= last - HEALTHY_AGE_S
+                   and s[1] >= job_last[s[0].get("job", "")] - SAME_JOB_GAP_S
+                   and (s[2] is not None or age > HEALTHY_AGE_S)]
+        t: dict[str, Any] = {"target": name, "host": host, "instance": None, "engine": None,
+                             "last_sample_age_s": age, "healthy": age <= HEALTHY_AGE_S, "jobs": {}, "problems": []}
+        if age > HEALTHY_AGE_S:
+            t["problems"].append(f"no sample for {age:.0f} s")
+        newest_engine = None
+        for labels, seen, value in sorted(current, key=lambda s: s[1]):
+            job = labels.get("job", "")
+            up = value == 1.0 and age <= HEALTHY_AGE_S
+            t["jobs"][job] = t["jobs"].get(job, True) and up
+            if not up and age <= HEALTHY_AGE_S:
+                t["healthy"] = False
+                t["problems"].append(f"{job} at {labels.get('instance', '?')} is down (up={value:g})")
+            engine = engine_of(job)
+            if engine and (newest_engine is None or seen >= newest_engine):
+                newest_engine = seen
+                t["engine"] = engine
+                t["instance"] = next((labels[k] for k in SERVER_LABELS if labels.get(k)), labels.get("instance"))
+        out.append(t)
+    return sorted(out, key=lambda t: (t["target"], t["host"] or ""))
+
+
 def list_targets(base: str, now: float | None = None, history: str = "24h") -> list[dict[str, Any]]:
-    """One dict per target seen within ``history``: target, host, instance, engine, last sample age, healthy, jobs."""
+    """One dict per target seen within ``history``: target, host, instance, engine, last sample age, healthy,
+    jobs (watched now: up or not), problems (why it is not healthy)."""
     now = time.time() if now is None else now
     # The newest sample of each up series: exact within the 5 min lookback, to the minute before that.
     older = _by_series(query(base, f"max_over_time(timestamp({_UP})[{history}:1m])", now))
     fresh = _by_series(query(base, f"timestamp({_UP})", now))
     values = _by_series(query(base, _UP, now))
-    targets: dict[str, dict[str, Any]] = {}
-    for key in set(older) | set(fresh):
-        labels = (fresh.get(key) or older[key])[0]
-        last = max(v for v in (fresh.get(key, (None, 0.0))[1], older.get(key, (None, 0.0))[1]))
-        t = targets.setdefault(labels["target"], {"target": labels["target"], "host": labels.get("host"),
-                                                  "instance": None, "engine": None, "last_sample_age_s": None,
-                                                  "healthy": True, "jobs": {}})
-        job = labels.get("job", "")
-        engine = engine_of(job)
-        if engine:
-            t["engine"] = engine
-            t["instance"] = labels.get("postgres_server") or labels.get("instance")
-        age = max(0.0, now - last)
-        t["last_sample_age_s"] = age if t["last_sample_age_s"] is None else min(t["last_sample_age_s"], age)
-        up = values.get(key, (None, 0.0))[1] == 1.0 and age <= HEALTHY_AGE_S
-        t["jobs"][job] = t["jobs"].get(job, True) and up
-        t["healthy"] = t["healthy"] and up
-    return sorted(targets.values(), key=lambda t: t["target"])
+    newest = {key: (fresh.get(key) or older[key])[0] for key in set(older) | set(fresh)}
+    last = {key: max(fresh.get(key, ({}, 0.0))[1], older.get(key, ({}, 0.0))[1]) for key in newest}
+    return summarize({k: (newest[k], last[k]) for k in newest}, values, now)
 
 
 def watched(base: str, since: float | None = None, now: float | None = None) -> list[dict[str, Any]]:

@@ -18,40 +18,26 @@ import json
 import os
 import re
 import socket
-import time
 from dataclasses import dataclass, field
 
-from benchwatch import engines, resources
+from benchwatch import resources
 from benchwatch.explain import causes
 from benchwatch.grafana import dashboards
 from benchwatch.grafana.panels import DATASOURCE_UID
 from benchwatch.model import names, replay
+from benchwatch.query import archive, prometheus, promql
 from benchwatch.query import frames as fr
 from benchwatch.query import grafana as gq
-from benchwatch.query import prometheus, promql
-from benchwatch.query.series import Series, fetch, merge, read_csv_dir, write_csv_dir
+from benchwatch.query.series import Series, fetch, merge, read_csv_dir
 from benchwatch.record import rundir
 from benchwatch.record.host import host_facts
 from benchwatch.share import rebuild, summary
-from benchwatch.util import processes, secrets
+from benchwatch.util import secrets
 
-MARGIN_S = 5.0
-LOOKBACK_S = 300.0
-# Series the summary and the metadata read beyond what the panels query: the host's, each engine's
-# (benchwatch.engines.<family>.summary), and the evidence benchwatch explain weighs for each dip.
-HOST_SELECTORS = [
-    'node_uname_info', 'node_memory_MemTotal_bytes', 'node_cpu_seconds_total{mode="idle"}', 'node_disk_info',
-    'node_disk_io_time_seconds_total', 'node_disk_read_time_seconds_total', 'node_disk_write_time_seconds_total',
-    'node_disk_reads_completed_total', 'node_disk_writes_completed_total',
-    'node_disk_read_bytes_total', 'node_disk_written_bytes_total',
-]
-
-
-def context_selectors() -> list[str]:
-    out = [*HOST_SELECTORS]
-    for engine in engines.load_engines().values():
-        out += engine.context_selectors
-    return out + [*causes.SELECTORS]
+# The run's range and the series kept from before it, as the archive saves them.
+MARGIN_S = archive.MARGIN_S
+LOOKBACK_S = archive.LOOKBACK_S
+window = archive.window
 
 
 @dataclass
@@ -92,12 +78,6 @@ def scrub(value, key: str = ""):
     if isinstance(value, str):
         return secrets.redact_argv([value])[0]
     return value
-
-
-def window(meta: dict) -> tuple[float, float]:
-    start = meta.get("clock_start_epoch") or meta.get("started_at") or time.time()
-    end = meta.get("ended_at") or time.time()
-    return float(start) - MARGIN_S, float(end) + MARGIN_S
 
 
 def dashboard_file(meta: dict) -> str:
@@ -181,20 +161,6 @@ def snapshot_dashboard(dash: dict, targets: list[str] | None = None) -> dict:
 def snapshot_variables(dash: dict, run_id: str, targets: list[str]) -> dict[str, str]:
     """The variables a snapshot's queries are expanded with: the run, and the run's targets (All when unknown)."""
     return {**gq.default_variables(dash), "run_id": run_id, "datasource": DATASOURCE_UID, "target": target_regex(targets)}
-
-
-def selectors_for(dash: dict, variables: dict[str, str], start: float, end: float, run_id: str) -> list[str]:
-    out: list[str] = []
-    for q in gq.dashboard_queries(dash):
-        if q.source.startswith("variable"):
-            continue
-        for sel in promql.selectors(gq.expand(q.expr, variables, end - start)):
-            if sel not in out:
-                out.append(sel)
-    for sel in context_selectors() + [names.run_selector(run_id)]:
-        if sel not in out:
-            out.append(sel)
-    return out
 
 
 # -- host facts (local, when the run was on this machine) -------------------------
@@ -313,7 +279,7 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
     targets = run_targets(meta)
     dash = snapshot_dashboard(dashboard or dashboard_for(meta), targets)
     variables = snapshot_variables(dash, run_id, targets)
-    sels = selectors_for(dash, variables, start, end, run_id)
+    sels = archive.run_selectors(run_id)
     notes: list[str] = []
     use_prom = False
     if source in ("auto", "prometheus") and prometheus:
@@ -357,27 +323,3 @@ def explain_series(run: rundir.RunDir, prometheus: str | None, source: str = "au
         raise RuntimeError(f"Prometheus at {prometheus} has no data for run {run_id}")
     series, _notes = series_from_run_dir(run)
     return series, meta, run_id, "raw"
-
-
-# -- saving a run's series for later -------------------------------------------------
-
-def save_run_series(run_dir: str, prometheus_url: str, dashboard: dict | None = None, wait: bool = True) -> list[str]:
-    """Store what a snapshot of this run needs beyond the raw output, as <run_dir>/series/*.csv
-    so a later snapshot needs no Prometheus (host facts are in meta.json). Returns the files written.
-
-    The snapshot's range ends MARGIN_S after the run: called right at the end of a run, this
-    waits (up to MARGIN_S + 2 s) until Prometheus has scraped past it; wait=False saves what is there."""
-    run = rundir.RunDir(run_dir)
-    meta = run.read_meta()
-    start, end = window(meta)
-    targets = run_targets(meta)
-    dash = snapshot_dashboard(dashboard or dashboard_for(meta), targets)
-    run_id = replay.run_id_of(meta, run.run_id)
-    sels = selectors_for(dash, snapshot_variables(dash, run_id, targets), start, end, run_id)
-    if wait:
-        # One scrape interval and a little more past the range, for the last scrape to land.
-        processes.wait_until(lambda: time.time() > end + 1.5, MARGIN_S + 2.5, 0.1)
-    series = [s for s in fetch(prometheus_url, sels, start - LOOKBACK_S, end) if not rebuild.is_run_series(s.name)]
-    directory = run.file(rebuild.SERIES_DIR)
-    written = write_csv_dir(directory, series)
-    return written

@@ -18,17 +18,14 @@ from contextlib import contextmanager
 
 from benchwatch.model import replay
 from benchwatch.model.samples import Sample, sample
-from benchwatch.query import launch
+from benchwatch.query import archive, launch
 from benchwatch.query.series import Series
 from benchwatch.record import rundir
 from benchwatch.sink.remote_write import RemoteWriter
 
-
-def is_run_series(name: str) -> bool:
-    """A series the run's raw output rebuilds (whichever tool), not one saved from Prometheus."""
-    return name in replay.run_metrics()
-
-SERIES_DIR = "series"
+# Where the run directory keeps the archived series, and which series its raw output rebuilds instead.
+SERIES_DIR = archive.SERIES_DIR
+is_run_series = archive.is_run_series
 
 def pgbench_samples(run: rundir.RunDir) -> list[Sample]:
     """The run's pgbench_* samples from its raw output, as the exporter produced them."""

@@ -38,14 +38,15 @@ import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 
+import yaml
+
 from benchwatch import resources
+from benchwatch.engines.postgresql import ENGINE as POSTGRESQL
 from benchwatch.engines.postgresql import dsn
 from benchwatch.query.launch import prometheus_binary
 from benchwatch.stack.config import LISTEN_HOST, default_state_dir
 from benchwatch.stack.native import (
     NODE_EXPORTER_FLAGS,
-    NODE_FAST_COLLECTORS,
-    NODE_SLOW_COLLECTORS,
     POSTGRES_EXPORTER_FLAGS,
     StackError,
     binary,
@@ -127,6 +128,18 @@ def load_agent_config(state_dir: str) -> AgentConfig | None:
     data["instances"] = [Instance(**i) for i in data.get("instances", [])]
     data["auth"] = CentralAuth(**data.get("auth", {}))
     return AgentConfig(**data)
+
+
+def central_scrape_jobs() -> dict[str, dict]:
+    """prometheus/prometheus.yml's scrape jobs by name: the one definition of each job, which the central
+    stack and docker-compose run as they are and an agent runs with static targets."""
+    with open(resources.path("prometheus", "prometheus.yml"), encoding="utf-8") as f:
+        return {job["job_name"]: job for job in yaml.safe_load(f)["scrape_configs"]}
+
+
+def static_job(job: dict, static_configs: list[dict]) -> dict:
+    """A central job with the given targets instead of its file_sd_configs (written per environment)."""
+    return {**{k: v for k, v in job.items() if k != "file_sd_configs"}, "static_configs": static_configs}
 
 
 def instance_names(name: str, dsns: Sequence[str], names: Sequence[str] = ()) -> list[str]:
@@ -292,18 +305,20 @@ class Agent(ProcessManager):
         targets = [(i.name, {"postgres_server": i.server}) for i in self.cfg.instances] or [(self.cfg.name, {})]
         node = [{"targets": [self._listen("node_exporter")],
                  "labels": {"target": name, "host": host, "component": "node_exporter"}} for name, _ in targets]
-        # As the central prometheus.yml does: iostat's collectors every second, the host's size and load every 15 s.
-        scrape = [{"job_name": "node", "static_configs": node, "params": {"collect[]": list(NODE_FAST_COLLECTORS)}},
-                  {"job_name": "node_inventory", "scrape_interval": "15s", "static_configs": node,
-                   "params": {"collect[]": list(NODE_SLOW_COLLECTORS)}}]
+        # The central stack's jobs as prometheus/prometheus.yml defines them (intervals, node_exporter's
+        # collectors, relabelling): iostat's collectors every second, the host's size and load every 15 s.
+        jobs = central_scrape_jobs()
+        scrape = [static_job(jobs["node"], node), static_job(jobs["node_inventory"], node)]
         if self.cfg.instances:
-            scrape.append({"job_name": "postgres", "static_configs": [
+            scrape.append(static_job(jobs[POSTGRESQL.scrape_job], [
                 {"targets": [self._listen(f"postgres_exporter-{i.name}")],
                  "labels": {"target": i.name, "host": host, "component": "postgres_exporter", "postgres_server": i.server}}
-                for i in self.cfg.instances]})
+                for i in self.cfg.instances]))
         followers = [i for i in self.cfg.instances if i.server_log]
         if followers:
-            # Only the followers' health: the checkpoint series come by remote write at the log's timestamps.
+            # The agent's own job, not the central "benchwatch" one (which scrapes the exporter that also
+            # follows runs): only the checkpoint followers' health, the checkpoint series come by remote
+            # write at the log's timestamps.
             scrape.append({"job_name": "benchwatch", "scrape_interval": "5s", "static_configs": [
                 {"targets": [self._listen(f"checkpoints-{i.name}")],
                  "labels": {"target": i.name, "host": host, "component": "benchwatch_exporter"}} for i in followers],

@@ -32,6 +32,10 @@ SHARED_PORTS = {
     "supervisor": 19189,
 }
 DEFAULT_PORTS = {**SHARED_PORTS, **{c: p for e in engines.load_engines().values() for c, p in e.default_ports.items()}}
+# docker-compose's address of the benchwatch exporter (service name, default port): what
+# alertmanager/alertmanager.yml and docker/targets/benchwatch.json name and the native stack replaces
+# with its own; tests/unit/test_settings_once.py fails when those files drift from DEFAULT_PORTS.
+COMPOSE_EXPORTER = f"benchwatch:{DEFAULT_PORTS['benchwatch_exporter']}"
 ENGINES = tuple(engines.choices())  # what --engine accepts: families and the names users give them
 
 

@@ -31,7 +31,7 @@ from benchwatch.engines import Engine, StackPart
 from benchwatch.engines.postgresql import dsn
 from benchwatch.engines.postgresql.embedded import POSTGRES_EXPORTER_FLAGS, pg_bindir
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
-from benchwatch.stack.config import LISTEN_HOST, Config
+from benchwatch.stack.config import COMPOSE_EXPORTER, LISTEN_HOST, Config
 from benchwatch.stack.processes import ProcessManager
 from benchwatch.util import net
 from benchwatch.util.errors import StackError
@@ -393,7 +393,7 @@ class Stack(ProcessManager):
         config = self.path("alertmanager", "alertmanager.yml")
         fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text.replace("http://benchwatch:19188/alerts", webhook))
+            f.write(text.replace(f"http://{COMPOSE_EXPORTER}/alerts", webhook))
         self.spawn("alertmanager", [
             installed("alertmanager"), f"--config.file={config}",
             f"--storage.path={self.path('alertmanager', 'data')}",

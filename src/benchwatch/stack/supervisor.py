@@ -433,7 +433,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="benchwatch supervise",
                                      description="Restart the components listed in DIR/components.json when they die (started by up).")
     parser.add_argument("--dir", required=True, help="the supervisor's directory (components.json, state.json)")
-    parser.add_argument("--listen", default="127.0.0.1:19189", help="address of /metrics")
+    from benchwatch.stack.config import DEFAULT_PORTS, LISTEN_HOST
+
+    parser.add_argument("--listen", default=f"{LISTEN_HOST}:{DEFAULT_PORTS['supervisor']}", help="address of /metrics")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     host, _, port = args.listen.rpartition(":")

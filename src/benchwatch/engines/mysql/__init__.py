@@ -60,4 +60,17 @@ class MySQL(Engine):
         return dashboard.innodb_rows(layout)
 
 
+    # Series its summary reads beyond the dashboard's; plain data (see Engine.archived_selectors).
+    context_selectors = (
+        'instance:mysql_innodb_flushing_pressure:bool', 'mysql_global_status_innodb_checkpoint_max_age',
+        '{__name__=~"mysql_global_variables_(innodb_buffer_pool_size|innodb_log_file_size|innodb_io_capacity'
+        '|innodb_io_capacity_max|innodb_adaptive_flushing|innodb_max_dirty_pages_pct|innodb_max_dirty_pages_pct_lwm'
+        '|innodb_flush_log_at_trx_commit)"}',
+    )
+    archived_selectors = (
+        '{__name__=~"instance:mysql_.*"}',  # its recording rules (prometheus/rules/mysql.yml)
+        '{__name__=~"mysql_global_status_innodb_checkpoint_(age|max_age)"}',
+        *context_selectors,
+    )
+
 ENGINE = MySQL()

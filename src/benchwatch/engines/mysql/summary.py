@@ -5,13 +5,6 @@ from __future__ import annotations
 
 from benchwatch.share.summary import AROUND_S, CompareRow, Context, Table, fmt_num, fmt_time
 
-CONTEXT_SELECTORS = [
-    'instance:mysql_innodb_flushing_pressure:bool', 'mysql_global_status_innodb_checkpoint_max_age',
-    '{__name__=~"mysql_global_variables_(innodb_buffer_pool_size|innodb_log_file_size|innodb_io_capacity'
-    '|innodb_io_capacity_max|innodb_adaptive_flushing|innodb_max_dirty_pages_pct|innodb_max_dirty_pages_pct_lwm'
-    '|innodb_flush_log_at_trx_commit)"}',
-]
-
 
 def pressure_rows(ctx: Context, around_s: float = AROUND_S) -> list[dict]:
     """InnoDB flushing-pressure regions (instance:mysql_innodb_flushing_pressure:bool, one series per

@@ -72,4 +72,21 @@ class PostgreSQL(Engine):
         return {dashboard.CHECKPOINTS_WAL[1]: dashboard.checkpoints_wal}
 
 
+    # Series its summary reads beyond the dashboard's; plain data (see Engine.archived_selectors).
+    context_selectors = (
+        'pg_checkpoint_in_progress', 'pg_checkpoint_last_duration_seconds', 'pg_checkpoint_last_buffers_written',
+        'pg_checkpoint_last_buffers_written_ratio', 'pg_checkpoint_last_distance_bytes',
+        'pg_checkpoint_last_estimate_bytes', 'pg_checkpoints_completed_total', 'pg_checkpoints_too_frequent_total',
+        '{__name__=~"pg_settings_(shared_buffers|max_wal_size|min_wal_size|checkpoint_.*|wal_buffers|wal_compression'
+        '|fsync|full_page_writes|synchronous_commit|max_connections|work_mem|effective_io_concurrency|bgwriter_.*'
+        '|wal_writer_.*|huge_pages|wal_level|data_checksums)(_bytes|_seconds)?"}',
+    )
+    archived_selectors = (
+        '{__name__=~"pg_checkpoints?_.*"}',  # the checkpoint collector's regions, last figures and counts
+        '{__name__=~"pg_stat_(wal|bgwriter|checkpointer)_.*|pg_control_checkpoint_.*"}',
+        '{__name__=~"pg_stat_database_xact_(commit|rollback)"}',
+        "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_up",
+        *context_selectors,
+    )
+
 ENGINE = PostgreSQL()

@@ -22,16 +22,6 @@ KEY_SETTINGS = ("shared_buffers_bytes", "max_wal_size_bytes", "min_wal_size_byte
                 "checkpoint_completion_target", "wal_buffers_bytes", "fsync", "full_page_writes",
                 "synchronous_commit", "wal_compression", "max_connections", "work_mem_bytes",
                 "effective_io_concurrency", "bgwriter_lru_maxpages", "checkpoint_flush_after_bytes")
-# What the summary reads beyond the dashboard's queries.
-CONTEXT_SELECTORS = [
-    'pg_checkpoint_in_progress', 'pg_checkpoint_last_duration_seconds', 'pg_checkpoint_last_buffers_written',
-    'pg_checkpoint_last_buffers_written_ratio', 'pg_checkpoint_last_distance_bytes',
-    'pg_checkpoint_last_estimate_bytes', 'pg_checkpoints_completed_total', 'pg_checkpoints_too_frequent_total',
-    '{__name__=~"pg_settings_(shared_buffers|max_wal_size|min_wal_size|checkpoint_.*|wal_buffers|wal_compression'
-    '|fsync|full_page_writes|synchronous_commit|max_connections|work_mem|effective_io_concurrency|bgwriter_.*'
-    '|wal_writer_.*|huge_pages|wal_level|data_checksums)(_bytes|_seconds)?"}',
-]
-
 
 def checkpoint_rows(ctx: Context, around_s: float = AROUND_S) -> list[dict]:
     """Every checkpoint (or restartpoint) overlapping the run: reason, duration, write/sync, buffers,
