@@ -62,6 +62,12 @@ def cmd_run(ctx: Context) -> int:
             return 2
         argv, server_facts, undo = _mysql_connection(ctx, target, argv)
         info["target"] = target.name  # the instance this run drives (benchmark_run_info's target)
+    elif have_stack and pg_env and generator.engine_of(argv[1:]) == stack.engine.name:
+        args_in, added = generator.connect_env(argv[1:], pg_env)
+        if added:
+            say(f"added {' '.join(added)} to the {generator.title} arguments (the stack's {stack.engine.title}; "
+                "the password stays in its 0600 passfile)")
+            argv = [argv[0], *args_in]
     if args.experiment:
         info["experiment"] = args.experiment
     terminal = LineSafeStream(ctx.stderr.buffer)

@@ -121,6 +121,12 @@ class LoadGenerator:
         names none, and what to call once the run ended, whatever happened to it (None: nothing)."""
         return argv, None
 
+    def connect_env(self, argv: list[str], env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        """argv pointed at the server a client environment describes (the stack's ``PGHOST``, ``PGPORT``, ...,
+        which ``run`` also sets) for a tool that reads no such variable, and the options added (none: it reads
+        them itself, as pgbench does, or the argv names its server already)."""
+        return argv, []
+
     def judge(self, argv: list[str], stdout: bytes, stderr: bytes, exit_code: int) -> str | None:
         """Why a run that exited 0 failed, read from its output (a tool whose exit code is unreliable); None: it did not."""
         return None

@@ -89,6 +89,14 @@ run): `histogram_quantile(0.99, benchmark_result_latency_histogram_events{run_id
                    f"{target.name}; the password stays in that 0600 file)")
         return args, None
 
+    def connect_env(self, argv: list[str], env: Mapping[str, str]) -> tuple[list[str], list[str]]:
+        """sysbench's pgsql driver reads no PG* variable (its defaults are localhost:5432, user and database
+        sbtest): the stack's server as the --pgsql-* options the argv does not give. No password option:
+        with an empty --pgsql-password libpq reads the PGPASSFILE run sets (sysbench 1.0.20, libpq 15)."""
+        from benchwatch.loadgens.sysbench.connect import pgsql_connection
+
+        return pgsql_connection(argv, env)
+
     def dashboard_panels(self, layout: Any) -> list[Any]:
         from benchwatch.loadgens.sysbench import dashboard
 
