@@ -11,10 +11,12 @@ run is sample for sample the run Prometheus had live.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchwatch import engines, loadgens
+from benchwatch.model import pasted as _pasted
 from benchwatch.model.run import METRICS, RunModel
 from benchwatch.model.samples import Sample
 
@@ -97,38 +99,188 @@ def split_lines(data: bytes) -> list[bytes]:
 
 # -- a saved output (``import``) ------------------------------------------------
 
-def last_progress_time(data: bytes) -> float | None:
-    """The time of a saved output's last progress line (elapsed, or epoch above 1e8), whichever tool printed it."""
-    elapsed = loadgens.for_output(data).progress_elapsed
+# Where a saved output gives no time of its own for run k+1, it starts when run k ended.
+PLACED_AFTER_PREVIOUS = "placed right after the previous run's end (the file gives no start of its own)"
+
+
+@dataclass
+class SavedRun:
+    """One run of a saved output: its tool, its lines (as read through the paste) and their line numbers."""
+
+    generator: loadgens.LoadGenerator
+    lines: list[bytes]
+    numbers: list[int]
+
+
+@dataclass
+class ReadRun:
+    """One run of a saved output replayed: its model and samples, where it sits in time, and what was not read."""
+
+    index: int                 # 1-based, in file order
+    run_id: str
+    model: RunModel
+    samples: list[Sample]
+    start_epoch: float
+    end_epoch: float
+    first_line: int            # its first and last line numbers in the file
+    last_line: int
+    unread: list[tuple[int, str, str]] = field(default_factory=list)   # (line number, reason, text)
+    placed_after_previous: bool = False
+
+    @property
+    def read_nothing(self) -> bool:
+        return self.model.progress_lines == 0 and not any(k in self.model.summary for k in _RESULT_KEYS)
+
+
+# Summary facts that are a run's results (not its header): a run with none of these and no progress line read nothing.
+_RESULT_KEYS = ("tps", "latency_avg_s", "transactions", "transactions_processed")
+
+
+def _kind(event: object) -> str:
+    """What a parser event is for cutting a file into runs: every tool's parser names its events alike."""
+    return type(event).__name__
+
+
+def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> list[SavedRun]:
+    """A saved output cut into its runs. A new run begins where the elapsed time starts again, where a
+    progress line follows a summary, or where a header or summary fact already seen comes again (a new
+    banner or header); the cut goes right after the last line the run before read."""
+    parser = generator.output_model([], "split", None, {}).model.new_parser()
+    runs: list[tuple[int, int]] = []
+    begin = 0
+    last_read = -1             # index of the current run's last line that carried something
+    seen: set[str] = set()
+    has_progress = has_end = False
+    last_time: float | None = None
+    for i, line in enumerate(pasted.lines):
+        events = parser.feed(line)
+        cut = False
+        for event in events:
+            kind = _kind(event)
+            if kind == "Progress":
+                time_s = getattr(event, "time_s", None)
+                if has_end or (last_time is not None and time_s is not None and time_s < last_time):
+                    cut = True
+            elif kind == "Summary":
+                key = str(getattr(event, "key", ""))
+                if key in seen and (has_progress or has_end):
+                    cut = True
+        if cut and last_read >= begin:
+            runs.append((begin, last_read + 1))
+            begin = last_read + 1
+            seen, has_progress, has_end, last_time = set(), False, False, None
+            parser = generator.output_model([], "split", None, {}).model.new_parser()
+            events = parser.feed(line)
+        for event in events:
+            kind = _kind(event)
+            if kind not in ("Ignored", "Unparsed"):
+                last_read = i
+            if kind == "Progress":
+                has_progress = True
+                last_time = getattr(event, "time_s", None)
+            elif kind == "Summary":
+                key = str(getattr(event, "key", ""))
+                seen.add(key)
+                if key == "tps":
+                    has_end = True
+    runs.append((begin, len(pasted.lines)))
+    return [SavedRun(generator, pasted.lines[a:b], pasted.numbers[a:b]) for a, b in runs if b > a]
+
+
+def read_saved(data: bytes) -> tuple[list[SavedRun], list[tuple[int, str]]]:
+    """A saved output's runs, and the lines set aside as a paste's (fences, elisions, shell traces)."""
+    pasted = _pasted.read_pasted(data)
+    generator = loadgens.for_output(b"\n".join(pasted.lines))
+    return split_runs(pasted, generator), pasted.set_aside
+
+
+def _unread_reason(line: bytes, generator: loadgens.LoadGenerator) -> str:
+    if generator.progress_elapsed(line) is not None or line.lstrip().startswith((b"progress", b"[")):
+        return f"a {generator.title} progress line in no format benchwatch knows (cut or malformed)"
+    return f"not a line {generator.title} prints"
+
+
+def _duration(model: RunModel) -> float:
+    for key in ("duration_s", "total_time_s"):
+        value = model.summary.get(key)
+        if isinstance(value, (int, float)) and 0 <= value < 1e8:  # a figure, not a corrupted line's
+            return float(value)
+    return 0.0
+
+
+def replay_run(run: SavedRun, index: int, run_id: str, start_epoch: float | None, *,
+               extra_labels: Mapping[str, str] | None = None) -> ReadRun:
+    """One run of a saved output as the series of a live run, ended with the run (markers excluded:
+    ``model.end_markers()`` adds them for Prometheus; OpenMetrics has no staleness)."""
+    read = run.generator.output_model(run.lines, run_id, start_epoch, {"mode": "import", **(extra_labels or {})})
+    model = read.model
+    samples: list[Sample] = []
+    unread: list[tuple[int, str, str]] = []
+    for number, line in zip(run.numbers, run.lines, strict=True):
+        before = model.unparsed_lines
+        samples.extend(model.feed_line(line, None))
+        if model.unparsed_lines != before:
+            unread.append((number, _unread_reason(line, run.generator), line.decode("utf-8", "replace")))
+    if model.start_epoch is None:
+        model.start_epoch = start_epoch or 0.0
+    last_time = read.last_progress_time
+    end = None
+    if last_time is not None and last_time > 1e8:
+        end = last_time
+    elif last_time is not None or _duration(model):
+        end = model.start_epoch + max(last_time or 0.0, _duration(model))
+    samples.extend(model.finish(end, None))
+    return ReadRun(index, run_id, model, samples, model.start_epoch,
+                   end if end is not None else model.start_epoch,
+                   run.numbers[0] if run.numbers else 0, run.numbers[-1] if run.numbers else 0, unread)
+
+
+def replay_saved(data: bytes, run_ids: Callable[[int, float | None], str], start_epoch: float | None, *,
+                 extra_labels: Mapping[str, str] | None = None) -> tuple[list[ReadRun], list[tuple[int, str]]]:
+    """Every run of a saved output replayed in file order: the first at ``start_epoch`` (or its own
+    timestamps), each next one at its own timestamps or else right after the one before ended.
+    ``run_ids(k, start)`` names run k (1-based). Also the lines set aside as a paste's."""
+    runs, set_aside = read_saved(data)
+    out: list[ReadRun] = []
+    start = start_epoch
+    for k, run in enumerate(runs, 1):
+        read = replay_run(run, k, run_ids(k, start), start, extra_labels=extra_labels)
+        read.placed_after_previous = k > 1 and not _absolute(run)
+        out.append(read)
+        start = read.end_epoch
+    return out, set_aside
+
+
+def _absolute(run: SavedRun) -> bool:
     last = None
-    for line in split_lines(data):
-        t = elapsed(line)
+    for line in run.lines:
+        t = run.generator.progress_elapsed(line)
         if t is not None:
             last = t
-    return last
+    return last is not None and last > 1e8
 
 
-def model_for_output(data: bytes, run_id: str, start_epoch: float | None, *,
-                     extra_labels: Mapping[str, str] | None = None) -> tuple[RunModel, list[bytes], float | None]:
-    """The model of a saved output (of the tool that printed it), its lines, and when it ended (its last progress line)."""
-    lines = split_lines(data)
-    read = loadgens.for_output(data).output_model(lines, run_id, start_epoch, {"mode": "import", **(extra_labels or {})})
-    return read.model, lines, read.last_progress_time
+def saved_length(data: bytes) -> float | None:
+    """How long the runs of a saved output took together (seconds; None when its progress lines carry epochs
+    or it has no progress line and no duration): what places it when the file is all there is."""
+    reads, _ = replay_saved(data, lambda k, s: f"length-{k}", 0.0)
+    if not reads or any(_absolute(r) for r in read_saved(data)[0]):
+        return None
+    total = reads[-1].end_epoch
+    return total if total > 0 else None
 
 
 def replay_output(data: bytes, run_id: str, start_epoch: float | None, *,
                   extra_labels: Mapping[str, str] | None = None) -> tuple[RunModel, list[Sample]]:
-    """A saved pgbench or sysbench output as the series of a live run, ended with the run (markers excluded:
-    ``model.end_markers()`` adds them for Prometheus; OpenMetrics has no staleness)."""
-    model, lines, last_time = model_for_output(data, run_id, start_epoch, extra_labels=extra_labels)
-    samples = feed_lines(model, lines, None)
-    if model.start_epoch is None:
+    """A saved output's runs as one list of samples (the first run named ``run_id``, the next ``run_id-2``, ...);
+    the model is the first run's."""
+    reads, _ = replay_saved(data, lambda k, s: run_id if k == 1 else f"{run_id}-{k}", start_epoch,
+                            extra_labels=extra_labels)
+    if not reads:
+        model = loadgens.for_output(data).output_model([], run_id, start_epoch, {"mode": "import"}).model
         model.start_epoch = start_epoch or 0.0
-    end = None
-    if last_time is not None:
-        end = last_time if last_time > 1e8 else model.start_epoch + last_time
-    samples.extend(model.finish(end, None))
-    return model, samples
+        return model, model.finish(None, None)
+    return reads[0].model, [s for r in reads for s in r.samples]
 
 
 # -- a run directory (snapshot rebuild) -----------------------------------------

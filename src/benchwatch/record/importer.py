@@ -37,10 +37,10 @@ def read_source(path: str) -> tuple[bytes, float | None]:
 
 def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:
     """Without --start: absolute progress timestamps need none; else the file's mtime minus the run length."""
-    last_time = replay.last_progress_time(data)
-    if last_time is None or last_time > 1e8:
+    length = replay.saved_length(data)
+    if length is None:
         return None, None
-    start = os.path.getmtime(path) - last_time
+    start = os.path.getmtime(path) - length
     return start, f"no --start given: assuming the run ended when the file was last modified ({dt.datetime.fromtimestamp(start, dt.UTC).isoformat()} start)"
 
 
