@@ -19,8 +19,12 @@ Formats understood:
 
     [  10s] threads: 8, tps: 1021.93, reads: 14306.98, writes: 4087.72, response time: 12.35ms (95%), errors: 0.00, reconnects:  0.00
 
-  (early 0.5 builds wrote ``reads/s:``/``writes/s:`` and no errors/reconnects;
+  (early 0.5 builds wrote ``reads/s:``/``writes/s:``, no comma before ``response time`` and no
+  errors/reconnects: ``[  10s] threads: 64, tps: 5285.34, reads/s: 74050.07, writes/s: 21144.26
+  response time: 95.50ms (99%)``, and ``[1000s]`` once the elapsed time has four digits;
   0.5 has no "other" queries).
+* sysbench 0.4 prints no progress line; its summary is 0.5's with ``Test execution summary:`` and a
+  ``per-request statistics:`` block (min/avg/max/``approx.  95 percentile``) for the latencies.
 * the header (``Number of threads``, ``Report intermediate results every``),
   the end summary of 1.0 (``SQL statistics``, ``General statistics``,
   ``Latency (ms)``, ``Threads fairness``) and of 0.5 (``OLTP test statistics``,
@@ -131,14 +135,15 @@ _PROGRESS10 = re.compile(
 _QUEUE = re.compile(r"^\[ *(\d+(?:\.\d+)?)s ?\] queue length: (\d+), concurrency: (\d+)$")
 _PROGRESS05 = re.compile(
     _TIME05 + r"threads: (\d+), tps: " + _F + r", reads(?:/s)?: " + _F + r", writes(?:/s)?: " + _F
-    + r", response time: " + _F + r" ?ms \((\d+(?:\.\d+)?)%\)"
+    + r",? response time: " + _F + r" ?ms \((\d+(?:\.\d+)?)%\)"
     + r"(?:, errors(?:/s)?: +" + _F + r", reconnects(?:/s)?: +" + _F + r")?$")
 
 _VERSION = re.compile(r"^sysbench (\d+\.\d+(?:\.\d+)?)\b")
 _ERROR = re.compile(r"^(FATAL|ALERT|WARNING): ?(.*)$")
 _HIST_ROW = re.compile(r"^ *(\d+(?:\.\d+)?) \|\**\s+(\d+)$")
 # "name:   N  (X per sec.)" of the SQL statistics.
-_PER_SEC = re.compile(r"^ *(transactions|queries|ignored errors|reconnects|read/write requests|other operations):"
+_PER_SEC = re.compile(r"^ *(transactions|queries|ignored errors|reconnects|read/write requests|other operations"
+                      r"|deadlocks):"
                       r" +(\d+) +\((\d+(?:\.\d+)?) per sec\.\)$")
 _KV = re.compile(r"^ *([A-Za-z0-9][A-Za-z0-9 ./()-]*?): +(\S.*?) *$")
 _MS = re.compile(r"^(\d+(?:\.\d+)?)(ms)?$")
@@ -154,11 +159,15 @@ _IGNORED = (
     (re.compile(r"^Threads started!$"), "header"),
     (re.compile(r"^(Done|Prepare|Cleaning up|Creating|Inserting|Dropping|Creating a secondary index)\b.*$"), "prepare"),
     (re.compile(r"^\s*(SQL statistics|OLTP test statistics|General statistics|Latency \(ms\)|Threads fairness"
-                r"|Test execution summary|queries performed|response time):$", re.I), "section"),
+                r"|Test execution summary|queries performed|response time|per-request statistics):$", re.I), "section"),
     (re.compile(r"^ *percentile stats: +disabled$"), "summary"),
     (re.compile(r"^ *value +-+ distribution -+ count$"), "histogram"),
     (re.compile(r"^Latency histogram \(values are in milliseconds\)$"), "histogram"),
     (re.compile(r"^(Additional options|Using .* (generator|mode)|Doing .* test|Number of .* (records|tables)).*$"), "header"),
+    # 0.4's header and end chatter
+    (re.compile(r"^(No DB drivers specified, using \w+|Running (simple|complex|nontrx) OLTP test|Using \w+ distribution"
+                r"|Skipping BEGIN/COMMIT|Using auto_inc on the id column|Using .* to \w+ locks.*"
+                r"|Time limit exceeded, exiting\.\.\.|\(last message repeated \d+ times\))$"), "header"),
 )
 
 # "key:" in the summary -> Summary key; values in ms become seconds where the key ends in _s.
@@ -172,6 +181,7 @@ _PER_SEC_KEYS = {
     "transactions": ("transactions", "tps"), "queries": ("queries", "qps"),
     "ignored errors": ("ignored_errors", None), "reconnects": ("reconnects", None),
     "read/write requests": ("read_write_requests", None), "other operations": ("other_operations", None),
+    "deadlocks": ("deadlocks", None),  # 0.4, 0.5
 }
 
 
@@ -259,7 +269,7 @@ class SysbenchOutputParser:
             self.section = "histogram"
         elif kind == "section":
             name = text.strip().rstrip(":").lower()
-            self.section = "latency" if name in ("latency (ms)", "response time") else name
+            self.section = "latency" if name in ("latency (ms)", "response time", "per-request statistics") else name
 
     def _summary(self, text: str) -> list[Event]:
         m = _PER_SEC.match(text)
@@ -295,7 +305,7 @@ class SysbenchOutputParser:
             vm = _MS.match(value)
             return [Summary(name, _ms(vm.group(1)))] if vm else [Unparsed(text)]
         if name.endswith("_s"):  # "5.0024s"
-            vm = re.fullmatch(r"(\d+(?:\.\d+)?)s", value)
+            vm = re.fullmatch(r"(\d+(?:\.\d+)?)s?", value)  # 0.4 prints the event execution time without s
             return [Summary(name, float(vm.group(1)))] if vm else [Unparsed(text)]
         if not re.fullmatch(r"\d+", value):
             return [Unparsed(text)]
