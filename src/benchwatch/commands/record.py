@@ -150,53 +150,117 @@ def cmd_attach(ctx: Context) -> int:
 
 
 def _import_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("file", help="a saved pgbench or sysbench output (stdout and stderr together), or a run directory")
-    p.add_argument("--start", help="when the run started (RFC 3339, e.g. 2016-01-06T10:00:00Z, or Unix seconds)")
+    p.add_argument("file", nargs="+", help="saved pgbench or sysbench outputs (stdout and stderr together), or run directories")
+    p.add_argument("--start", help="when the (first) run started (RFC 3339, e.g. 2016-01-06T10:00:00Z, or Unix seconds)")
     p.add_argument("--openmetrics", action="store_true", help="print OpenMetrics text for promtool tsdb create-blocks-from openmetrics instead")
-    p.add_argument("--run-id", help="the run id to use (default: from the start time)")
+    p.add_argument("--run-id", help="the run id to use (default: from the start time); refused for a file with several runs")
+    p.add_argument("--list", action="store_true", help="show the runs found in each file and what was read, write nothing")
+    p.add_argument("--json", action="store_true", help="report per file and run what was read and what was not, as JSON on stdout")
+    p.add_argument("--strict", action="store_true", help="exit non-zero, writing nothing, when any line was not read")
+    p.add_argument("--verbose", action="store_true", help="list every line not read, by number and reason")
 
 
 @command("import", help="backfill a saved pgbench or sysbench output into Prometheus", arguments=_import_arguments)
 def cmd_import(ctx: Context) -> int:
+    import json
+
     from benchwatch.model import replay
     from benchwatch.record import importer, rundir
     from benchwatch.sink.openmetrics import write_openmetrics
     from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
 
     args, say = ctx.args, ctx.say
-    try:
-        data, recorded_start = importer.read_source(args.file)
-    except OSError as e:
-        say(f"cannot read {args.file}: {e.strerror or e}")
+    if args.json and args.openmetrics:
+        say("--json and --openmetrics both write to stdout: use one of them")
         return 2
-    start: float | None
+    if args.run_id and len(args.file) > 1:
+        say("--run-id names one run: give one file")
+        return 2
+    start_arg: float | None = None
     if args.start:
         try:
-            start = importer.parse_time(args.start)
+            start_arg = importer.parse_time(args.start)
         except ValueError:
             say(f"--start {args.start!r} is not a time: use RFC 3339 like 2016-01-06T10:00:00Z or Unix seconds")
             return 2
-    elif recorded_start is not None:
-        start = recorded_start
-    else:
-        start, note = importer.default_start(args.file, data)
-        if note:
-            say(note)
-    run_id = args.run_id or rundir.new_run_id(start)
-    model, samples = replay.replay_output(data, run_id, start)
-    counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
+    # Read every file first: nothing is written unless all of them can be.
+    files: list[tuple[str, bytes, list[replay.ReadRun], list[tuple[int, str]]]] = []
+    reports: list[dict[str, object]] = []
+    code = 0
+    for path in args.file:
+        try:
+            data, recorded_start = importer.read_source(path)
+        except OSError as e:
+            say(f"cannot read {path}: {e.strerror or e}")
+            return 2
+        start = start_arg if start_arg is not None else recorded_start
+        if start is None:
+            start, note = importer.default_start(path, data)
+            if note:
+                say(f"{path}: {note}")
+        runs_found, _ = replay.read_saved(data)
+        if args.run_id and len(runs_found) > 1:
+            say(f"{path} holds {len(runs_found)} runs: --run-id names one run (each run gets its own id)")
+            return 2
+
+        def name(k: int, run_start: float | None) -> str:
+            return args.run_id or rundir.new_run_id(run_start)
+
+        reads, set_aside = replay.replay_saved(data, name, start)
+        report = {"file": path, "runs": [importer.run_report(r, len(r.samples)) for r in reads],
+                  "set_aside": [{"line": n, "reason": why} for n, why in set_aside]}
+        reports.append(report)
+        if not reads or all(r.read_nothing for r in reads):
+            say(f"{path}: nothing read: {importer.EXPECTED}")
+            report["error"] = "nothing read"
+            code = 1
+            continue
+        for r in reads:
+            what = (f"{path}: run {r.index} of {len(reads)}, lines {r.first_line}-{r.last_line}" if len(reads) > 1
+                    else f"{path}")
+            counts = f"{r.model.progress_lines} progress lines, {len(r.samples)} samples"
+            if "tps" in r.model.summary:
+                counts += f", summary tps {r.model.summary['tps']}"
+            say(f"{what}: run {r.run_id}: {counts}, {len(r.unread)} lines not read"
+                + (f": {importer.short_unread(r)}" if r.unread else ""))
+            if r.placed_after_previous:
+                say(f"{path}: run {r.index} placed right after run {r.index - 1} ends, at {importer.when(r.start_epoch)}: "
+                    "the file gives no start of its own")
+            if args.verbose:
+                for number, reason, text in r.unread:
+                    say(f"  line {number}: {reason}: {text}")
+        if args.verbose:
+            for number, reason in set_aside:
+                say(f"  line {number} set aside: {reason}")
+        if args.strict and any(r.unread for r in reads):
+            say(f"{path}: --strict: {sum(len(r.unread) for r in reads)} lines not read")
+            report["error"] = "partial read"
+            code = 1
+            continue
+        files.append((path, data, reads, set_aside))
+    if args.json:
+        print(json.dumps({"files": reports}, indent=2, default=str), file=ctx.stdout)
+    if args.list or code:
+        if code and not args.list:
+            say("nothing written")
+        return code
     if args.openmetrics:
+        samples = [s for _, _, reads, _ in files for r in reads for s in r.samples]
         write_openmetrics(samples, ctx.stdout, types={k: v[0] for k, v in replay.run_metrics().items()},
                           help={k: v[1] for k, v in replay.run_metrics().items()})
-        say(f"run {run_id}: {counts}")
         return 0
     stack = ctx.stack
     try:
-        RemoteWriter(stack.cfg.remote_write_url).send(samples + model.end_markers())
+        RemoteWriter(stack.cfg.remote_write_url).send(
+            [s for _, _, reads, _ in files for r in reads for s in r.samples + r.model.end_markers()])
     except (RemoteWriteError, OSError) as e:
         say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? benchwatch up)")
         return 1
-    run = importer.save_import(stack.cfg.runs_dir, run_id, args.file, data, start, model)
-    say(f"imported run {run_id}: {counts}; saved in {run.path}")
-    print(run_id, file=ctx.stdout)
+    for path, data, reads, _ in files:
+        for r in reads:
+            chunk = data if len(reads) == 1 else importer.run_lines(data, r)
+            run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model)
+            say(f"imported run {r.run_id}; saved in {run.path}")
+            if not args.json:
+                print(r.run_id, file=ctx.stdout)
     return 0

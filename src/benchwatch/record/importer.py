@@ -41,7 +41,7 @@ def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:
     if length is None:
         return None, None
     start = os.path.getmtime(path) - length
-    return start, f"no --start given: assuming the run ended when the file was last modified ({dt.datetime.fromtimestamp(start, dt.UTC).isoformat()} start)"
+    return start, f"no --start given: assuming the (last) run ended when the file was last modified ({dt.datetime.fromtimestamp(start, dt.UTC).isoformat()} start)"
 
 
 def save_import(runs_dir: str, run_id: str, source: str, data: bytes, start_epoch: float | None,
@@ -56,3 +56,50 @@ def save_import(runs_dir: str, run_id: str, source: str, data: bytes, start_epoc
         "summary": {k: v for k, v in model.summary.items()}, "output": "output.log",
     })
     return run
+
+
+# -- what an import read, for the terminal and --json -------------------------------------------
+
+def when(epoch: float) -> str:
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat().replace("+00:00", "Z")
+
+
+def run_lines(data: bytes, run: replay.ReadRun) -> bytes:
+    """The bytes of a run's own lines of a saved output (what its run directory keeps)."""
+    lines = data.split(b"\n")
+    chunk = b"\n".join(lines[run.first_line - 1:run.last_line])
+    return chunk + b"\n" if chunk and not chunk.endswith(b"\n") else chunk
+
+
+def run_report(run: replay.ReadRun, samples: int) -> dict[str, object]:
+    """One run of an import as --json reports it."""
+    summary = run.model.summary
+    return {
+        "run": run.index, "run_id": run.run_id, "tool": run.model.tool,
+        "lines": [run.first_line, run.last_line],
+        "start": when(run.start_epoch), "end": when(run.end_epoch),
+        "placed_after_previous_run": run.placed_after_previous,
+        "progress_lines": run.model.progress_lines, "samples": samples,
+        "summary": {k: summary[k] for k in ("tps", "latency_avg_s", "transactions", "transactions_processed",
+                                             "duration_s", "total_time_s") if k in summary},
+        "labels": {k: v for k, v in run.model.info_labels.items() if k != "mode"},
+        "read_nothing": run.read_nothing,
+        "unread": [{"line": n, "reason": why, "text": text} for n, why, text in run.unread],
+    }
+
+
+def short_unread(run: replay.ReadRun, limit: int = 8) -> str:
+    """'lines 1, 2, 3 (not a line pgbench prints), ...' for the terminal."""
+    by_reason: dict[str, list[int]] = {}
+    for number, reason, _ in run.unread:
+        by_reason.setdefault(reason, []).append(number)
+    parts = []
+    for reason, numbers in by_reason.items():
+        shown = ", ".join(str(n) for n in numbers[:limit]) + (f" and {len(numbers) - limit} more" if len(numbers) > limit else "")
+        parts.append(f"line{'s' if len(numbers) > 1 else ''} {shown} ({reason})")
+    return "; ".join(parts)
+
+
+EXPECTED = ("expected pgbench output (progress lines like 'progress: 5.0 s, 1185.2 tps, lat 13.498 ms stddev 2.124', "
+            "or a summary with 'tps = …') or sysbench output ('[ 10s ] thds: …' / '[  10s] threads: …' lines, "
+            "or a summary with 'transactions: N (X per sec.)')")
