@@ -247,7 +247,8 @@ def replay_saved(data: bytes, run_ids: Callable[[int, float | None], str], start
         read = replay_run(run, k, run_ids(k, start), start, extra_labels=extra_labels)
         read.placed_after_previous = k > 1 and not _absolute(run)
         out.append(read)
-        start = read.end_epoch
+        # Right after it: its end, and after its last sample (written 1 ms after a line at the end itself).
+        start = max(read.end_epoch, ((read.model.last_ts_ms or 0) + 1) / 1000.0)
     return out, set_aside
 
 
