@@ -21,6 +21,9 @@ FILES = corpus_files()  # raises when the corpus is missing: a failure of the ru
 
 # The corpus's own runs that hold nothing to import (SOURCES.md: "Run that never starts").
 NOTHING_TO_READ = {"008"}
+# Lines no tool printed, reported as not read (018: the tuning harness's own lines); every other line is read.
+NOT_READ = {"018": [1, 2, 3, 4, 24, 25]}
+_ABORT = re.compile(r"[Cc]lient \d+ (?:script \d+ )?aborted")
 
 _PG_PROGRESS = re.compile(r"progress: (\d+\.\d) s, (\d+\.\d) tps")
 _SB_PROGRESS = re.compile(r"^\s*\[ *(\d+(?:\.\d+)?)s ?\] (?:thds|threads): \d+,? tps: (\d+\.\d+)")
@@ -103,6 +106,9 @@ def test_corpus_file_imports_exactly(path):
     for number, value in lat:
         assert last(run_of(number), "benchmark_result_latency_seconds") == pytest.approx(value), number
     assert sum(1 for r in reads if last(r, "benchmark_result_tps") is not None) == len(tps)
+    assert [n for r in reads for n, _, _ in r.unread] == NOT_READ.get(_number(path), [])
+    aborts = sum(1 for line in data.decode("utf-8", "replace").split("\n") if _ABORT.search(line))
+    assert sum(last(r, "benchmark_aborted_clients_total") or 0 for r in reads) == aborts
     for number, value, statement in rows:
         assert last(run_of(number), "pgbench_statement_latency_seconds", statement=statement) == pytest.approx(value), number
 

@@ -395,6 +395,11 @@ _INIT_RE = re.compile(
     r"|\d+ of \d+ tuples \(\d+%\) (?:done|of pgbench_accounts done).*)"
 )
 
+# A client abort whose prefix other threads' writes cut into (pgbench writes each message in pieces).
+_GARBLED_ABORT_RE = re.compile(r"\s*(?:pgbench: ?|error: ?)+(?<![^ :])([Cc]lient (\d+) (?:script \d+ )?aborted\b.*)")
+# Harmless lines around a run: libpq's password prompt, 9.3-9.6's note on -s with a built-in script.
+_HARMLESS_RE = re.compile(r"Password(?: for user \S+)?: ?|Scale option ignored, using \w+ table count = \d+")
+
 _DETAIL_SEVERITIES = frozenset(("DETAIL", "HINT", "CONTEXT", "QUERY", "STATEMENT", "LOCATION"))
 _ERRORISH = (ClientAborted, ErrorLine, RunAborted)
 
@@ -529,6 +534,13 @@ class PgbenchOutputParser:
 
         if not text.strip():
             return [Ignored("blank")]
+
+        if "aborted" in text:
+            m = _GARBLED_ABORT_RE.match(text)
+            if m is not None:  # threads' writes interleaved: "pgbench: pgbench:pgbench: error: client 114 ... aborted"
+                return [ClientAborted(int(m.group(2)), m.group(1))]
+        if _HARMLESS_RE.fullmatch(text):
+            return [Ignored("notice")]
 
         first = text[0]
 
