@@ -73,7 +73,7 @@ def test_list_shows_the_runs_and_writes_nothing(capsys, tmp_path):
     code, out, err = main(capsys, "--list", "--start", START_TEXT, "--state-dir", str(tmp_path), path("011"))
     assert code == 0
     assert out == ""
-    assert err.count("lines not read") == 4
+    assert err.count("0 unparsed lines") == 4
     assert "run 2 placed right after run 1 ends, at 2016-01-06T10:05:00.0" in err
     assert not os.path.exists(tmp_path / "runs") or not os.listdir(tmp_path / "runs")
 

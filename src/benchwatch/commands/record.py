@@ -221,7 +221,7 @@ def cmd_import(ctx: Context) -> int:
             counts = f"{r.model.progress_lines} progress lines, {len(r.samples)} samples"
             if "tps" in r.model.summary:
                 counts += f", summary tps {r.model.summary['tps']}"
-            say(f"{what}: run {r.run_id}: {counts}, {len(r.unread)} lines not read"
+            say(f"{what}: run {r.run_id}: {counts}, {len(r.unread)} unparsed lines"
                 + (f": {importer.short_unread(r)}" if r.unread else ""))
             if r.placed_after_previous:
                 say(f"{path}: run {r.index} placed right after run {r.index - 1} ends, at {importer.when(r.start_epoch)}: "
