@@ -124,3 +124,11 @@ def test_json_reports_per_file_and_run(capsys):
     assert f017["set_aside"] == [{"line": 1, "reason": "an elision (lines left out where it was pasted)"}]
     assert f017["runs"][0]["summary"]["tps"] == pytest.approx(732.60582)
     assert f008["error"] == "nothing read"
+
+
+def test_without_start_the_last_run_ends_when_the_file_was_last_modified():
+    from benchwatch.record import importer
+
+    start, note = importer.default_start(path("018"), corpus("018"))
+    assert start == pytest.approx(os.path.getmtime(path("018")) - 720)  # run 1: 120 s, run 2: 600 s
+    assert note and "(last) run ended" in note

@@ -110,6 +110,7 @@ class SavedRun:
     generator: loadgens.LoadGenerator
     lines: list[bytes]
     numbers: list[int]
+    length_s: float | None = None   # its last progress time or its summary's duration, the longer; None: epochs
 
 
 @dataclass
@@ -146,8 +147,9 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
     progress line follows a summary, or where a header or summary fact already seen comes again (a new
     banner or header); the cut goes right after the last line the run before read."""
     parser = generator.output_model([], "split", None, {}).model.new_parser()
-    runs: list[tuple[int, int]] = []
+    runs: list[tuple[int, int, float | None]] = []
     begin = 0
+    length: float | None = 0.0
     last_read = -1             # index of the current run's last line that carried something
     seen: set[str] = set()
     has_progress = has_end = False
@@ -166,9 +168,9 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
                 if key in seen and (has_progress or has_end):
                     cut = True
         if cut and last_read >= begin:
-            runs.append((begin, last_read + 1))
+            runs.append((begin, last_read + 1, length))
             begin = last_read + 1
-            seen, has_progress, has_end, last_time = set(), False, False, None
+            seen, has_progress, has_end, last_time, length = set(), False, False, None, 0.0
             parser = generator.output_model([], "split", None, {}).model.new_parser()
             events = parser.feed(line)
         for event in events:
@@ -178,13 +180,18 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
             if kind == "Progress":
                 has_progress = True
                 last_time = getattr(event, "time_s", None)
+                if last_time is not None and length is not None:
+                    length = None if last_time > 1e8 else max(length, last_time)
             elif kind == "Summary":
                 key = str(getattr(event, "key", ""))
                 seen.add(key)
                 if key == "tps":
                     has_end = True
-    runs.append((begin, len(pasted.lines)))
-    return [SavedRun(generator, pasted.lines[a:b], pasted.numbers[a:b]) for a, b in runs if b > a]
+                value = getattr(event, "value", None)
+                if key in _DURATION_KEYS and isinstance(value, (int, float)) and 0 <= value < 1e8 and length is not None:
+                    length = max(length, float(value))
+    runs.append((begin, len(pasted.lines), length))
+    return [SavedRun(generator, pasted.lines[a:b], pasted.numbers[a:b], n) for a, b, n in runs if b > a]
 
 
 def read_saved(data: bytes) -> tuple[list[SavedRun], list[tuple[int, str]]]:
@@ -200,8 +207,12 @@ def _unread_reason(line: bytes, generator: loadgens.LoadGenerator) -> str:
     return f"not a line {generator.title} prints"
 
 
+# Summary facts that say how long a run took (pgbench -T, sysbench's total time).
+_DURATION_KEYS = ("duration_s", "total_time_s")
+
+
 def _duration(model: RunModel) -> float:
-    for key in ("duration_s", "total_time_s"):
+    for key in _DURATION_KEYS:
         value = model.summary.get(key)
         if isinstance(value, (int, float)) and 0 <= value < 1e8:  # a figure, not a corrupted line's
             return float(value)
@@ -264,10 +275,10 @@ def _absolute(run: SavedRun) -> bool:
 def saved_length(data: bytes) -> float | None:
     """How long the runs of a saved output took together (seconds; None when its progress lines carry epochs
     or it has no progress line and no duration): what places it when the file is all there is."""
-    reads, _ = replay_saved(data, lambda k, s: f"length-{k}", 0.0)
-    if not reads or any(_absolute(r) for r in read_saved(data)[0]):
+    runs, _ = read_saved(data)
+    if not runs or any(r.length_s is None for r in runs):
         return None
-    total = reads[-1].end_epoch
+    total = sum(r.length_s or 0.0 for r in runs)
     return total if total > 0 else None
 
 
