@@ -132,3 +132,24 @@ def test_without_start_the_last_run_ends_when_the_file_was_last_modified():
     start, note = importer.default_start(path("018"), corpus("018"))
     assert start == pytest.approx(os.path.getmtime(path("018")) - 720)  # run 1: 120 s, run 2: 600 s
     assert note and "(last) run ended" in note
+
+
+def test_each_run_is_saved_and_its_id_printed(capsys, tmp_path, monkeypatch):
+    from benchwatch.sink import remote_write
+
+    sent = []
+    monkeypatch.setattr(remote_write.RemoteWriter, "send", lambda self, samples: sent.extend(samples))
+    code, out, err = main(capsys, "--start", START_TEXT, "--state-dir", str(tmp_path), path("018"))
+    assert code == 0, err
+    ids = out.split()
+    assert len(ids) == 2 and ids == sorted(ids)
+    assert {dict(s.labels)["run_id"] for s in sent} == set(ids)
+    for run_id, (first, last) in zip(ids, [(1, 23), (24, 50)], strict=True):
+        meta = json.load(open(tmp_path / "runs" / run_id / "meta.json"))
+        with open(tmp_path / "runs" / run_id / "output.log", "rb") as f:
+            assert f.read() == b"".join(corpus("018").splitlines(keepends=True)[first - 1:last])
+        assert meta["mode"] == "import"
+    # A rebuilt run (snapshot) is the run import wrote.
+    rebuilt = replay.replay_run_dir(str(tmp_path / "runs" / ids[1]), meta)
+    assert [s for s in rebuilt if s.name == "benchmark_progress_tps"] == \
+        [s for s in sent if s.name == "benchmark_progress_tps" and dict(s.labels)["run_id"] == ids[1]]
