@@ -229,6 +229,9 @@ def cmd_import(ctx: Context) -> int:
             if args.verbose:
                 for number, reason, text in r.unread:
                     say(f"  line {number}: {reason}: {text}")
+        if set_aside and not args.verbose:
+            say(f"{path}: {len(set_aside)} lines read as a paste's, not the tool's (lines "
+                f"{', '.join(str(n) for n, _ in set_aside[:8])}{' …' if len(set_aside) > 8 else ''}: --verbose says why)")
         if args.verbose:
             for number, reason in set_aside:
                 say(f"  line {number} set aside: {reason}")
