@@ -227,11 +227,15 @@ def replay_run(run: SavedRun, index: int, run_id: str, start_epoch: float | None
     model = read.model
     samples: list[Sample] = []
     unread: list[tuple[int, str, str]] = []
+    # A run model that says why it could not use a line (a bad figure, e.g. nan tps) keeps (its line number,
+    # reason) in ``bad_lines``; that reason is the better one, our line number the file's.
+    told = getattr(model, "bad_lines", None)
     for number, line in zip(run.numbers, run.lines, strict=True):
-        before = model.unparsed_lines
+        before, said = model.unparsed_lines, len(told) if isinstance(told, list) else 0
         samples.extend(model.feed_line(line, None))
         if model.unparsed_lines != before:
-            unread.append((number, _unread_reason(line, run.generator), line.decode("utf-8", "replace")))
+            reason = told[-1][1] if isinstance(told, list) and len(told) > said else _unread_reason(line, run.generator)
+            unread.append((number, str(reason), line.decode("utf-8", "replace")))
     if model.start_epoch is None:
         model.start_epoch = start_epoch or 0.0
     last_time = read.last_progress_time
