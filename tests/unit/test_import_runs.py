@@ -107,7 +107,7 @@ def test_strict_refuses_a_partial_read_and_verbose_lists_the_lines(capsys):
     code, out, err = main(capsys, "--openmetrics", "--strict", "--verbose", "--start", START_TEXT, path("018"))
     assert code == 1
     assert out == ""
-    assert "line 3: not a line pgbench prints: VACUUM" in err
+    assert "benchwatch: line 3: not a line pgbench prints; not read: VACUUM" in err
     code, out, _ = main(capsys, "--openmetrics", "--strict", "--start", START_TEXT, path("015"))
     assert code == 0 and out.endswith("# EOF\n")
 

@@ -221,14 +221,16 @@ def cmd_import(ctx: Context) -> int:
             counts = f"{r.model.progress_lines} progress lines, {len(r.samples)} samples"
             if "tps" in r.model.summary:
                 counts += f", summary tps {r.model.summary['tps']}"
-            say(f"{what}: run {r.run_id}: {counts}, {len(r.unread)} unparsed lines"
-                + (f": {importer.short_unread(r)}" if r.unread else ""))
+            if args.verbose:
+                for number, reason, text in r.unread:
+                    say(f"line {number}: {reason}; not read: {text}")
+            else:
+                for note in importer.short_unread(r):
+                    say(note)
+            say(f"{what}: run {r.run_id}: {counts}, {len(r.unread)} unparsed lines")
             if r.placed_after_previous:
                 say(f"{path}: run {r.index} placed right after run {r.index - 1} ends, at {importer.when(r.start_epoch)}: "
                     "the file gives no start of its own")
-            if args.verbose:
-                for number, reason, text in r.unread:
-                    say(f"  line {number}: {reason}: {text}")
         if set_aside and not args.verbose:
             say(f"{path}: {len(set_aside)} lines read as a paste's, not the tool's (lines "
                 f"{', '.join(str(n) for n, _ in set_aside[:8])}{' …' if len(set_aside) > 8 else ''}: --verbose says why)")

@@ -10,6 +10,7 @@ run is sample for sample the run Prometheus had live.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -142,6 +143,17 @@ def _kind(event: object) -> str:
     return type(event).__name__
 
 
+# A progress time beyond this (seconds, elapsed or epoch: the year 2286) is a corrupted line's, not a clock's:
+# it neither starts a run nor ends one.
+_MAX_TIME_S = 1e10
+
+
+def _plausible(time_s: object) -> float | None:
+    if isinstance(time_s, (int, float)) and math.isfinite(time_s) and 0 <= time_s <= _MAX_TIME_S:
+        return float(time_s)
+    return None
+
+
 def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> list[SavedRun]:
     """A saved output cut into its runs. A new run begins where the elapsed time starts again, where a
     progress line follows a summary, or where a header or summary fact already seen comes again (a new
@@ -160,7 +172,7 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
         for event in events:
             kind = _kind(event)
             if kind == "Progress":
-                time_s = getattr(event, "time_s", None)
+                time_s = _plausible(getattr(event, "time_s", None))
                 if has_end or (last_time is not None and time_s is not None and time_s < last_time):
                     cut = True
             elif kind == "Summary":
@@ -179,9 +191,10 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
                 last_read = i
             if kind == "Progress":
                 has_progress = True
-                last_time = getattr(event, "time_s", None)
-                if last_time is not None and length is not None:
-                    length = None if last_time > 1e8 else max(length, last_time)
+                time_s = _plausible(getattr(event, "time_s", None))
+                last_time = time_s if time_s is not None else last_time
+                if time_s is not None and length is not None:
+                    length = None if time_s > 1e8 else max(length, time_s)
             elif kind == "Summary":
                 key = str(getattr(event, "key", ""))
                 seen.add(key)
@@ -234,7 +247,9 @@ def replay_run(run: SavedRun, index: int, run_id: str, start_epoch: float | None
         before, said = model.unparsed_lines, len(told) if isinstance(told, list) else 0
         samples.extend(model.feed_line(line, None))
         if model.unparsed_lines != before:
-            reason = told[-1][1] if isinstance(told, list) and len(told) > said else _unread_reason(line, run.generator)
+            reason = _unread_reason(line, run.generator)
+            if isinstance(told, list) and len(told) > said and told[-1][1] != "not understood":
+                reason = told[-1][1]
             unread.append((number, str(reason), line.decode("utf-8", "replace")))
     if model.start_epoch is None:
         model.start_epoch = start_epoch or 0.0
@@ -270,7 +285,7 @@ def replay_saved(data: bytes, run_ids: Callable[[int, float | None], str], start
 def _absolute(run: SavedRun) -> bool:
     last = None
     for line in run.lines:
-        t = run.generator.progress_elapsed(line)
+        t = _plausible(run.generator.progress_elapsed(line))
         if t is not None:
             last = t
     return last is not None and last > 1e8

@@ -88,16 +88,13 @@ def run_report(run: replay.ReadRun, samples: int) -> dict[str, object]:
     }
 
 
-def short_unread(run: replay.ReadRun, limit: int = 8) -> str:
-    """'lines 1, 2, 3 (not a line pgbench prints), ...' for the terminal."""
-    by_reason: dict[str, list[int]] = {}
-    for number, reason, _ in run.unread:
-        by_reason.setdefault(reason, []).append(number)
-    parts = []
-    for reason, numbers in by_reason.items():
-        shown = ", ".join(str(n) for n in numbers[:limit]) + (f" and {len(numbers) - limit} more" if len(numbers) > limit else "")
-        parts.append(f"line{'s' if len(numbers) > 1 else ''} {shown} ({reason})")
-    return "; ".join(parts)
+def short_unread(run: replay.ReadRun, limit: int = 5) -> list[str]:
+    """The lines of a run not read, in short for stderr: the first ``limit`` by number and reason."""
+    notes = [f"line {number}: {reason}; not read (kept in the raw output)" for number, reason, _ in run.unread[:limit]]
+    rest = len(run.unread) - len(notes)
+    if rest > 0:
+        notes.append(f"... and {rest} more line{'s' if rest > 1 else ''} not read (--verbose lists them)")
+    return notes
 
 
 EXPECTED = ("expected pgbench output (progress lines like 'progress: 5.0 s, 1185.2 tps, lat 13.498 ms stddev 2.124', "
