@@ -63,12 +63,28 @@ def sample(
     ``int`` (milliseconds since the Unix epoch, UTC).
     """
     if labels:
-        if "__name__" in labels:
-            raise ValueError("pass the metric name as `name`, not as a __name__ label")
-        pairs = tuple(sorted((str(k), str(v)) for k, v in labels.items() if v is not None and str(v) != ""))
+        key = tuple(labels.items())
+        try:
+            pairs = _PAIRS.get(key)
+        except TypeError:  # a value that cannot be hashed
+            pairs = None
+        if pairs is None:
+            if "__name__" in labels:
+                raise ValueError("pass the metric name as `name`, not as a __name__ label")
+            pairs = tuple(sorted((str(k), str(v)) for k, v in labels.items() if v is not None and str(v) != ""))
+            if all(type(k) is str and type(v) is str for k, v in key):  # 1 == True == 1.0, but not as labels
+                if len(_PAIRS) >= _PAIRS_KEPT:
+                    _PAIRS.clear()
+                _PAIRS[key] = pairs
     else:
         pairs = ()
     return Sample(name, pairs, float(value), int(timestamp_ms))
+
+
+# Label sets seen recently, as given -> normalised: a run writes the same few thousand again and again
+# (a 12-hour import builds 400,000 samples from them).
+_PAIRS: dict[tuple[tuple[str, object], ...], tuple[tuple[str, str], ...]] = {}  # only str keys and values
+_PAIRS_KEPT = 4096
 
 
 def validate_series(name: str, labels: Iterable[tuple[str, str]]) -> None:
