@@ -325,9 +325,14 @@ def test_snapshot_summary_has_the_dips_table():
     tables = {title: rows for title, _header, rows in summary.tables(s)}
     assert "checkpoint" in tables["Dips and their causes"][0][4]
     assert "## Dips and their causes" in summary.to_markdown(s)
+    assert s["dip_signals"]["absent"] == {} and "Signals the dips were not weighed on" not in tables
     # A summary saved before dips were explained still renders.
-    old = {k: v for k, v in s.items() if k != "dips"}
+    old = {k: v for k, v in s.items() if k not in ("dips", "dip_signals")}
     assert "Dips and their causes" not in {t for t, _h, _r in summary.tables(old)}
+    # A server without pg_stat_wal: the snapshot says which signal was absent and why.
+    s13 = summary.build(fixture_series(), {**meta, "server_version": "13.4"}, RUN_ID, window(meta))
+    tables = {title: rows for title, _header, rows in summary.tables(s13)}
+    assert tables["Signals the dips were not weighed on"] == [["wal_fpi", "pg_stat_wal needs PostgreSQL 14 (server 13.4)"]]
 
 
 def test_cli_explain_from_the_run_directory(tmp_path, capsys):
