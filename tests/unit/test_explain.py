@@ -433,3 +433,22 @@ def test_every_signal_is_the_neutral_ones_or_an_engines():
         assert set(e.explain_needs) <= set(e.explain_signals), e
         assert e.up_metric in e.explain_selectors if "target_down" in e.explain_signals else True, e
         assert set(e.explain_selectors) <= set(causes.selectors())
+
+
+def test_compare_says_which_signals_a_runs_dips_were_not_weighed_on(monkeypatch):
+    from types import SimpleNamespace
+
+    from benchwatch.share import compare
+    from benchwatch.share.collect import window
+
+    meta = rundir.RunDir(RUN_DIR).read_meta()
+    runs = []
+    for version in ("15.18", "13.4"):
+        m = {**meta, "server_version": version}
+        runs.append(SimpleNamespace(run_id=RUN_ID, meta=m, summary=summary.build(fixture_series(), m, RUN_ID, window(m))))
+    text = compare.compare_markdown(["pg15", "pg13"], runs, None, [])  # type: ignore[arg-type]
+    pg15, pg13 = (line for line in text.splitlines() if line.startswith("- **"))
+    assert "not weighed" not in pg15
+    assert "dips not weighed on wal_fpi (pg_stat_wal needs PostgreSQL 14 (server 13.4))" in pg13
+    monkeypatch.setattr(compare, "compare_model", lambda *_a: {"panels": []})  # the charts are not the point
+    assert "dips not weighed on wal_fpi" in compare.compare_page(["pg15", "pg13"], runs, None)  # type: ignore[arg-type]
