@@ -182,6 +182,11 @@ def test_the_report_says_which_signals_were_weighed():
     assert result["engine"] == "mysql"
     assert result["signals"] == {"weighed": ["client_stall", "clients_aborted", "disk", "innodb_flushing",
                                              "target_down"], "absent": {}}
+    # A run of an engine this benchwatch does not know: every signal, as before engines had their own.
+    down = gauge("mysql_up", {"target": "m"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
+    unknown = report.explain(run_with_dip() + [down], {**META, "engine": "oracle"}, "r")
+    assert unknown["engine"] is None and unknown["dips"][0]["cause"] == "target_down"
+    assert {"checkpoint", "innodb_flushing"} <= set(unknown["signals"]["weighed"])
     pg = report.explain(run_with_dip(), PG_META, "r")
     assert pg["engine"] == "postgresql" and pg["signals"]["absent"] == {}
     assert {"checkpoint", "wal_fpi", "autovacuum", "lock", "target_down"} <= set(pg["signals"]["weighed"])

@@ -139,7 +139,7 @@ class Context:
     # The signals weighed for this run (None: every one) and the series saying whether its server's
     # exporter reaches it (target_down; none: the signal reads nothing).
     weighed: frozenset[str] | None = None
-    up_metric: str = ""
+    up_metrics: tuple[str, ...] = ()
 
 
 class Signals:
@@ -154,9 +154,9 @@ class Signals:
         self.autovacuum = _sum_by_time(_clean(s) for s in _named(series, "pg_autovacuum_workers"))
         self.fpi = _sum_by_time(rates(s) for s in _named(series, "pg_stat_wal_wal_fpi"))
         self.disks = self._disks(series)
-        up = ctx.up_metric
-        self.down = {(s.labels.get("target") or s.labels.get("instance") or up): _clean(s)
-                     for s in _named(series, up)} if up else {}
+        # (target, the up series) -> its samples
+        self.down = {((s.labels.get("target") or s.labels.get("instance") or up), up): _clean(s)
+                     for up in ctx.up_metrics for s in _named(series, up)}
         self.gaps = self._line_gaps(series)
         self.aborts = self._aborts(series)
         self.innodb = {(s.labels.get("target") or s.labels.get("instance") or "mysql"): _clean(s)
@@ -273,10 +273,10 @@ class Signals:
             add("clients_aborted", end - max(lo, aborted[0][0]) + self.ctx.interval_s, min(1.0, n / max(clients, 1)),
                 f"{n:.0f} of {clients} clients aborted", aborted=n)
 
-        for target, tl in self.down.items():
+        for (target, up_series), tl in self.down.items():
             down = _active_seconds(tl, lambda v: v == 0, lo, end)
             if down:
-                add("target_down", down, 1.0, f"target {target} down ({self.ctx.up_metric} 0) for {down:.0f} s", target=target)
+                add("target_down", down, 1.0, f"target {target} down ({up_series} 0) for {down:.0f} s", target=target)
 
         if self.locks:
             # Sessions waiting on average, in the dip against the whole run (seconds without a

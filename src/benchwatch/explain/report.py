@@ -31,7 +31,13 @@ def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: flo
     engine, weighed, _absent = signals_of(meta)
     return causes.Context(run_id, interval, float(start), float(end),
                           clients=int(clients) if clients and str(clients).isdigit() else None, pgbench_major=major,
-                          weighed=frozenset(weighed), up_metric=engine.up_metric if engine else "")
+                          weighed=frozenset(weighed), up_metrics=_up_metrics(engine))
+
+
+def _up_metrics(engine: engines.Engine | None) -> tuple[str, ...]:
+    """The series target_down reads: the run's engine's, every engine's for an engine not known."""
+    found = [engine] if engine else engines.load_engines().values()
+    return tuple(dict.fromkeys(e.up_metric for e in found if e.up_metric))
 
 
 def run_engine(meta: Mapping[str, Any]) -> engines.Engine | None:
