@@ -110,3 +110,12 @@ def test_run_of_a_tool_that_cannot_drive_the_stacks_engine_says_so(tmp_path, cap
     assert code == 2
     assert err.startswith("benchwatch: ") and "MySQL/MariaDB" in err and "pgbench" in err, err
     assert not (tmp_path / "runs").exists()  # nothing was run
+
+
+def test_an_unknown_engine_from_the_environment_is_a_message_not_a_traceback(tmp_path, monkeypatch, capsys):
+    from benchwatch import cli
+
+    monkeypatch.setenv("BENCHWATCH_ENGINE", "oracle")
+    assert cli.main(["status", "--state-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("benchwatch: unknown engine 'oracle': use one of ") and "Traceback" not in err
