@@ -192,3 +192,13 @@ def test_run_series_are_read_under_their_old_names_too():
     tps = [t["expr"] for p in panels(load("pgbench-run.json")) if p["title"] == "TPS" for t in p["targets"]][0]
     assert '{__name__=~"benchmark_progress_tps|pgbench_progress_tps", run_id="$run_id"}' in tps
     assert "pgbench_run_info" in picker("pgbench-run.json")
+
+
+def test_run_pickers_select_the_engine_on_the_info_series_only():
+    """benchmark_run_start_timestamp_seconds carries run_id and tool, not the engine: a matcher on the engine
+    there would list no run on a tool's second engine (sysbench on PostgreSQL showed none)."""
+    for name in ("sysbench-postgresql.json", "sysbench-innodb.json", "pgbench-run.json"):
+        start_selector = re.search(r'last_over_time\((\{__name__=~"benchmark_run_start_timestamp_seconds[^}]*\})',
+                                   picker(name)).group(1)
+        assert "engine" not in start_selector, (name, start_selector)
+    assert 'benchmark_run_info|pgbench_run_info", tool="sysbench", engine="postgresql"}' in picker("sysbench-postgresql.json")

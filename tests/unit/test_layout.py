@@ -172,7 +172,7 @@ def test_the_exporter_daemon_imports_neither_the_share_layer_nor_the_dashboards(
 
 def test_down_does_not_import_the_demo():
     """benchwatch down stops the sharded demo's instances through benchwatch.stack.shards, not demo.py."""
-    found = _function_imports(os.path.join(PACKAGE_DIR, "cli.py"), "cmd_down")
+    found = _function_imports(os.path.join(PACKAGE_DIR, "commands", "lifecycle.py"), "cmd_down")
     assert "benchwatch.stack.shards" in found
     assert not {m for m in found if m == "benchwatch.demo" or m.startswith("benchwatch.demo.")}, found
     assert "demo" not in subpackage_graph()["stack"]

@@ -108,14 +108,17 @@ def runs_of(generator: loadgens.LoadGenerator, engine: engines.Engine | None = N
     labels = generator.run_picker_labels
     # Runs recorded before series carried a tool label are the default tool's.
     matchers = f'tool=~"{generator.name}|"' if generator.default else f'tool="{generator.name}"'
+    # The engine is a label of the run's info series only: the join below keeps the runs whose info has it.
+    info_matchers = matchers
     if engine is not None:
-        matchers += f', engine=~"{engine.name}|"' if engine.name == generator.engines[0] else f', engine="{engine.name}"'
+        info_matchers += (f', engine=~"{engine.name}|"' if engine.name == generator.engines[0]
+                          else f', engine="{engine.name}"')
     joined = ", ".join(f'"{x}"' for x in ("run_id", *labels))
     groups = "\\\\|".join(["([^|]*)"] * len(labels) + ["(.*)"])
     return ("label_replace(label_join("
             f"last_over_time({of_any_run('benchmark_run_start_timestamp_seconds', matchers)}[$__range]) "
             f"* on(run_id) group_left({', '.join(labels)}) "
-            f"last_over_time({of_any_run('benchmark_run_info', matchers)}[$__range]), "
+            f"last_over_time({of_any_run('benchmark_run_info', info_matchers)}[$__range]), "
             f'"display", "|", {joined}), '
             f'"display", "$1 — {generator.run_picker_format}", "display", "{groups}")')
 
