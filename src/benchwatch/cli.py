@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from benchwatch.commands import Context, load_commands, stack_options
+from benchwatch.engines import UnknownEngine
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,4 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         if c.passthrough:
             argv = _passthrough(argv, c.name)
     args = parser.parse_args(argv)
-    return args.func(Context(args))
+    try:
+        return args.func(Context(args))
+    except UnknownEngine as e:  # --engine is checked by argparse; BENCHWATCH_ENGINE and stack.json are not
+        print(f"benchwatch: {e} (from BENCHWATCH_ENGINE or the state directory's stack.json)", file=sys.stderr)
+        return 2

@@ -77,6 +77,14 @@ class Run:
         assert r.returncode == 0, r.stderr
         report = json.loads(r.stdout)
         assert report["run_id"] == self.run_id and report["source"] == "prometheus"
+        # pgbench on the stack's PostgreSQL: weighed on PostgreSQL's signals, never InnoDB's; wal_fpi
+        # absent exactly when meta.json says the server has no pg_stat_wal.
+        meta, signals = self.meta(), report["signals"]
+        assert meta["engine"] == report["engine"] == "postgresql", (meta, report)
+        assert {"checkpoint", "lock", "disk"} <= set(signals["weighed"]), signals
+        assert "innodb_flushing" not in signals["weighed"], signals
+        has_wal = (meta.get("capabilities") or {}).get("pg_stat_wal")
+        assert ("wal_fpi" in signals["absent"]) == (has_wal is False), (meta.get("capabilities"), signals)
         return report
 
     def kill(self) -> None:

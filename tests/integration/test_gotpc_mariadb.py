@@ -30,7 +30,7 @@ BUDGET_S = 180
 PREPARE_BUDGET_S = 100
 REPORT = re.compile(rb"^\[Current\] (\S+?) +- Takes\(s\): [0-9.]+, Count: (\d+),")
 USERS = "SELECT COUNT(*) FROM mysql.user WHERE User LIKE 'bw\\_gotpc\\_%'"
-_started = time.monotonic()
+_started: list[float] = []  # when this file's stack started (not its import: pytest imports every file first)
 
 
 def gotpc_binary() -> str:
@@ -44,6 +44,7 @@ def gotpc_binary() -> str:
 
 @pytest.fixture(scope="module")
 def stack():
+    _started.append(time.monotonic())
     gotpc_binary()
     for tool in ("mariadbd", "prometheus-mysqld-exporter"):
         require_tool(tool)
@@ -284,5 +285,5 @@ def test_ctrl_c_ends_the_run_cleanly_and_drops_the_user(stack, prepared):
     assert int(live.mariadb(USERS + ";")) == 0
 
 
-def test_the_file_keeps_its_time_budget():
-    assert time.monotonic() - _started < BUDGET_S, f"{time.monotonic() - _started:.0f} s"
+def test_the_file_keeps_its_time_budget(stack):
+    assert time.monotonic() - _started[0] < BUDGET_S, f"{time.monotonic() - _started[0]:.0f} s"

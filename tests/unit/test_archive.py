@@ -50,7 +50,7 @@ def wanted_selectors() -> list[str]:
                 out += promql.selectors(gq.expand(q.expr, variables, 60.0))
     for engine in engines.load_engines().values():
         out += engine.context_selectors
-    return out + list(causes.SELECTORS)
+    return out + causes.selectors()
 
 
 def test_the_archive_covers_every_query_of_a_rebuilt_snapshot():

@@ -111,6 +111,12 @@ def run_with_dip(zero_from: int = 10, zero_to: int = 15, seconds: int = 30) -> l
 
 
 META = {"clock_start_epoch": T0, "ended_at": T0 + 30, "progress_interval": 1.0}
+# sysbench on MariaDB, as run records it since meta.json says the engine.
+MYSQL_META = {**META, "tool": "sysbench", "engine": "mysql", "server_version": "10.11.6-MariaDB",
+              "capabilities": {"performance_schema": False}}
+PG_META = {**META, "tool": "pgbench", "engine": "postgresql", "server_version": "16.4",
+           "capabilities": {"pg_stat_wal": True, "pg_stat_io": True, "pg_stat_checkpointer": False,
+                            "pg_stat_io_wal": False, "pg_stat_statements": False}}
 
 
 def only_dip(series: list[Series], meta: dict | None = None) -> dict:
@@ -133,12 +139,98 @@ def test_innodb_flushing_pressure_during_the_dip_is_the_cause():
     # sysbench on InnoDB: the pressure series of prometheus/rules/mysql.yml, 1 through the dip.
     pressure = gauge("instance:mysql_innodb_flushing_pressure:bool", {"target": "mariadb-2"},
                      [(T0 + t, 1 if 9 <= t <= 16 else 0) for t in range(0, 30)])
-    d = only_dip(run_with_dip() + [pressure])
+    d = only_dip(run_with_dip() + [pressure], MYSQL_META)
     assert d["cause"] == "innodb_flushing" and "mariadb-2" in d["evidence"], d
     # Pressure elsewhere in the run is not this dip's cause.
     calm = gauge("instance:mysql_innodb_flushing_pressure:bool", {"target": "local"},
                  [(T0 + t, 1 if t >= 25 else 0) for t in range(0, 30)])
-    assert only_dip(run_with_dip() + [calm])["cause"] == report.NO_CAUSE
+    assert only_dip(run_with_dip() + [calm], MYSQL_META)["cause"] == report.NO_CAUSE
+
+
+# -- the run's engine decides which signals are weighed ------------------------------------------------
+
+def innodb_pressure(target: str = "mariadb-2") -> Series:
+    return gauge("instance:mysql_innodb_flushing_pressure:bool", {"target": target},
+                 [(T0 + t, 1 if 9 <= t <= 16 else 0) for t in range(0, 30)])
+
+
+def test_a_postgresql_run_is_not_blamed_on_innodb_of_another_target():
+    # One Prometheus watching a MariaDB target too: its flushing pressure overlaps the pgbench run's dip.
+    d = only_dip(run_with_dip() + [innodb_pressure()], PG_META)
+    assert d["cause"] == report.NO_CAUSE and d["candidates"] == [], d
+    # The run's own engine's signals still count beside it.
+    ckpt = checkpoint("immediate force wait", T0 + 8.5, T0 + 9.2)
+    d = only_dip(run_with_dip() + [innodb_pressure()] + ckpt, PG_META)
+    assert d["cause"] == "checkpoint" and {c["cause"] for c in d["candidates"]} == {"checkpoint"}, d
+
+
+def test_a_mysql_run_is_not_blamed_on_a_postgresql_checkpoint():
+    pg = (checkpoint("immediate force wait", T0 + 8.5, T0 + 9.2)
+          + [gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
+                   [(T0 + t, 2) for t in range(10, 16)]),
+             gauge("pg_up", {"target": "local"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])])
+    d = only_dip(run_with_dip() + pg, MYSQL_META)
+    assert d["cause"] == report.NO_CAUSE and d["candidates"] == [], d
+    # Its own target down is read from mysqld_exporter's mysql_up.
+    down = gauge("mysql_up", {"target": "mariadb-2"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
+    d = only_dip(run_with_dip() + pg + [down], MYSQL_META)
+    assert d["cause"] == "target_down" and "mariadb-2 down (mysql_up 0)" in d["evidence"], d
+
+
+def test_the_report_says_which_signals_were_weighed():
+    result = report.explain(run_with_dip(), MYSQL_META, "r")
+    assert result["engine"] == "mysql"
+    assert result["signals"] == {"weighed": ["client_stall", "clients_aborted", "disk", "innodb_flushing",
+                                             "target_down"], "absent": {}}
+    # A run of an engine this benchwatch does not know: every signal, as before engines had their own.
+    down = gauge("mysql_up", {"target": "m"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
+    unknown = report.explain(run_with_dip() + [down], {**META, "engine": "oracle"}, "r")
+    assert unknown["engine"] is None and unknown["dips"][0]["cause"] == "target_down"
+    assert {"checkpoint", "innodb_flushing"} <= set(unknown["signals"]["weighed"])
+    pg = report.explain(run_with_dip(), PG_META, "r")
+    assert pg["engine"] == "postgresql" and pg["signals"]["absent"] == {}
+    assert {"checkpoint", "wal_fpi", "autovacuum", "lock", "target_down"} <= set(pg["signals"]["weighed"])
+    assert "innodb_flushing" not in pg["signals"]["weighed"]
+    # Every key explain --json had before is still there.
+    assert {"run_id", "interval_s", "run_start", "dips", "lost_transactions", "method"} <= set(pg)
+    assert "signals weighed (postgresql): client_stall, clients_aborted, disk, checkpoint" in report.text_table(pg)
+
+
+def fpi_burst() -> list[Series]:
+    total, points = 0.0, []
+    for t in range(0, 31):
+        total += 5000 if 9 <= t <= 15 else 10
+        points.append((T0 + t, total))
+    return [gauge("pg_stat_wal_wal_fpi", {"target": "local"}, points)]
+
+
+@pytest.mark.parametrize("facts", [
+    {"server_version": "13.4"},  # recorded before capabilities were: from the version
+    {"server_version": "13.4", "capabilities": {"pg_stat_wal": False, "pg_stat_statements": False}},
+])
+def test_absent_signals_are_listed_with_the_reason(facts):
+    meta = {**META, "tool": "pgbench", "engine": "postgresql", **facts}
+    ckpt = checkpoint("time", T0 + 7, T0 + 8)
+    result = report.explain(run_with_dip() + ckpt + fpi_burst(), meta, "r")
+    assert result["signals"]["absent"] == {"wal_fpi": "pg_stat_wal needs PostgreSQL 14 (server 13.4)"}
+    assert "wal_fpi" not in result["signals"]["weighed"] and "checkpoint" in result["signals"]["weighed"]
+    (d,) = result["dips"]
+    assert "wal_fpi" not in {c["cause"] for c in d["candidates"]}, d
+    assert "absent: wal_fpi (pg_stat_wal needs PostgreSQL 14 (server 13.4))" in report.text_table(result)
+    # The same series on a server that has pg_stat_wal: weighed.
+    has = report.explain(run_with_dip() + ckpt + fpi_burst(), PG_META, "r")
+    assert "wal_fpi" in {c["cause"] for c in has["dips"][0]["candidates"]}
+
+
+@pytest.mark.parametrize(("meta", "signal", "engine"), [
+    ({**META, "pgbench_version": "15.18"}, "checkpoint", "postgresql"),  # pgbench, before meta.json had a tool
+    ({**META, "tool": "sysbench", "argv": ["sysbench", "oltp_read_write", "run"]}, "innodb_flushing", "mysql"),
+])
+def test_a_run_recorded_without_an_engine_explains_as_before(meta, signal, engine):
+    series = run_with_dip() + checkpoint("immediate force wait", T0 + 8.5, T0 + 9.2) + [innodb_pressure()]
+    result = report.explain(series, meta, "r")
+    assert result["engine"] == engine and result["signals"]["absent"] == {}
+    assert result["dips"][0]["cause"] == signal, result
 
 
 def test_routine_row_lock_waits_are_not_a_cause():
@@ -238,9 +330,14 @@ def test_snapshot_summary_has_the_dips_table():
     tables = {title: rows for title, _header, rows in summary.tables(s)}
     assert "checkpoint" in tables["Dips and their causes"][0][4]
     assert "## Dips and their causes" in summary.to_markdown(s)
+    assert s["dip_signals"]["absent"] == {} and "Signals the dips were not weighed on" not in tables
     # A summary saved before dips were explained still renders.
-    old = {k: v for k, v in s.items() if k != "dips"}
+    old = {k: v for k, v in s.items() if k not in ("dips", "dip_signals")}
     assert "Dips and their causes" not in {t for t, _h, _r in summary.tables(old)}
+    # A server without pg_stat_wal: the snapshot says which signal was absent and why.
+    s13 = summary.build(fixture_series(), {**meta, "server_version": "13.4"}, RUN_ID, window(meta))
+    tables = {title: rows for title, _header, rows in summary.tables(s13)}
+    assert tables["Signals the dips were not weighed on"] == [["wal_fpi", "pg_stat_wal needs PostgreSQL 14 (server 13.4)"]]
 
 
 def test_cli_explain_from_the_run_directory(tmp_path, capsys):
@@ -256,6 +353,7 @@ def test_cli_explain_from_the_run_directory(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["source"] == "raw" and len(out["dips"]) == 1
     assert out["dips"][0]["start"] == T0 + 2.0 and out["dips"][0]["cause"] == report.NO_CAUSE
+    assert out["engine"] == "postgresql" and "checkpoint" in out["signals"]["weighed"]
     assert cli.main(["explain", "--state-dir", str(tmp_path), "--source", "raw", run.run_id]) == 0
     assert "100% (deep, stall)" in capsys.readouterr().out
     assert cli.main(["explain", "--state-dir", str(tmp_path), "nope"]) == 2
@@ -327,3 +425,35 @@ def test_live_watcher_writes_the_leading_cause_then_the_finished_dip(tmp_path):
         assert any(s.name == "benchmark_dip_leading_cause_info" and is_stale_marker(s.value) for s in out), out
         assert not any(s.name == "benchmark_dip_info" and dict(s.labels)["cause"] == report.NO_CAUSE for s in out)
         assert "live" not in watcher.runs and "live" in watcher.done
+
+
+def test_every_signal_is_the_neutral_ones_or_an_engines():
+    """What an engine declares is what causes.py scores: no signal without a weight, none orphaned."""
+    from benchwatch import engines
+
+    declared = [s for e in engines.load_engines().values() for s in e.explain_signals]
+    assert set(causes.NEUTRAL) | set(declared) == set(causes.WEIGHTS)
+    assert not set(causes.NEUTRAL) & set(declared)
+    for e in engines.load_engines().values():
+        assert set(e.explain_needs) <= set(e.explain_signals), e
+        assert e.up_metric in e.explain_selectors if "target_down" in e.explain_signals else True, e
+        assert set(e.explain_selectors) <= set(causes.selectors())
+
+
+def test_compare_says_which_signals_a_runs_dips_were_not_weighed_on(monkeypatch):
+    from types import SimpleNamespace
+
+    from benchwatch.share import compare
+    from benchwatch.share.collect import window
+
+    meta = rundir.RunDir(RUN_DIR).read_meta()
+    runs = []
+    for version in ("15.18", "13.4"):
+        m = {**meta, "server_version": version}
+        runs.append(SimpleNamespace(run_id=RUN_ID, meta=m, summary=summary.build(fixture_series(), m, RUN_ID, window(m))))
+    text = compare.compare_markdown(["pg15", "pg13"], runs, None, [])  # type: ignore[arg-type]
+    pg15, pg13 = (line for line in text.splitlines() if line.startswith("- **"))
+    assert "not weighed" not in pg15
+    assert "dips not weighed on wal_fpi (pg_stat_wal needs PostgreSQL 14 (server 13.4))" in pg13
+    monkeypatch.setattr(compare, "compare_model", lambda *_a: {"panels": []})  # the charts are not the point
+    assert "dips not weighed on wal_fpi" in compare.compare_page(["pg15", "pg13"], runs, None)  # type: ignore[arg-type]

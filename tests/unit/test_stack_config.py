@@ -110,3 +110,29 @@ def test_run_of_a_tool_that_cannot_drive_the_stacks_engine_says_so(tmp_path, cap
     assert code == 2
     assert err.startswith("benchwatch: ") and "MySQL/MariaDB" in err and "pgbench" in err, err
     assert not (tmp_path / "runs").exists()  # nothing was run
+
+
+def test_an_unknown_engine_from_the_environment_is_a_message_not_a_traceback(tmp_path, monkeypatch, capsys):
+    from benchwatch import cli
+
+    monkeypatch.setenv("BENCHWATCH_ENGINE", "oracle")
+    assert cli.main(["status", "--state-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("benchwatch: unknown engine 'oracle': use one of ") and "Traceback" not in err
+
+
+def test_up_without_pg_dsn_on_a_stopped_stack_forgets_an_earlier_one(tmp_path):
+    """Like the engine, the existing server an earlier up watched is not sticky: up without --pg-dsn starts the
+    embedded server; with it (or while that stack still runs) the DSN is kept for run, psql and down."""
+    from benchwatch.stack.native import Stack
+
+    said: list[str] = []
+    stack = Stack(load_config(str(tmp_path), pg_dsn="host=db.example port=5432 dbname=bench", starting=True), out=said.append)
+    stack._choose_server(None)
+    assert Stack(load_config(str(tmp_path))).external_dsn() == "host=db.example port=5432 dbname=bench"
+    running = Stack(load_config(str(tmp_path), starting=True), out=said.append)
+    running._choose_server(running.engine)  # a stack still running stays as it is
+    assert Stack(load_config(str(tmp_path))).external_dsn() is not None and not said
+    Stack(load_config(str(tmp_path), starting=True), out=said.append)._choose_server(None)
+    assert Stack(load_config(str(tmp_path))).external_dsn() is None
+    assert said and "embedded" in said[0]

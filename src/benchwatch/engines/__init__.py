@@ -75,6 +75,29 @@ class Engine:
         facts describe_server gave: recorded ones first, else what its version and settings say."""
         return dict(facts.get("capabilities") or {})
 
+    # -- its part of `benchwatch explain` (benchwatch.explain.causes, docs/explain.md) ----------
+    # The causes of a TPS dip it brings, beside explain's engine-neutral ones (client_stall,
+    # clients_aborted, disk): explain weighs these for its runs and no other engine's.
+    explain_signals: ClassVar[tuple[str, ...]] = ()
+    # Signal -> the capability (a key of capabilities()) it needs of the server; a run whose server
+    # lacks it lists the signal as absent, with capability_missing()'s reason, instead of scoring nothing.
+    explain_needs: ClassVar[Mapping[str, str]] = {}
+    # The raw series its signals read (fetched from Prometheus for explain, kept in the archive).
+    explain_selectors: ClassVar[tuple[str, ...]] = ()
+    # 1 while its exporter reaches the server, 0 while not: the target_down signal.
+    up_metric: ClassVar[str] = ""
+
+    def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
+        """Why the server has no ``capability``, in a few words for explain's report."""
+        return f"{capability} is not available on the server"
+
+    def absent_signals(self, facts: Mapping[str, Any]) -> dict[str, str]:
+        """Its explain signals the server of a run (meta.json's facts) cannot give, each with the reason.
+        A capability that is not known (a run recorded without the server's version) counts as there."""
+        caps = self.capabilities(facts)
+        return {signal: self.capability_missing(need, facts) for signal in self.explain_signals
+                if (need := self.explain_needs.get(signal)) and caps.get(need) is False}
+
     # -- its part of the dashboards (benchwatch.grafana.dashboards) ----------------------------
     server_transactions_text: ClassVar[str] = "commits+rollbacks per second counted by the selected targets' servers"
     regions_text: ClassVar[str] = ""         # what the shaded regions over the TPS curve are

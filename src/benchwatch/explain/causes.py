@@ -11,6 +11,11 @@ score = weight x overlap x strength, each of overlap and strength in 0..1:
 
 Candidates below MIN_SCORE are left out; a dip whose best candidate is
 below it has "no cause found". docs/explain.md lists every signal.
+
+Which signals are weighed is the run's: the engine-neutral ones (NEUTRAL) and
+those its engine brings (``Engine.explain_signals``), less those its server
+cannot give (``Engine.absent_signals``): a PostgreSQL run is not blamed on an
+InnoDB region of another target, nor a MySQL run on a PostgreSQL checkpoint.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from benchwatch import engines
 from benchwatch.model import names
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
@@ -38,20 +44,29 @@ WEIGHTS = {
     "autovacuum": 0.6, "disk": 0.8, "wal_fpi": 0.5, "innodb_flushing": 1.0,
 }
 
-# Series the signals read (raw, as stored), for fetching from Prometheus and saving with a run.
-SELECTORS = [
-    "pg_checkpoint_in_progress", "pg_checkpoint_info",
-    "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up",
+# The signals of every run, whatever its engine: the client's and the host's.
+NEUTRAL = ("client_stall", "clients_aborted", "disk")
+
+# Series the neutral signals read (raw, as stored), for fetching from Prometheus and saving with a run;
+# each engine's are its Engine.explain_selectors.
+NEUTRAL_SELECTORS = (
     "node_disk_io_time_seconds_total", "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total",
     "node_disk_reads_completed_total", "node_disk_writes_completed_total", "node_disk_written_bytes_total",
-    # sysbench on InnoDB (prometheus/rules/mysql.yml, docs/innodb.md): 1 while InnoDB must flush harder.
-    "instance:mysql_innodb_flushing_pressure:bool",
-]
+)
+
+
+def selectors() -> list[str]:
+    """Series every signal reads: the neutral ones' and every engine's (the run's engine is not known
+    before its meta.json is read, and the fetch is one query either way)."""
+    out = list(NEUTRAL_SELECTORS)
+    for engine in engines.load_engines().values():
+        out += [s for s in engine.explain_selectors if s not in out]
+    return out
 
 
 def run_selectors(run_id: str) -> list[str]:
-    """Everything explaining a run reads: its own pgbench_* series and the signals."""
-    return [names.run_selector(run_id), *SELECTORS]
+    """Everything explaining a run reads: its own benchmark_* series and the signals."""
+    return [names.run_selector(run_id), *selectors()]
 
 
 @dataclass
@@ -121,6 +136,10 @@ class Context:
     run_end: float
     clients: int | None = None
     pgbench_major: int | None = None
+    # The signals weighed for this run (None: every one) and the series saying whether its server's
+    # exporter reaches it (target_down; none: the signal reads nothing).
+    weighed: frozenset[str] | None = None
+    up_metrics: tuple[str, ...] = ()
 
 
 class Signals:
@@ -135,8 +154,9 @@ class Signals:
         self.autovacuum = _sum_by_time(_clean(s) for s in _named(series, "pg_autovacuum_workers"))
         self.fpi = _sum_by_time(rates(s) for s in _named(series, "pg_stat_wal_wal_fpi"))
         self.disks = self._disks(series)
-        self.down = {(s.labels.get("target") or s.labels.get("instance") or "postgres"): _clean(s)
-                     for s in _named(series, "pg_up")}
+        # (target, the up series) -> its samples
+        self.down = {((s.labels.get("target") or s.labels.get("instance") or up), up): _clean(s)
+                     for up in ctx.up_metrics for s in _named(series, up)}
         self.gaps = self._line_gaps(series)
         self.aborts = self._aborts(series)
         self.innodb = {(s.labels.get("target") or s.labels.get("instance") or "mysql"): _clean(s)
@@ -230,6 +250,8 @@ class Signals:
         found: list[Candidate] = []
 
         def add(cause: str, active_s: float, strength: float, evidence: str, **details) -> None:
+            if self.ctx.weighed is not None and cause not in self.ctx.weighed:
+                return  # another engine's signal (a target of another engine in the same Prometheus)
             overlap = min(1.0, active_s / length)
             score = WEIGHTS[cause] * overlap * strength
             if score > 0:
@@ -251,10 +273,10 @@ class Signals:
             add("clients_aborted", end - max(lo, aborted[0][0]) + self.ctx.interval_s, min(1.0, n / max(clients, 1)),
                 f"{n:.0f} of {clients} clients aborted", aborted=n)
 
-        for target, tl in self.down.items():
+        for (target, up_series), tl in self.down.items():
             down = _active_seconds(tl, lambda v: v == 0, lo, end)
             if down:
-                add("target_down", down, 1.0, f"target {target} down (pg_up 0) for {down:.0f} s", target=target)
+                add("target_down", down, 1.0, f"target {target} down ({up_series} 0) for {down:.0f} s", target=target)
 
         if self.locks:
             # Sessions waiting on average, in the dip against the whole run (seconds without a

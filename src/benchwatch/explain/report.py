@@ -7,7 +7,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from benchwatch import engines
 from benchwatch.explain import causes, dips
+from benchwatch.model import replay
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import prefer_pushed
 from benchwatch.query.series import Series
@@ -26,8 +28,36 @@ def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: flo
     major = None
     if m:
         major = int(m.group(1)) if int(m.group(1)) >= 10 else 9  # 9.4, 9.6: older than 10 is all that matters
+    engine, weighed, _absent = signals_of(meta)
     return causes.Context(run_id, interval, float(start), float(end),
-                          clients=int(clients) if clients and str(clients).isdigit() else None, pgbench_major=major)
+                          clients=int(clients) if clients and str(clients).isdigit() else None, pgbench_major=major,
+                          weighed=frozenset(weighed), up_metrics=_up_metrics(engine))
+
+
+def _up_metrics(engine: engines.Engine | None) -> tuple[str, ...]:
+    """The series target_down reads: the run's engine's, every engine's for an engine not known."""
+    found = [engine] if engine else engines.load_engines().values()
+    return tuple(dict.fromkeys(e.up_metric for e in found if e.up_metric))
+
+
+def run_engine(meta: Mapping[str, Any]) -> engines.Engine | None:
+    """The engine a run drove (meta.json's "engine"; runs recorded before it, their tool's); None if unknown."""
+    try:
+        return engines.get(replay.run_engine(meta))
+    except engines.UnknownEngine:
+        return None
+
+
+def signals_of(meta: Mapping[str, Any]) -> tuple[engines.Engine | None, list[str], dict[str, str]]:
+    """(engine, the signals weighed for a run, {signal: why absent}): the neutral ones and its engine's,
+    less those its server cannot give (meta.json's capabilities, else its version). A run of an engine
+    this benchwatch does not know gets every engine's signals, as before engines had their own."""
+    engine = run_engine(meta)
+    if engine is None:
+        known = [s for e in engines.load_engines().values() for s in e.explain_signals]
+        return None, [*causes.NEUTRAL, *dict.fromkeys(known)], {}
+    absent = engine.absent_signals(meta)
+    return engine, [*causes.NEUTRAL, *(s for s in engine.explain_signals if s not in absent)], absent
 
 
 def _last(series: list[Series], name: str, run_id: str) -> float | None:
@@ -51,8 +81,10 @@ def _first_tps(series: list[Series], run_id: str) -> float | None:
 
 def explain(series: list[Series], meta: Mapping[str, Any], run_id: str, *, ongoing: bool = False,
             now: float | None = None) -> dict:
-    """{"run_id", "dips": [dip + "cause", "evidence", "candidates"], "no_cause": n}; JSON-ready."""
+    """{"run_id", "engine", "signals": {"weighed", "absent"}, "dips": [dip + "cause", "evidence", "candidates"],
+    ...}; JSON-ready."""
     ctx = context(meta, series, run_id, now)
+    engine, weighed, absent = signals_of(meta)
     found = dips.detect(tps_samples(series, run_id), ctx.interval_s, ongoing=ongoing)
     signals = causes.Signals(series, ctx) if found else None
     out = []
@@ -64,7 +96,8 @@ def explain(series: list[Series], meta: Mapping[str, Any], run_id: str, *, ongoi
                     "candidates": [c.to_json() for c in ranked]})
     return {"run_id": run_id, "interval_s": ctx.interval_s, "run_start": ctx.run_start, "dips": out,
             "lost_transactions": round(sum(d["lost_transactions"] for d in out), 1),
-            "method": "docs/explain.md"}
+            "method": "docs/explain.md", "engine": engine.name if engine else None,
+            "signals": {"weighed": weighed, "absent": absent}}
 
 
 # -- presentation -----------------------------------------------------------------------------------
@@ -92,13 +125,27 @@ def rows(report: dict) -> list[list[str]]:
 HEADER = ["dip", "when", "depth", "lost tx", "most likely cause (evidence)", "other candidates"]
 
 
+def signals_line(report: dict) -> str:
+    """One line: which signals were weighed, and which were absent and why ("" for a report without them)."""
+    sig = report.get("signals")
+    if not sig:
+        return ""
+    line = "signals weighed" + (f" ({report['engine']})" if report.get("engine") else "") + ": "
+    line += ", ".join(sig.get("weighed") or []) or "none"
+    absent = sig.get("absent") or {}
+    if absent:
+        line += "; absent: " + "; ".join(f"{s} ({why})" for s, why in absent.items())
+    return line + "\n"
+
+
 def text_table(report: dict) -> str:
     if not report["dips"]:
-        return f"run {report['run_id']}: no TPS dip (nothing below {dips.MILD * 100:.0f}% of the steady level)\n"
+        return (f"run {report['run_id']}: no TPS dip (nothing below {dips.MILD * 100:.0f}% of the steady level)\n"
+                + signals_line(report))
     table = [HEADER] + rows(report)
     widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
     lost = report["lost_transactions"]
     lines.append(f"{len(report['dips'])} dip(s), {lost:,.0f} transactions lost against the steady level "
                  f"(method: docs/explain.md)")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + signals_line(report)

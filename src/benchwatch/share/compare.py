@@ -321,6 +321,13 @@ def targets_text(c: Collected) -> str:
     return ", ".join(sm.watched_targets(c.meta))
 
 
+def absent_text(c: Collected) -> str:
+    """The explain signals a run's dips could not be weighed on, and why ("" when none): a dip with
+    "no cause found" on a server without pg_stat_wal is not the same finding as on one with it."""
+    absent = (c.summary.get("dip_signals") or {}).get("absent") or {}
+    return "dips not weighed on " + "; ".join(f"{k} ({v})" for k, v in absent.items()) if absent else ""
+
+
 def _what(collected: list[Collected]) -> str:
     """"pgbench runs", "sysbench runs", or "runs" when the tools differ."""
     tools = _generators([c.summary for c in collected])
@@ -334,7 +341,8 @@ def compare_markdown(names: list[str], collected: list[Collected], sw: dict | No
         facts = " · ".join(x for x in [f"`{r['args']}`" if r.get("args") else None,
                                        f"server {r['server_version']}" if r.get("server_version") else None,
                                        sm.fmt_time(r.get("start"), True) if r.get("start") else None,
-                                       f"targets {targets_text(c)}" if targets_text(c) else None] if x)
+                                       f"targets {targets_text(c)}" if targets_text(c) else None,
+                                       absent_text(c) or None] if x)
         parts.append(f"- **{n}**" + (f" ({c.run_id})" if n != c.run_id else "") + f": {facts}")
     parts.append("")
     for p in pictures:
@@ -357,7 +365,8 @@ def compare_page(names: list[str], collected: list[Collected], sw: dict | None) 
                       + (f": <code>{htmlmod.escape(r['args'])}</code>" if r.get("args") else "")
                       + (f" · server {htmlmod.escape(str(r['server_version']))}" if r.get("server_version") else "")
                       + f" · {htmlmod.escape(sm.fmt_time(r.get('start'), True))}"
-                      + (f" · targets {htmlmod.escape(targets_text(c))}" if targets_text(c) else "") + "</li>")
+                      + (f" · targets {htmlmod.escape(targets_text(c))}" if targets_text(c) else "")
+                      + (f" · {htmlmod.escape(absent_text(c))}" if absent_text(c) else "") + "</li>")
     header.append("</ul>")
     tables = [("Summary (change relative to the first run)", *side_by_side(names, [c.summary for c in collected]))]
     if sw and sw["values"]:

@@ -297,7 +297,7 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
                     "avg_source": f"{generator.title} summary" if latency_avg is not None
                     else ("progress lines, weighted by TPS" if progress_lat is not None else None),
                     **latency_percentiles(series, run_id)},
-        "dips": explain_report.explain(series, {**meta, "progress_interval": interval}, run_id)["dips"],
+        **_dips(series, {**meta, "progress_interval": interval}, run_id),
         "host": host_from(series, host_extra),
     }
     merged(summary, generator.summary_figures(ctx))
@@ -375,8 +375,17 @@ def tables(s: dict) -> list[Table]:
         out.append(("Dips and their causes", explain_report.HEADER,
                     explain_report.rows({"dips": s["dips"], "run_start": s["run"].get("start")})
                     or [["no TPS dip below 80% of the steady level"] + [""] * (len(explain_report.HEADER) - 1)]))
+    absent = (s.get("dip_signals") or {}).get("absent") or {}
+    if absent:  # what the dips could not be blamed on: the server lacked what the signal reads
+        out.append(("Signals the dips were not weighed on", ["signal", "why"], [[k, v] for k, v in absent.items()]))
     out += engine.settings_tables(s)
     return out
+
+
+def _dips(series: list[Series], meta: dict, run_id: str) -> dict:
+    """The summary's "dips" (explain's, each with its cause) and "dip_signals" (weighed and absent)."""
+    result = explain_report.explain(series, meta, run_id)
+    return {"dips": result["dips"], "dip_signals": result["signals"]}
 
 
 def header_lines(s: dict) -> list[str]:

@@ -236,6 +236,20 @@ class Stack(ProcessManager):
         except FileNotFoundError:
             return None
 
+    def _choose_server(self, running: Engine | None) -> None:
+        """The server up watches: --pg-dsn (or BENCHWATCH_PG_DSN) when given, kept for the commands after up;
+        without it, a stopped stack starts the embedded one, whatever an earlier up watched (as with the
+        engine: the README's commands do what it says whatever ran before); a running one stays as it is."""
+        if self.cfg.pg_dsn:
+            self.write_secret("pg_dsn", self.cfg.pg_dsn)
+        elif running is None:
+            try:
+                os.unlink(self.path("secrets", "pg_dsn"))
+                self.out("an earlier up watched an existing PostgreSQL (--pg-dsn); without --pg-dsn this one starts "
+                         "the embedded server")
+            except FileNotFoundError:
+                pass
+
     def write_secret(self, name: str, value: str) -> None:
         os.makedirs(self.path("secrets"), mode=0o700, exist_ok=True)
         fd = os.open(self.path("secrets", name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -291,8 +305,7 @@ class Stack(ProcessManager):
         if os.geteuid() == 0:
             os.chmod(self.cfg.state_dir, 0o755)  # the postgres user must reach pg/
         os.makedirs(self.path("runs"), exist_ok=True)
-        if self.cfg.pg_dsn:
-            self.write_secret("pg_dsn", self.cfg.pg_dsn)
+        self._choose_server(running)
         self.cfg.save()
         self.start_all()
         return self.status()

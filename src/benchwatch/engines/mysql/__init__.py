@@ -44,6 +44,17 @@ class MySQL(Engine):
 
         return dict(facts.get("capabilities") or {}) or capabilities(facts.get("settings") or {})
 
+    # explain's signals (benchwatch.explain.causes): InnoDB's flushing pressure is its checkpoint
+    # (prometheus/rules/mysql.yml, docs/innodb.md); its lock waits are not read yet.
+    explain_signals = ("innodb_flushing", "target_down")
+    explain_selectors = ("instance:mysql_innodb_flushing_pressure:bool", "mysql_up")
+    up_metric = "mysql_up"
+
+    def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
+        if capability == "performance_schema":
+            return "performance_schema is off on the server"
+        return super().capability_missing(capability, facts)
+
     def server_transactions_expr(self) -> str:
         from benchwatch.engines.mysql import dashboard
 
@@ -70,6 +81,7 @@ class MySQL(Engine):
     archived_selectors = (
         '{__name__=~"instance:mysql_.*"}',  # its recording rules (prometheus/rules/mysql.yml)
         '{__name__=~"mysql_global_status_innodb_checkpoint_(age|max_age)"}',
+        "mysql_up",  # explain's target_down
         *context_selectors,
     )
 

@@ -51,6 +51,18 @@ class PostgreSQL(Engine):
         found.pop("pg_stat_statements", None)  # runs recorded before did not say what was preloaded
         return found
 
+    # explain's signals (benchwatch.explain.causes): full-page images are read from pg_stat_wal.
+    explain_signals = ("checkpoint", "wal_fpi", "autovacuum", "lock", "target_down")
+    explain_needs: ClassVar[Mapping[str, str]] = {"wal_fpi": "pg_stat_wal"}
+    explain_selectors = ("pg_checkpoint_in_progress", "pg_checkpoint_info", "pg_stat_activity_waits_sessions",
+                         "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up")
+    up_metric = "pg_up"
+
+    def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
+        from benchwatch.engines.postgresql.settings import missing_reason
+
+        return missing_reason(capability, facts.get("server_version"))
+
     def server_transactions_expr(self) -> str:
         from benchwatch.engines.postgresql import dashboard
 

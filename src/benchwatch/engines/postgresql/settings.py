@@ -18,6 +18,15 @@ def major_version(version: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+# The major version each statistic came with.
+SINCE = {
+    "pg_stat_wal": 14,
+    "pg_stat_io": 16,
+    "pg_stat_checkpointer": 17,
+    "pg_stat_io_wal": 18,  # WAL I/O rows (object 'wal') in pg_stat_io
+}
+
+
 def capabilities(version: str | None, preload_libraries: str | None) -> dict[str, bool]:
     """Which statistics the server has, for meta.json: what explain and compare may expect of it.
     {} when the version is unknown (nothing to say, rather than "absent")."""
@@ -25,13 +34,17 @@ def capabilities(version: str | None, preload_libraries: str | None) -> dict[str
     if major is None:
         return {}
     loaded = {lib.strip().strip('"') for lib in (preload_libraries or "").split(",")}
-    return {
-        "pg_stat_wal": major >= 14,
-        "pg_stat_io": major >= 16,
-        "pg_stat_checkpointer": major >= 17,
-        "pg_stat_io_wal": major >= 18,  # WAL I/O rows (object 'wal') in pg_stat_io
-        "pg_stat_statements": "pg_stat_statements" in loaded,
-    }
+    return {**{cap: major >= since for cap, since in SINCE.items()},
+            "pg_stat_statements": "pg_stat_statements" in loaded}
+
+
+def missing_reason(capability: str, version: str | None) -> str:
+    """Why a server lacks a capability, for explain's report: "pg_stat_wal needs PostgreSQL 14 (server 13.4)"."""
+    if capability in SINCE:
+        return f"{capability} needs PostgreSQL {SINCE[capability]} (server {version or 'of unknown version'})"
+    if capability == "pg_stat_statements":
+        return "pg_stat_statements is not in shared_preload_libraries"
+    return f"{capability} is not available on the server"
 
 
 def _one(conn, sql: str) -> Any:
