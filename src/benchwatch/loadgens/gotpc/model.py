@@ -93,6 +93,7 @@ class GotpcRunModel(RunModel):
         self.reports = 0
         self._open: _Report | None = None
         self._line_arrival: float | None = None
+        self._bad_in_report = False  # a line of the open report was bad: its count goes out with the report
 
     def new_parser(self) -> gt.GotpcOutputParser:
         return gt.GotpcOutputParser()
@@ -108,12 +109,18 @@ class GotpcRunModel(RunModel):
 
     def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
         if isinstance(event, gt.Current):
-            return self._report_line(event.tick, arrival_epoch, current=event)
+            problem = (run.figure_problem("Count", float(event.count)) or run.figure_problem("TPM", event.tpm)
+                       or run.figure_problem("Takes(s)", event.takes_s, run.MAX_TIME_S))
+            if problem is None:
+                return self._report_line(event.tick, arrival_epoch, current=event)
+            return self._bad_report_line(problem, arrival_epoch)
         if isinstance(event, gt.WaitTime) and not event.summary and event.tick is not None:
             return self._report_line(event.tick, arrival_epoch, wait=event)
+        if isinstance(event, gt.Unparsed) and event.text.startswith(REPORT_PREFIX.decode()):
+            return self._bad_report_line(event.reason, arrival_epoch)
         out = self._close()
         if isinstance(event, gt.Unparsed):
-            out += self.unparsed(arrival_epoch)
+            out += self.unparsed(arrival_epoch, event.reason, text=event.text)
         elif isinstance(event, gt.Summary):
             self.results[event.op] = event
         elif isinstance(event, gt.TpmC):
@@ -156,8 +163,20 @@ class GotpcRunModel(RunModel):
             self._open.waits.append(wait)
         return out
 
+    def _bad_report_line(self, reason: str, arrival_epoch: float | None) -> list[Sample]:
+        """A report line that cannot be read costs its own figures only: the report it is part of is
+        not cut in two (which would place the rest one interval late), and carries its count; alone,
+        it is a sign of life at its arrival."""
+        if self._open is not None:
+            self.count_bad_line(reason)
+            self._bad_in_report = True
+            return []
+        arrival = self._line_arrival
+        return self.unparsed(arrival_epoch, reason, time_s=arrival, absolute=True if arrival is not None else None)
+
     def _close(self) -> list[Sample]:
         report, self._open = self._open, None
+        had_bad_line, self._bad_in_report = self._bad_in_report, False
         if report is None or (not report.current and not report.waits):
             return []
         interval = self._interval(report)
@@ -205,7 +224,8 @@ class GotpcRunModel(RunModel):
             out += [self._set("gotpc_errors_total", v, ts, {"txn": t}) for t, v in sorted(self.failed.items())]
             return out
 
-        return self.progress(at, True, None, tps, gauges=gauges, after=per_type)
+        return self.progress(at, True, None, tps, gauges=gauges, after=per_type,
+                             counters=((run.UNPARSED, 0.0),) if had_bad_line else ())
 
     def _interval(self, report: _Report) -> float:
         if not self.interval_s:

@@ -78,6 +78,7 @@ class PgbenchRunModel(RunModel):
     summary_gauges: ClassVar[Mapping[str, str]] = _SUMMARY_GAUGES
     ended_with_the_run = run.ENDED_WITH_THE_RUN + (STDDEV, LAG)
     exact_transactions_key = "transactions_processed"
+    line_time_re = re.compile(r"progress: ([0-9]+(?:\.[0-9]+)?) s")
 
     def __init__(self, run_id: str, *, sql_statements: float | None = None, **kw) -> None:
         super().__init__(run_id, **kw)
@@ -97,7 +98,7 @@ class PgbenchRunModel(RunModel):
                                          (LAG, event.lag_s, None)),
                                  counters=[(name, getattr(event, attr)) for name, attr in _PROGRESS_COUNTERS])
         if isinstance(event, po.Unparsed):
-            return self.unparsed(arrival_epoch)
+            return self.unparsed(arrival_epoch, text=event.text)
         if isinstance(event, po.ClientAborted):
             return self.client_aborted(event.message, arrival_epoch)
         if isinstance(event, po.Summary):

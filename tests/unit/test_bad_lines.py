@@ -1,0 +1,241 @@
+"""A bad line costs that line, never the run (issue 20): non-finite or absurd figures, truncated
+and joined lines, invalid UTF-8, in every tool's model. No exception, no NaN or inf sample, the
+line counted (benchmark_unparsed_lines_total) with its number and reason, and it is a sign of
+life: no stall opened for its interval."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import pytest
+
+from benchwatch.loadgens.gotpc.model import GotpcRunModel
+from benchwatch.loadgens.pgbench.model import PgbenchRunModel
+from benchwatch.loadgens.sysbench.model import SysbenchRunModel
+from benchwatch.model import replay
+from benchwatch.model.samples import Sample
+
+START = 1_700_000_000.0
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
+
+
+def sysbench_line(t: int, tps: str = "100.00", lat: str = "10.00", qps: str = "2000.00", rwo: str = "1400.00/400.00/200.00",
+                  err: str = "0.00") -> bytes:
+    return (f"[ {t}s ] thds: 2 tps: {tps} qps: {qps} (r/w/o: {rwo}) lat (ms,95%): {lat} "
+            f"err/s: {err} reconn/s: 0.00").encode()
+
+
+# The issue's line, verbatim.
+SYSBENCH_NAN = b"[ 4s ] thds: 2 tps: nan qps: nan (r/w/o: nan/nan/nan) lat (ms,95%): -nan err/s: 0.00 reconn/s: 0.00"
+
+
+def pgbench_line(t: float, tps: str = "100.0", lat: str = "1.000") -> bytes:
+    return f"progress: {t:.1f} s, {tps} tps, lat {lat} ms stddev 0.100".encode()
+
+
+PGBENCH_NAN = b"progress: 3.0 s, nan tps, lat nan ms stddev nan"
+
+
+def bad_values(samples: list[Sample]) -> list[Sample]:
+    return [s for s in samples if not math.isfinite(s.value)]
+
+
+def tps_at(samples: list[Sample]) -> list[tuple[int, float]]:
+    return [(s.timestamp_ms, s.value) for s in samples if s.name == "benchmark_progress_tps"]
+
+
+def live(model, lines: list[bytes], start: float = START) -> list[Sample]:
+    """Line k arrives at start + k s, as a -P 1 run prints them; the exporter ticks between lines."""
+    out: list[Sample] = []
+    for k, line in enumerate(lines, 1):
+        out += model.feed_line(line, start + k)
+        for frac in (0.3, 0.6, 0.9):
+            out += model.tick(start + k + frac)
+    return out
+
+
+def assert_no_stall(samples: list[Sample]) -> None:
+    assert [s for s in samples if s.name == "benchmark_progress_stalled" and s.value == 1.0] == []
+    assert [v for _, v in tps_at(samples) if v == 0.0] == []
+
+
+# -- sysbench ----------------------------------------------------------------------------------------------
+
+SYSBENCH_GOOD = [sysbench_line(t, tps=f"{100 + t}.00") for t in (1, 2, 3, 5, 6, 7)]
+SYSBENCH_RUN = SYSBENCH_GOOD[:3] + [SYSBENCH_NAN] + SYSBENCH_GOOD[3:]
+
+
+def test_sysbench_nan_line_in_a_seven_line_run_is_imported_around():
+    model, samples = replay.replay_output(b"\n".join(SYSBENCH_RUN) + b"\n", "r", START)
+    assert bad_values(samples) == []
+    assert tps_at(samples) == [(int((START + t) * 1000), 100.0 + t) for t in (1, 2, 3, 5, 6, 7)]
+    assert model.progress_lines == 6 and model.unparsed_lines == 1
+    assert [n for n, _ in model.bad_lines] == [4]
+    assert "nan" in model.bad_lines[0][1]
+    unparsed = [s.value for s in samples if s.name == "benchmark_unparsed_lines_total"]
+    assert unparsed[-1] == 1.0
+
+
+def test_sysbench_nan_line_is_a_sign_of_life_live():
+    model = SysbenchRunModel("r", interval_s=1.0, start_epoch=START)
+    samples = live(model, SYSBENCH_RUN)
+    samples += model.finish(START + 8, 0)
+    assert bad_values(samples) == []
+    assert_no_stall(samples)
+    assert [ts for ts, _ in tps_at(samples)] == [int((START + t) * 1000) for t in (1, 2, 3, 5, 6, 7)]
+    # The stall alert reads the last line's time: the bad line moved it to second 4.
+    last = [s for s in samples if s.name == "benchmark_progress_last_line_timestamp_seconds"]
+    assert START + 4 in [s.value for s in last]
+    # Its interval is not counted twice: line 5 covers second 5 only.
+    assert model.progress_lines == 6 and model.unparsed_lines == 1
+
+
+SYSBENCH_ODD = {
+    "inf tps": sysbench_line(4, tps="inf"),
+    "negative tps": sysbench_line(4, tps="-5.00"),
+    "huge tps": sysbench_line(4, tps="9" * 400 + ".00"),
+    "huge qps": sysbench_line(4, qps="1" + "0" * 30, rwo="1" + "0" * 30 + "/0.00/0.00"),
+    "negative err/s": sysbench_line(4, err="-1.00"),
+    "huge time": sysbench_line(int("9" * 20)),
+    "truncated": sysbench_line(4)[:40],
+    "joined": sysbench_line(4) + b", " + sysbench_line(4),
+    "invalid utf-8": sysbench_line(4).replace(b"tps: 100.00", b"tps: \xff\xfe"),
+}
+
+
+@pytest.mark.parametrize("name", SYSBENCH_ODD)
+def test_sysbench_odd_line(name):
+    lines = SYSBENCH_GOOD[:3] + [SYSBENCH_ODD[name]] + SYSBENCH_GOOD[3:]
+    model, samples = replay.replay_output(b"\n".join(lines) + b"\n", "r", START)
+    assert bad_values(samples) == []
+    assert tps_at(samples) == [(int((START + t) * 1000), 100.0 + t) for t in (1, 2, 3, 5, 6, 7)]
+    assert model.unparsed_lines == 1 and [n for n, _ in model.bad_lines] == [4]
+    live_model = SysbenchRunModel("r", interval_s=1.0, start_epoch=START)
+    out = live(live_model, lines)
+    assert bad_values(out) == []
+    assert_no_stall(out)
+
+
+def test_sysbench_odd_latency_alone_leaves_the_line_good():
+    # A gauge nobody counts: inf or negative is left out, nan kept as "no latency this interval"
+    # (as pgbench's empty intervals before 12); tps and the counters are drawn.
+    for lat, kept in (("inf", []), ("-3.00", []), ("-nan", ["nan"])):
+        lines = [*SYSBENCH_GOOD[:3], sysbench_line(4, tps="104.00", lat=lat), *SYSBENCH_GOOD[3:]]
+        model, samples = replay.replay_output(b"\n".join(lines) + b"\n", "r", START)
+        assert [str(s.value) for s in bad_values(samples)] == kept
+        assert len(tps_at(samples)) == 7 and model.unparsed_lines == 0
+
+
+# -- pgbench -----------------------------------------------------------------------------------------------
+
+PGBENCH_GOOD = [pgbench_line(t, tps=f"{100 + t:.1f}") for t in (1, 2, 4, 5)]
+
+
+def test_pgbench_nan_tps_line_writes_no_nan_sample():
+    lines = PGBENCH_GOOD[:2] + [PGBENCH_NAN] + PGBENCH_GOOD[2:]
+    model, samples = replay.replay_output(b"\n".join(lines) + b"\n", "r", START)
+    assert bad_values(samples) == []
+    assert tps_at(samples) == [(int((START + t) * 1000), 100.0 + t) for t in (1, 2, 4, 5)]
+    assert model.progress_lines == 4 and model.unparsed_lines == 1
+    assert [n for n, _ in model.bad_lines] == [3]
+    live_model = PgbenchRunModel("r", interval_s=1.0, start_epoch=START)
+    out = live(live_model, lines)
+    assert bad_values(out) == []
+    assert_no_stall(out)
+
+
+def test_pgbench_before_12_empty_interval_keeps_its_zero_tps():
+    # pgbench 9.4-11 print "0.0 tps, lat -nan ms" for an interval without transactions: a real 0.
+    lines = [pgbench_line(1), pgbench_line(2, tps="0.0", lat="-nan").replace(b"stddev 0.100", b"stddev -nan"), pgbench_line(3)]
+    model, samples = replay.replay_output(b"\n".join(lines) + b"\n", "r", START)
+    # Its latency stays nan, as test_run_model keeps it: no latency to show for that interval.
+    assert {s.name for s in bad_values(samples)} == {"benchmark_progress_latency_seconds",
+                                                     "pgbench_progress_latency_stddev_seconds"}
+    assert [v for _, v in tps_at(samples)] == [100.0, 0.0, 100.0]
+    assert model.unparsed_lines == 0
+
+
+PGBENCH_ODD = {
+    "inf tps": pgbench_line(3, tps="inf"),
+    "huge time": pgbench_line(float("1" + "0" * 300)),
+    "truncated": pgbench_line(3)[:25],
+    "joined": pgbench_line(3) + b", " + pgbench_line(3),
+    "invalid utf-8": pgbench_line(3).replace(b"tps", b"\xff\xfe"),
+}
+
+
+@pytest.mark.parametrize("name", PGBENCH_ODD)
+def test_pgbench_odd_line(name):
+    lines = PGBENCH_GOOD[:2] + [PGBENCH_ODD[name]] + PGBENCH_GOOD[2:]
+    model, samples = replay.replay_output(b"\n".join(lines) + b"\n", "r", START)
+    assert bad_values(samples) == []
+    assert tps_at(samples) == [(int((START + t) * 1000), 100.0 + t) for t in (1, 2, 4, 5)]
+    assert model.unparsed_lines == 1 and [n for n, _ in model.bad_lines] == [3]
+    live_model = PgbenchRunModel("r", interval_s=1.0, start_epoch=START)
+    out = live(live_model, lines)
+    assert bad_values(out) == []
+    assert_no_stall(out)
+
+
+# -- go-tpc ------------------------------------------------------------------------------------------------
+
+GOTPC_LINE = ("[Current] {op} - Takes(s): 1.0, Count: {count}, TPM: {tpm}, Sum(ms): 1101.1, Avg(ms): 6.0, 50th(ms): 5.8, "
+              "90th(ms): 8.9, 95th(ms): 10.0, 99th(ms): 12.1, 99.9th(ms): 14.2, Max(ms): 14.2")
+
+
+def gotpc_report(count: int = 100, odd: dict[str, str] | None = None) -> list[bytes]:
+    lines = []
+    for op in ("DELIVERY", "NEW_ORDER", "PAYMENT"):  # the odd one in the middle of its report
+        fields = {"op": op, "count": str(count), "tpm": f"{count * 60:.1f}", **((odd or {}) if op == "NEW_ORDER" else {})}
+        lines.append(GOTPC_LINE.format(**fields).encode())
+    return lines
+
+
+GOTPC_ODD = {
+    "negative count": {"count": "-5"},
+    "NaN TPM": {"tpm": "NaN"},
+    "huge count": {"count": "9" * 30},
+    "inf TPM": {"tpm": "+Inf"},
+}
+
+
+@pytest.mark.parametrize("name", GOTPC_ODD)
+def test_gotpc_odd_line(name):
+    lines = gotpc_report(100) + gotpc_report(110, GOTPC_ODD[name]) + gotpc_report(120)
+    model = GotpcRunModel("r", interval_s=1.0, start_epoch=START)
+    samples = replay.feed_lines(model, lines, None) + model.finish(START + 4, 0)
+    assert bad_values(samples) == []
+    # Three reports, each at its interval; the bad line costs only its own figures.
+    assert [ts for ts, _ in tps_at(samples)] == [int((START + t) * 1000) for t in (1, 2, 3)]
+    assert [v for _, v in tps_at(samples)] == [300.0, 220.0, 360.0]
+    assert model.unparsed_lines == 1 and [n for n, _ in model.bad_lines] == [5]
+
+
+def test_gotpc_bad_line_is_a_sign_of_life_live():
+    model = GotpcRunModel("r", interval_s=1.0, start_epoch=START)
+    out: list[Sample] = []
+    bad = GOTPC_LINE.format(op="NEW_ORDER", count="-5", tpm="NaN").encode()
+    for k, report in enumerate([gotpc_report(100), [bad], gotpc_report(120)], 1):
+        for line in report:
+            model.add_arrivals([START + k])
+            out += model.feed_line(line, START + k)
+        for frac in (0.3, 0.6, 0.9):
+            out += model.tick(START + k + frac)
+    assert bad_values(out) == []
+    assert_no_stall(out)
+    assert model.unparsed_lines == 1
+
+
+# -- whatever a model does with a line, it does not raise ------------------------------------------------------
+
+@pytest.mark.parametrize("model_class", [PgbenchRunModel, SysbenchRunModel, GotpcRunModel])
+def test_a_model_that_fails_on_a_line_counts_it(model_class, monkeypatch):
+    model = model_class("r", interval_s=1.0, start_epoch=START)
+
+    def broken(event, arrival_epoch=None):
+        raise ValueError("cannot convert float NaN to integer")
+
+    monkeypatch.setattr(model, "feed", broken)
+    assert model.feed_line(b"[Current] anything, progress: 1.0 s, [ 1s ] thds: 1", START + 1) is not None
+    assert model.unparsed_lines == 1 and "ValueError" in model.bad_lines[0][1]
