@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -15,6 +17,7 @@ from benchwatch.loadgens.pgbench.model import PgbenchRunModel
 from benchwatch.loadgens.sysbench.model import SysbenchRunModel
 from benchwatch.model import replay
 from benchwatch.model.samples import Sample
+from tests.helpers import fuzz
 
 START = 1_700_000_000.0
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
@@ -239,3 +242,74 @@ def test_a_model_that_fails_on_a_line_counts_it(model_class, monkeypatch):
     monkeypatch.setattr(model, "feed", broken)
     assert model.feed_line(b"[Current] anything, progress: 1.0 s, [ 1s ] thds: 1", START + 1) is not None
     assert model.unparsed_lines == 1 and "ValueError" in model.bad_lines[0][1]
+
+
+# -- import says which lines it could not read ---------------------------------------------------------------
+
+def test_import_reports_the_bad_line_by_number_and_reason(tmp_path):
+    path = tmp_path / "sysbench.txt"
+    path.write_bytes(b"\n".join(SYSBENCH_RUN) + b"\n")
+    done = subprocess.run([sys.executable, "-m", "benchwatch", "import", str(path), "--start", "2016-01-06T10:00:00Z",
+                           "--openmetrics"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "benchwatch: line 4: tps is nan; not read" in done.stderr.splitlines()[0], done.stderr
+    assert "6 progress lines" in done.stderr and "1 unparsed lines" in done.stderr
+    assert "NaN" not in done.stdout
+    tps = [line for line in done.stdout.splitlines() if line.startswith("benchmark_progress_tps{")]
+    assert len(tps) == 6
+
+
+def test_bad_line_notes_are_short():
+    model = SysbenchRunModel("r", start_epoch=START)
+    for t in range(1, 12):
+        model.feed_line(sysbench_line(t, tps="nan"))
+    notes = model.bad_line_notes()
+    assert len(notes) == 6 and notes[0].startswith("line 1: tps is nan") and notes[-1] == "... and 6 more lines not read"
+
+
+# -- the live follower: a bad line never sets the run aside --------------------------------------------------
+
+def test_live_follower_keeps_following_through_the_issue_line(tmp_path):
+    from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
+    from benchwatch.record import rundir
+
+    run = rundir.create_run_dir(str(tmp_path), "20231114T221320Z-nan1")
+    run.write_meta({"run_id": run.run_id, "mode": "attach", "tool": "sysbench", "state": rundir.RUNNING,
+                    "pid": os.getpid(), "output": "output.log", "progress_interval": 1.0, "clock_start_epoch": START})
+    now = [START]
+    sent: list[Sample] = []
+    c = PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: now[0])
+    with open(run.file("output.log"), "wb") as f:
+        for k, line in enumerate(SYSBENCH_RUN, 1):
+            f.write(line + b"\n")
+            f.flush()
+            for frac in (0.05, 0.4, 0.8):
+                now[0] = START + k + frac
+                c.poll()
+    run.update_meta(state=rundir.FINISHED, ended_at=START + 8)
+    c.poll()
+    assert c.unreadable == {} and c.following == {}
+    assert [s for s in sent if not math.isfinite(s.value) and s.name == "benchmark_progress_tps" and s.value == s.value] == []
+    assert [ts for ts, v in tps_at(sent) if v == v] == [int((START + t) * 1000) for t in (1, 2, 3, 5, 6, 7)]
+    assert_no_stall(sent)
+    assert [s.value for s in sent if s.name == "benchmark_unparsed_lines_total"][-1] == 1.0
+
+
+@pytest.mark.parametrize("pattern", ["sysbench/*.txt", "gotpc/*.stdout", "pgbench/*"])
+@pytest.mark.parametrize("seed", range(3))
+def test_fuzzed_outputs_of_every_tool_write_no_inf_and_no_nan_count(pattern, seed):
+    data = fuzz.fuzzed_output(2000, seed, pattern)
+    model, samples = replay.replay_output(data, f"fuzz-{seed}", START)
+    assert [s for s in samples if math.isinf(s.value)] == []
+    assert [s for s in samples if math.isnan(s.value)
+            and (s.name.endswith("_total") or s.name == "benchmark_progress_tps")] == []
+    assert model.progress_lines + model.unparsed_lines <= len(replay.split_lines(data))
+
+
+def test_gotpc_summary_with_an_absurd_count_is_a_bad_line():
+    summary = GOTPC_LINE.replace("[Current]", "[Summary]").format(op="NEW_ORDER", count="9" * 400, tpm="1.0").encode()
+    model = GotpcRunModel("r", interval_s=1.0, start_epoch=START)
+    samples = replay.feed_lines(model, [*gotpc_report(100), summary], None) + model.finish(START + 2, 0)
+    assert [s for s in samples if not math.isfinite(s.value)] == []
+    assert model.unparsed_lines == 1 and model.bad_lines[0] == (4, "Count is absurd (over 1e12)")

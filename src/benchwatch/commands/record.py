@@ -185,6 +185,8 @@ def cmd_import(ctx: Context) -> int:
     run_id = args.run_id or rundir.new_run_id(start)
     model, samples = replay.replay_output(data, run_id, start)
     counts = f"{model.progress_lines} progress lines, {len(samples)} samples, {model.unparsed_lines} unparsed lines"
+    for note in model.bad_line_notes():
+        say(note)
     if args.openmetrics:
         write_openmetrics(samples, ctx.stdout, types={k: v[0] for k, v in replay.run_metrics().items()},
                           help={k: v[1] for k, v in replay.run_metrics().items()})

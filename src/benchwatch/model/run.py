@@ -241,6 +241,14 @@ class RunModel:
         if len(self.bad_lines) < BAD_LINES_KEPT:
             self.bad_lines.append((self.line_number, reason))
 
+    def bad_line_notes(self, limit: int = 5) -> list[str]:
+        """The bad lines in short, for ``benchwatch:`` lines on stderr: the first ``limit`` by number and reason."""
+        notes = [f"line {number}: {reason}; not read (kept in the raw output)" for number, reason in self.bad_lines[:limit]]
+        rest = self.unparsed_lines - len(notes)
+        if rest > 0:
+            notes.append(f"... and {rest} more line{'s' if rest > 1 else ''} not read")
+        return notes
+
     def client_aborted(self, message: str, arrival_epoch: float | None) -> list[Sample]:
         self._counters[ABORTED] += 1
         self.errors.append(message)
@@ -319,6 +327,7 @@ class RunModel:
         out: list[Sample] = []
         for event in self.parser.flush():
             out.extend(self.feed(event, end_epoch))
+        flushed = len(out)
         if self.start_epoch is None:
             # Nothing placed the run in time (no progress line): anchor it at its end.
             self.start_epoch = end_epoch if end_epoch is not None else 0.0
@@ -326,7 +335,8 @@ class RunModel:
         ts = self._next_ts(end_ms)
         self.active = False
         processed = self.summary.get(self.exact_transactions_key)
-        if isinstance(processed, (int, float)) and processed >= self._counters[TRANSACTIONS]:
+        if isinstance(processed, (int, float)) and figure_problem("", processed, math.inf) is None \
+                and processed >= self._counters[TRANSACTIONS]:
             self._counters[TRANSACTIONS] = float(processed)
         if self.stalled:
             out.append(self._set(STALLED, 0.0, ts))
@@ -340,7 +350,8 @@ class RunModel:
         if exit_code is not None:
             out.append(self._set(EXIT_CODE, float(exit_code), ts))
         out.extend(self._heartbeat(ts, running=0.0))
-        return out
+        # A summary figure that is nan or inf (a damaged summary line) is no figure: left out.
+        return out[:flushed] + [s for s in out[flushed:] if math.isfinite(s.value)]
 
     def end_markers(self) -> list[Sample]:
         """For Prometheus only, after finish(): staleness markers that end the progress curves with the run.

@@ -60,6 +60,15 @@ GOTPC_METRICS: dict[str, tuple[str, str]] = {
 _COUNTERS = ("benchmark_transactions_total", "benchmark_progress_lines_total", "benchmark_unparsed_lines_total")
 
 
+def _report_problem(report: gt.Report) -> str | None:
+    """Why a report or summary line's figures cannot be counted (the parser already refuses nan and inf)."""
+    if report.count > run.MAX_RATE:  # an int of any size: compared before any float() could overflow
+        return "Count is absurd (over 1e12)"
+    if report.count < 0:
+        return f"Count is negative ({report.count})"
+    return run.figure_problem("TPM", report.tpm) or run.figure_problem("Takes(s)", report.takes_s, run.MAX_TIME_S)
+
+
 @dataclass
 class _Report:
     """The lines of one report, as they arrive."""
@@ -108,12 +117,12 @@ class GotpcRunModel(RunModel):
         return super().feed_line(line, arrival_epoch)
 
     def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
-        if isinstance(event, gt.Current):
-            problem = (run.figure_problem("Count", float(event.count)) or run.figure_problem("TPM", event.tpm)
-                       or run.figure_problem("Takes(s)", event.takes_s, run.MAX_TIME_S))
-            if problem is None:
-                return self._report_line(event.tick, arrival_epoch, current=event)
+        if isinstance(event, (gt.Current, gt.Summary)) and (problem := _report_problem(event)) is not None:
+            if isinstance(event, gt.Summary):
+                return self._close() + self.unparsed(arrival_epoch, problem)
             return self._bad_report_line(problem, arrival_epoch)
+        if isinstance(event, gt.Current):
+            return self._report_line(event.tick, arrival_epoch, current=event)
         if isinstance(event, gt.WaitTime) and not event.summary and event.tick is not None:
             return self._report_line(event.tick, arrival_epoch, wait=event)
         if isinstance(event, gt.Unparsed) and event.text.startswith(REPORT_PREFIX.decode()):

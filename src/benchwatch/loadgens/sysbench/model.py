@@ -92,8 +92,8 @@ class SysbenchRunModel(RunModel):
         rates = {"read": event.read_qps, "write": event.write_qps, "other": event.other_qps}
         # Queries are counted like transactions: one unusable rate makes the line bad (tps, err/s and
         # reconn/s are checked by progress()).
-        problem = next(filter(None, (run.figure_problem(f"{kind} qps", value) for kind, value in
-                                     (("total", event.qps), *rates.items()))), None)
+        problem = run.figure_problem("tps", event.tps) or next(filter(None, (
+            run.figure_problem(f"{kind} qps", value) for kind, value in (("total", event.qps), *rates.items()))), None)
         if problem is not None:
             return self.unparsed(arrival_epoch, problem, time_s=event.time_s, absolute=False)
         gauges: list[tuple[str, float | None, Mapping[str, str] | None]] = [
