@@ -121,9 +121,8 @@ def test_sysbench_odd_line(name):
 
 
 def test_sysbench_odd_latency_alone_leaves_the_line_good():
-    # A gauge nobody counts: inf or negative is left out, nan kept as "no latency this interval"
-    # (as pgbench's empty intervals before 12); tps and the counters are drawn.
-    for lat, kept in (("inf", []), ("-3.00", []), ("-nan", ["nan"])):
+    # A gauge nobody counts that is inf, negative or nan is left out; tps and the counters are drawn.
+    for lat, kept in (("inf", []), ("-3.00", []), ("-nan", [])):
         lines = [*SYSBENCH_GOOD[:3], sysbench_line(4, tps="104.00", lat=lat), *SYSBENCH_GOOD[3:]]
         model, samples = replay.replay_output(b"\n".join(lines) + b"\n", "r", START)
         assert [str(s.value) for s in bad_values(samples)] == kept
@@ -152,7 +151,7 @@ def test_pgbench_before_12_empty_interval_keeps_its_zero_tps():
     # pgbench 9.4-11 print "0.0 tps, lat -nan ms" for an interval without transactions: a real 0.
     lines = [pgbench_line(1), pgbench_line(2, tps="0.0", lat="-nan").replace(b"stddev 0.100", b"stddev -nan"), pgbench_line(3)]
     model, samples = replay.replay_output(b"\n".join(lines) + b"\n", "r", START)
-    # Its latency stays nan, as test_run_model keeps it: no latency to show for that interval.
+    # Its latency stays nan, as test_run_model keeps it: no transactions, no latency to show.
     assert {s.name for s in bad_values(samples)} == {"benchmark_progress_latency_seconds",
                                                      "pgbench_progress_latency_stddev_seconds"}
     assert [v for _, v in tps_at(samples)] == [100.0, 0.0, 100.0]
@@ -302,8 +301,10 @@ def test_fuzzed_outputs_of_every_tool_write_no_inf_and_no_nan_count(pattern, see
     data = fuzz.fuzzed_output(2000, seed, pattern)
     model, samples = replay.replay_output(data, f"fuzz-{seed}", START)
     assert [s for s in samples if math.isinf(s.value)] == []
-    assert [s for s in samples if math.isnan(s.value)
-            and (s.name.endswith("_total") or s.name == "benchmark_progress_tps")] == []
+    # nan only where an interval without transactions has no latency (pgbench before 12 prints -nan there).
+    assert {s.name for s in samples if math.isnan(s.value)} <= {
+        "benchmark_progress_latency_seconds", "pgbench_progress_latency_stddev_seconds", "pgbench_progress_lag_seconds",
+        "benchmark_progress_latency_quantile_seconds"}
     assert model.progress_lines + model.unparsed_lines <= len(replay.split_lines(data))
 
 
@@ -313,3 +314,27 @@ def test_gotpc_summary_with_an_absurd_count_is_a_bad_line():
     samples = replay.feed_lines(model, [*gotpc_report(100), summary], None) + model.finish(START + 2, 0)
     assert [s for s in samples if not math.isfinite(s.value)] == []
     assert model.unparsed_lines == 1 and model.bad_lines[0] == (4, "Count is absurd (over 1e12)")
+
+
+def test_a_backlog_read_late_keeps_every_line_at_its_time():
+    # The exporter reads lines long after they were printed (a restart, a slow disk): a bad line without
+    # a time of its own arrives "now", which must not push the good lines after it to now.
+    lines = SYSBENCH_GOOD[:3] + [b"\xff\xfe garbage without a time"] + SYSBENCH_GOOD[3:]
+    model = SysbenchRunModel("r", interval_s=1.0, start_epoch=START)
+    samples = replay.feed_lines(model, lines, START + 100)
+    assert [ts for ts, _ in tps_at(samples)] == [int((START + t) * 1000) for t in (1, 2, 3, 5, 6, 7)]
+    assert model.unparsed_lines == 1 and model.bad_lines == [(4, "not UTF-8")]
+    assert model.tick(START + 100.5) == []  # alive at its arrival
+
+
+def test_a_bad_line_is_no_dip_in_explain():
+    # 30 steady lines with bad ones among them (two in a row once), read live with the exporter's ticks.
+    from benchwatch.explain import dips
+
+    lines = [sysbench_line(t, tps="100.00") for t in range(1, 31)]
+    for t in (8, 15, 16, 23):
+        lines[t - 1] = sysbench_line(t, tps="nan", qps="nan", rwo="nan/nan/nan", lat="-nan")
+    model = SysbenchRunModel("r", interval_s=1.0, start_epoch=START)
+    samples = live(model, lines)
+    assert_no_stall(samples)
+    assert dips.detect(tps_at(samples), 1.0) == []

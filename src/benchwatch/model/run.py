@@ -224,7 +224,9 @@ class RunModel:
             self.last_line_ts_ms = ts
             life = ts
         elif arrival_epoch is not None and self.last_line_ts_ms is not None:
-            ts = self._next_ts(int(arrival_epoch * 1000))
+            # Alive when it arrived; its samples go right after the newest, not at its arrival, which
+            # in a backlog read late is after the tool's time of the lines that follow it.
+            ts = self._next_ts(self.last_ts_ms or 0)
             life = int(arrival_epoch * 1000)
         else:
             return self._emit_counters([UNPARSED], arrival_epoch)  # counted; no run clock to be alive on yet
@@ -267,9 +269,9 @@ class RunModel:
 
         A figure that is counted (tps, counters, rates) and is nan, inf, negative or absurd
         makes the line bad (:meth:`unparsed`: pgbench prints "NaN tps" for a zero-length
-        interval, sysbench "nan" where it divided by zero). A gauge alone that is inf or negative
-        is left out; one that is nan stays nan, as before: pgbench before 12 prints ``lat -nan``
-        for an interval without transactions (0.0 tps), an interval with no latency to show."""
+        interval, sysbench "nan" where it divided by zero). A gauge alone that is inf, negative
+        or nan is left out, but for nan in an interval without transactions (0 tps), which has
+        no latency to show: pgbench before 12 prints ``lat -nan`` there, kept as nan."""
         counters, rates = list(counters), list(rates)
         problem = (figure_problem("time", time_s, MAX_TIME_S) or figure_problem("tps", tps)
                    or next(filter(None, (figure_problem(n.removesuffix("_total"), v) for n, v in (*counters, *rates))), None))
@@ -282,7 +284,7 @@ class RunModel:
         out = [self._set(TPS, tps, ts)]
         out.extend(self._unstall(ts))
         for name, value, labels in gauges:
-            if value is not None and (math.isnan(value) or 0 <= value < math.inf):
+            if value is not None and (0 <= value < math.inf or (math.isnan(value) and tps == 0)):
                 out.append(self._set(name, value, ts, dict(labels) if labels else None))
         done = tps * covered
         if math.isfinite(done):
