@@ -338,3 +338,26 @@ def test_a_bad_line_is_no_dip_in_explain():
     samples = live(model, lines)
     assert_no_stall(samples)
     assert dips.detect(tps_at(samples), 1.0) == []
+
+
+@pytest.mark.parametrize("bad_time", ["100000000", "2000000000", "9000", "2"])
+def test_a_bad_line_with_a_damaged_time_moves_no_clock(bad_time):
+    # "[ 2000000000s ] tps: nan" would read as an epoch, "[ 9000s ]" as hours ahead, "[ 2s ]" as the past:
+    # none may carry the run's clock (the good lines after it would all go 1 ms apart after it).
+    bad = SYSBENCH_NAN.replace(b"[ 4s ]", f"[ {bad_time}s ]".encode())
+    lines = SYSBENCH_GOOD[:3] + [bad] + SYSBENCH_GOOD[3:]
+    model, samples = replay.replay_output(b"\n".join(lines) + b"\n", "r", START)
+    assert tps_at(samples) == [(int((START + t) * 1000), 100.0 + t) for t in (1, 2, 3, 5, 6, 7)]
+    assert model.unparsed_lines == 1
+    live_model = SysbenchRunModel("r", interval_s=1.0, start_epoch=START)
+    out = live(live_model, lines)
+    assert [ts for ts, _ in tps_at(out)] == [int((START + t) * 1000) for t in (1, 2, 3, 5, 6, 7)]
+    assert_no_stall(out)  # alive at its arrival all the same
+
+
+def test_a_bad_first_line_does_not_set_the_clock():
+    model = SysbenchRunModel("r", interval_s=1.0)  # no clock yet: the first good line sets it from its arrival
+    samples = model.feed_line(SYSBENCH_NAN.replace(b"[ 4s ]", b"[ 1s ]"), START + 1)
+    samples += model.feed_line(SYSBENCH_GOOD[1], START + 2.5)
+    assert model.start_epoch == START + 0.5
+    assert tps_at(samples) == [(int((START + 2.5) * 1000), 102.0)]

@@ -79,6 +79,9 @@ MAX_RATE = 1e12
 MAX_TIME_S = 1e10
 # Bad lines remembered with their number and reason (all of them are counted).
 BAD_LINES_KEPT = 1000
+# How far after the previous line a bad line's own time may place it (in intervals); beyond, or
+# before it, the time is as damaged as the rest, and the line is alive at its arrival only.
+BAD_LINE_REACH = 60
 
 
 def figure_problem(name: str, value: float | None, limit: float = MAX_RATE) -> str | None:
@@ -216,10 +219,17 @@ class RunModel:
             time_s = None
         if absolute is None:
             absolute = time_s is not None and time_s > 1e8
-        if time_s is not None and (absolute or self.start_epoch is not None or arrival_epoch is not None):
-            line_ms, elapsed = self._line_ms(time_s, absolute, arrival_epoch)
-            if self.last_line_time_s is None or elapsed > self.last_line_time_s:
-                self.last_line_time_s = elapsed  # its interval is lost, not counted by the next line
+        elapsed: float | None = None
+        if time_s is not None and self.start_epoch is not None:
+            # A bad line never sets the run's clock, nor moves it far: its time is trusted only
+            # after the previous line's and within BAD_LINE_REACH intervals of it.
+            elapsed = time_s - self.start_epoch if absolute else time_s
+            previous = self.last_line_time_s if self.last_line_time_s is not None else 0.0
+            if not previous < elapsed <= previous + BAD_LINE_REACH * (self.interval_s or 1.0):
+                elapsed = None
+        if time_s is not None and elapsed is not None:
+            line_ms, _ = self._line_ms(time_s, absolute, arrival_epoch)
+            self.last_line_time_s = elapsed  # its interval is lost, not counted by the next line
             ts = self._next_ts(line_ms)
             self.last_line_ts_ms = ts
             life = ts
