@@ -361,3 +361,27 @@ def test_a_bad_first_line_does_not_set_the_clock():
     samples += model.feed_line(SYSBENCH_GOOD[1], START + 2.5)
     assert model.start_epoch == START + 0.5
     assert tps_at(samples) == [(int((START + 2.5) * 1000), 102.0)]
+
+
+@pytest.mark.parametrize("tool,pattern", [("sysbench", "sysbench/*.txt"), ("gotpc", "gotpc/*.stdout")])
+def test_live_follower_on_fuzzed_output_of_every_tool(tmp_path, tool, pattern):
+    # test_fuzz_inputs does this with pgbench's outputs: a million lines found the sysbench crash (issue 20).
+    from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
+    from benchwatch.record import rundir
+
+    data = fuzz.fuzzed_output(3000, 7, pattern)
+    run = rundir.create_run_dir(str(tmp_path), f"20231114T221320Z-{tool[:4]}")
+    run.write_meta({"run_id": run.run_id, "mode": "attach", "tool": tool, "state": rundir.RUNNING, "pid": os.getpid(),
+                    "output": "output.log", "progress_interval": 1.0})
+    sent: list[Sample] = []
+    c = PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: START + len(sent) / 100)
+    with open(run.file("output.log"), "wb") as f:
+        for i in range(0, len(data), 7000):
+            f.write(data[i:i + 7000])
+            f.flush()
+            c.poll()
+    run.update_meta(state=rundir.FINISHED, ended_at=START + 99)
+    c.poll()
+    assert c.unreadable == {} and c.following == {}
+    assert [s for s in sent if math.isinf(s.value)] == []
+    assert [s for s in sent if s.name == "benchmark_unparsed_lines_total"][-1].value > 0
