@@ -385,3 +385,21 @@ def test_live_follower_on_fuzzed_output_of_every_tool(tmp_path, tool, pattern):
     assert c.unreadable == {} and c.following == {}
     assert [s for s in sent if math.isinf(s.value)] == []
     assert [s for s in sent if s.name == "benchmark_unparsed_lines_total"][-1].value > 0
+
+
+BIG = "9" * 400  # int() reads it; float() of it overflows
+
+
+@pytest.mark.parametrize("text", [
+    f"progress: 1.0 s, 10.0 tps, lat 1.000 ms stddev 0.100\nnumber of transactions actually processed: {BIG}/1000\n",
+    f"progress: 1.0 s, 10.0 tps, lat 1.000 ms stddev 0.100, {BIG} failed\n",
+    "[ 1s ] thds: 2 tps: 1.00 qps: 1.00 (r/w/o: 1.00/0.00/0.00) lat (ms,95%): 1.00 err/s: 0.00 reconn/s: 0.00\n"
+    f"SQL statistics:\n    queries performed:\n        read:                            {BIG}\n",
+    "[ 1s ] thds: 2 tps: 1.00 qps: 1.00 (r/w/o: 1.00/0.00/0.00) lat (ms,95%): 1.00 err/s: 0.00 reconn/s: 0.00\n"
+    f"    transactions:                        {BIG} (100.00 per sec.)\n",
+], ids=["pgbench processed", "pgbench failed", "sysbench queries", "sysbench transactions"])
+def test_a_figure_beyond_a_float_is_a_bad_line_not_an_overflow_at_the_end(text):
+    # It overflowed float() in finish(): the exporter set the whole run aside at its end.
+    model, samples = replay.replay_output(text.encode(), "r", START)
+    assert [s for s in samples if not math.isfinite(s.value)] == []
+    assert model.unparsed_lines == 1 and "absurd" in model.bad_lines[0][1]

@@ -85,9 +85,14 @@ BAD_LINE_REACH = 60
 
 
 def figure_problem(name: str, value: float | None, limit: float = MAX_RATE) -> str | None:
-    """Why a figure that is counted cannot be (nan, inf, negative, absurd), or None when it can (or is absent)."""
+    """Why a figure that is counted cannot be (nan, inf, negative, absurd), or None when it can (or is absent).
+    An int of any size may be given (a parser's int() of a long run of digits)."""
     if value is None:
         return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return f"{name} is absurd (over 1e308)"
     if not math.isfinite(value):
         return f"{name} is {value}"
     if value < 0:
@@ -247,6 +252,16 @@ class RunModel:
         out.extend(self._heartbeat(ts))
         return out
 
+    def summary_figure(self, key: str, value: object, arrival_epoch: float | None) -> list[Sample]:
+        """A figure of the summary, kept in ``summary`` unless it is nan, inf, negative or beyond a float:
+        then its line is bad (a figure written at the end must not be one that cannot be)."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            problem = figure_problem(key, value, math.inf)
+            if problem is not None:
+                return self.unparsed(arrival_epoch, f"summary: {problem}")
+        self.summary[key] = value
+        return []
+
     def count_bad_line(self, reason: str) -> None:
         """A bad line counted and remembered, its samples left to the caller (a go-tpc report it was part of)."""
         self._counters[UNPARSED] += 1
@@ -347,8 +362,7 @@ class RunModel:
         ts = self._next_ts(end_ms)
         self.active = False
         processed = self.summary.get(self.exact_transactions_key)
-        if isinstance(processed, (int, float)) and figure_problem("", processed, math.inf) is None \
-                and processed >= self._counters[TRANSACTIONS]:
+        if isinstance(processed, (int, float)) and processed >= self._counters[TRANSACTIONS]:
             self._counters[TRANSACTIONS] = float(processed)
         if self.stalled:
             out.append(self._set(STALLED, 0.0, ts))

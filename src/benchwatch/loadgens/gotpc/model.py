@@ -133,8 +133,9 @@ class GotpcRunModel(RunModel):
         elif isinstance(event, gt.Summary):
             self.results[event.op] = event
         elif isinstance(event, gt.TpmC):
-            self.summary["tpmc"] = event.tpmc
-            self.summary["efficiency_ratio"] = event.efficiency_pct / 100.0
+            out += self.summary_figure("tpmc", event.tpmc, arrival_epoch)
+            if "tpmc" in self.summary:
+                self.summary["efficiency_ratio"] = event.efficiency_pct / 100.0
         elif isinstance(event, gt.Finished):
             self.finished = True
         elif isinstance(event, gt.Signal):

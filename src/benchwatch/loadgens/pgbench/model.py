@@ -8,6 +8,7 @@ transaction, the per-statement table of ``-r`` and the summary's figures.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -102,8 +103,13 @@ class PgbenchRunModel(RunModel):
         if isinstance(event, po.ClientAborted):
             return self.client_aborted(event.message, arrival_epoch)
         if isinstance(event, po.Summary):
-            self.summary[event.key] = event.value
-        elif isinstance(event, po.StatementLatency):
+            return self.summary_figure(event.key, event.value, arrival_epoch)
+        if isinstance(event, po.StatementLatency):
+            problem = (run.figure_problem("statement latency", event.latency_s, math.inf)
+                       or run.figure_problem("statement failures", event.failures, math.inf)
+                       or run.figure_problem("statement retries", event.retries, math.inf))
+            if problem is not None:
+                return self.unparsed(arrival_epoch, problem)
             self.statements.append(event)
         elif isinstance(event, po.ScriptHeader):
             self.script_names[event.index] = script_name(event.name)

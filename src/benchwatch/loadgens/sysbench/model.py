@@ -14,6 +14,7 @@ sysbench prints rates; counters are rate x the seconds each line covers
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import ClassVar
@@ -79,8 +80,12 @@ class SysbenchRunModel(RunModel):
         if isinstance(event, sb.Unparsed):
             return self.unparsed(arrival_epoch, text=event.text)
         if isinstance(event, sb.Summary):
-            self.summary[event.key] = event.value
-        elif isinstance(event, sb.HistogramBucket):
+            return self.summary_figure(event.key, event.value, arrival_epoch)
+        if isinstance(event, sb.HistogramBucket):
+            problem = run.figure_problem("histogram count", event.count, math.inf) or run.figure_problem(
+                "histogram value", event.value_s, math.inf)
+            if problem is not None:
+                return self.unparsed(arrival_epoch, problem)
             self.histogram.append(event)
         elif isinstance(event, sb.ErrorLine):
             self.errors.append(f"{event.severity}: {event.message}")
