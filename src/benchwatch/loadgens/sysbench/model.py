@@ -98,7 +98,8 @@ class SysbenchRunModel(RunModel):
         # Queries are counted like transactions: one unusable rate makes the line bad (tps, err/s and
         # reconn/s are checked by progress()).
         problem = run.figure_problem("tps", event.tps) or next(filter(None, (
-            run.figure_problem(f"{kind} qps", value) for kind, value in (("total", event.qps), *rates.items()))), None)
+            run.figure_problem(f"{kind} qps", value) for kind, value in (("total", event.qps), *rates.items()))), None) \
+            or run.figure_problem("thds", event.threads)
         if problem is not None:
             return self.unparsed(arrival_epoch, problem, time_s=event.time_s, absolute=False)
         gauges: list[tuple[str, float | None, Mapping[str, str] | None]] = [
