@@ -4,13 +4,17 @@ The fast, seeded variant runs in the suite (tests/unit/test_fuzz_inputs.py); thi
 Prints lines/s per path and the counts (progress lines understood, lines counted as unparsed);
 exits 1 on any exception, which is what it is for.
 
-    .venv/bin/python bench/bench_fuzz.py [--lines 1000000] [--seed 12]
+    .venv/bin/python bench/bench_fuzz.py [--lines 1000000] [--seed 12] [--pattern 'sysbench/*.txt']
+
+--pattern picks the real outputs mutated (tests/fixtures/PATTERN): pgbench's by default, sysbench's
+(sysbench/*.txt) or go-tpc's (gotpc/*.stdout); the attached and followed run is of that tool.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import math
 import os
 import sys
 import tempfile
@@ -20,6 +24,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchwatch import loadgens
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
 from benchwatch.model import replay
 from benchwatch.model.run import METRICS
@@ -35,9 +40,11 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=12)
+    parser.add_argument("--pattern", default="pgbench/*", help="fixtures mutated: pgbench/*, sysbench/*.txt, gotpc/*.stdout")
     args = parser.parse_args()
-    data = fuzz.fuzzed_output(args.lines, args.seed)
-    print(f"{args.lines} mutated lines, {len(data) / 1e6:.1f} MB, seed {args.seed}")
+    data = fuzz.fuzzed_output(args.lines, args.seed, args.pattern)
+    tool = loadgens.for_output(data).name
+    print(f"{args.lines} mutated {tool} lines, {len(data) / 1e6:.1f} MB, seed {args.seed}")
 
     t = time.perf_counter()
     model, samples = replay.replay_output(data, "fuzz", START)
@@ -46,6 +53,9 @@ def main() -> int:
     took = time.perf_counter() - t
     print(f"import --openmetrics: {args.lines / took:,.0f} lines/s; {model.progress_lines} progress, "
           f"{model.unparsed_lines} unparsed, {len(samples)} samples")
+    nonfinite = sum(1 for s in samples if s.value != s.value or s.value in (math.inf, -math.inf))
+    print(f"  non-finite samples: {nonfinite} (a nan latency of an interval with 0 tps is kept); "
+          f"first bad lines: {model.bad_line_notes(3)}")
 
     with tempfile.TemporaryDirectory(prefix="benchwatch-fuzz-") as tmp:
         read_fd, write_fd = os.pipe()
@@ -59,7 +69,7 @@ def main() -> int:
         t = time.perf_counter()
         writer = threading.Thread(target=feed)
         writer.start()
-        run = attach_stream(read_fd, runs_dir=tmp, echo=None, pgbench_args=None, interval=None)
+        run = attach_stream(read_fd, runs_dir=tmp, echo=None, pgbench_args=None, interval=None, tool=tool)
         writer.join()
         os.close(read_fd)
         with open(run.file("output.log"), "rb") as f:

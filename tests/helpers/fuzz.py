@@ -10,7 +10,8 @@ FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 # Values a number in a line may become: what a parser must take or refuse without crashing.
 ODD_NUMBERS = [b"0", b"-1", b"NaN", b"nan", b"inf", b"-inf", b"1e309", b"99999999999999999999999", b"0.", b".5",
-               b"1.2.3", b"", b"\xff\xfe", b"1e-400", b"-0"]
+               b"1.2.3", b"", b"\xff\xfe", b"1e-400", b"-0",
+               b"-nan", b"+Inf", b"9" * 400]  # sysbench's -nan, go-tpc's +Inf, an int that int() reads and float() cannot
 
 
 def seed_lines(pattern: str = "pgbench/*") -> list[bytes]:

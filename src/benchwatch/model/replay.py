@@ -18,7 +18,7 @@ from typing import Any
 
 from benchwatch import engines, loadgens
 from benchwatch.model import pasted as _pasted
-from benchwatch.model.run import METRICS, RunModel
+from benchwatch.model.run import METRICS, RunModel, figure_problem
 from benchwatch.model.samples import Sample
 
 
@@ -154,6 +154,14 @@ def _plausible(time_s: object) -> float | None:
     return None
 
 
+def _progress_time(event: object) -> float | None:
+    """The time of a progress line that can carry a run's clock: none for a bad line (its tps nan, inf,
+    negative or absurd: the run model counts it and writes nothing), whose time may be as damaged."""
+    if figure_problem("tps", getattr(event, "tps", None)) is not None:
+        return None
+    return _plausible(getattr(event, "time_s", None))
+
+
 def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> list[SavedRun]:
     """A saved output cut into its runs. A new run begins where the elapsed time starts again, where a
     progress line follows a summary, or where a header or summary fact already seen comes again (a new
@@ -172,7 +180,7 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
         for event in events:
             kind = _kind(event)
             if kind == "Progress":
-                time_s = _plausible(getattr(event, "time_s", None))
+                time_s = _progress_time(event)
                 if has_end or (last_time is not None and time_s is not None and time_s < last_time):
                     cut = True
             elif kind == "Summary":
@@ -191,7 +199,7 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
                 last_read = i
             if kind == "Progress":
                 has_progress = True
-                time_s = _plausible(getattr(event, "time_s", None))
+                time_s = _progress_time(event)
                 last_time = time_s if time_s is not None else last_time
                 if time_s is not None and length is not None:
                     length = None if time_s > 1e8 else max(length, time_s)

@@ -17,12 +17,18 @@ Rules that make the stored curve trustworthy:
 - transactions are counted as tps x the time the line covers, so catch-up lines
   that cover no time add nothing (no double counting);
 - while a run is active and no line arrived for 1.5 intervals, ``tick`` writes
-  TPS 0 once per interval (a stall is a drop, not a flat line).
+  TPS 0 once per interval (a stall is a drop, not a flat line);
+- a bad line (not understood, or with a figure that is nan, inf, negative or
+  absurd) costs that line only: no sample of its figures, counted in
+  ``benchmark_unparsed_lines_total`` with its line number and reason
+  (``bad_lines``), never an exception; and it is a sign of life, placed at its
+  own time when it shows one (else at its arrival), so it opens no stall.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -35,7 +41,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "benchmark_progress_tps": ("gauge", "Transactions per second over the last progress interval, as the load generator printed it; 0 while the run is stalled."),
     "benchmark_progress_latency_seconds": ("gauge", "Average transaction latency over the last progress interval."),
     "benchmark_progress_interval_seconds": ("gauge", "The progress reporting interval of the run (pgbench -P, sysbench --report-interval)."),
-    "benchmark_progress_last_line_timestamp_seconds": ("gauge", "Load generator time of the last progress line received, as a Unix timestamp."),
+    "benchmark_progress_last_line_timestamp_seconds": ("gauge", "Load generator time of the last progress line received, as a Unix timestamp (a line benchwatch could not read counts too: it is a sign of life)."),
     "benchmark_progress_lines_total": ("counter", "Progress lines received."),
     "benchmark_progress_stalled": ("gauge", "1 while an active run has printed no progress line for more than 1.5 intervals."),
     "benchmark_transactions_total": ("counter", "Transactions completed: tps times the time each progress line covers; the exact figure from the summary at the end."),
@@ -47,7 +53,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "benchmark_result_tps": ("gauge", "TPS of the whole run from the load generator's summary."),
     "benchmark_result_latency_seconds": ("gauge", "Average latency of the whole run from the load generator's summary."),
     "benchmark_result_transactions": ("gauge", "Transactions actually processed, from the load generator's summary."),
-    "benchmark_unparsed_lines_total": ("counter", "Output lines benchwatch could not parse (malformed, truncated or not UTF-8); they are kept in the raw output."),
+    "benchmark_unparsed_lines_total": ("counter", "Output lines benchwatch could not parse (malformed, truncated, not UTF-8, or a figure nan, inf, negative or absurd); they are kept in the raw output."),
 }
 
 # The names the base model writes (one place, so a rename is one edit).
@@ -66,6 +72,34 @@ START = "benchmark_run_start_timestamp_seconds"
 UNPARSED = "benchmark_unparsed_lines_total"
 
 STALL_FACTOR = 1.5
+
+# Beyond these a figure is no measurement but a damaged line, like nan or inf: a trillion
+# transactions (or queries, errors) a second; a clock past the year 2286 (elapsed or epoch seconds).
+MAX_RATE = 1e12
+MAX_TIME_S = 1e10
+# Bad lines remembered with their number and reason (all of them are counted).
+BAD_LINES_KEPT = 1000
+# How far after the previous line a bad line's own time may place it (in intervals); beyond, or
+# before it, the time is as damaged as the rest, and the line is alive at its arrival only.
+BAD_LINE_REACH = 60
+
+
+def figure_problem(name: str, value: float | None, limit: float = MAX_RATE) -> str | None:
+    """Why a figure that is counted cannot be (nan, inf, negative, absurd), or None when it can (or is absent).
+    An int of any size may be given (a parser's int() of a long run of digits)."""
+    if value is None:
+        return None
+    try:
+        value = float(value)
+    except OverflowError:
+        return f"{name} is absurd (over 1e308)"
+    if not math.isfinite(value):
+        return f"{name} is {value}"
+    if value < 0:
+        return f"{name} is negative ({value:g})"
+    if value > limit:
+        return f"{name} is absurd ({value:g})"
+    return None
 
 # Progress series that end with the run (staleness markers after its last line).
 ENDED_WITH_THE_RUN = (TPS, LATENCY, STALLED)
@@ -95,6 +129,9 @@ class RunModel:
     summary_gauges: ClassVar[Mapping[str, str]] = {}
     ended_with_the_run: ClassVar[tuple[str, ...]] = ENDED_WITH_THE_RUN
     exact_transactions_key: ClassVar[str] = "transactions"  # the summary's exact count of transactions
+    # The time a progress line shows, read from a line the parser refused (group 1: seconds,
+    # elapsed or above 1e8 epoch): a bad line with one is a sign of life at that time.
+    line_time_re: ClassVar[re.Pattern[str] | None] = None
 
     def __init__(self, run_id: str, *, info_labels: Mapping[str, str] | None = None,
                  interval_s: float | None = None, start_epoch: float | None = None):
@@ -109,6 +146,9 @@ class RunModel:
         self.last_line_ts_ms: int | None = None   # tool time of the last real progress line
         self.last_line_time_s: float | None = None
         self.last_stall_sample_ms: int | None = None
+        self.last_life_ms: int | None = None      # the last sign of life: a line's time, or a bad line's arrival
+        self.line_number = 0                      # lines fed so far (the number of the current one)
+        self.bad_lines: list[tuple[int, str]] = []  # (line number, reason), the first BAD_LINES_KEPT
         self.summary: dict[str, object] = {}
         self.errors: list[str] = []
         self.values: dict[tuple[str, tuple[tuple[str, str], ...]], _Series] = {}
@@ -156,15 +196,85 @@ class RunModel:
     # -- inputs ---------------------------------------------------------------
 
     def feed_line(self, line: bytes | str, arrival_epoch: float | None = None) -> list[Sample]:
+        self.line_number += 1
         out: list[Sample] = []
-        for event in self.parser.feed(line):
-            out.extend(self.feed(event, arrival_epoch))
+        try:
+            for event in self.parser.feed(line):
+                out.extend(self.feed(event, arrival_epoch))
+        except Exception as e:  # a line this model fails on costs that line, never the run
+            text = line.decode("utf-8", "replace") if isinstance(line, bytes) else str(line)
+            out.extend(self.unparsed(arrival_epoch, f"not read ({type(e).__name__}: {e})", text=text))
         return out
 
-    def unparsed(self, arrival_epoch: float | None) -> list[Sample]:
-        """A line the parser could not read: counted, nothing else."""
+    def unparsed(self, arrival_epoch: float | None, reason: str = "not understood", *, text: str | None = None,
+                 time_s: float | None = None, absolute: bool | None = None) -> list[Sample]:
+        """A bad line: counted, remembered by number with its reason, and a sign of life: at the time it
+        shows (``time_s``, else read from ``text`` by ``line_time_re``) or, live, at its arrival."""
+        if reason == "not understood" and text is not None and "\ufffd" in text:
+            reason = "not UTF-8"
+        self.count_bad_line(reason)
+        if time_s is None and text is not None and self.line_time_re is not None:
+            m = self.line_time_re.match(text)
+            if m:
+                try:
+                    time_s = float(m.group(1))
+                except ValueError:
+                    time_s = None
+        if time_s is not None and not (math.isfinite(time_s) and 0 <= time_s <= MAX_TIME_S):
+            time_s = None
+        if absolute is None:
+            absolute = time_s is not None and time_s > 1e8
+        elapsed: float | None = None
+        if time_s is not None and self.start_epoch is not None:
+            # A bad line never sets the run's clock, nor moves it far: its time is trusted only
+            # after the previous line's and within BAD_LINE_REACH intervals of it.
+            elapsed = time_s - self.start_epoch if absolute else time_s
+            previous = self.last_line_time_s if self.last_line_time_s is not None else 0.0
+            if not previous < elapsed <= previous + BAD_LINE_REACH * (self.interval_s or 1.0):
+                elapsed = None
+        if time_s is not None and elapsed is not None:
+            line_ms, _ = self._line_ms(time_s, absolute, arrival_epoch)
+            self.last_line_time_s = elapsed  # its interval is lost, not counted by the next line
+            ts = self._next_ts(line_ms)
+            self.last_line_ts_ms = ts
+            life = ts
+        elif arrival_epoch is not None and self.last_line_ts_ms is not None:
+            # Alive when it arrived; its samples go right after the newest, not at its arrival, which
+            # in a backlog read late is after the tool's time of the lines that follow it.
+            ts = self._next_ts(self.last_ts_ms or 0)
+            life = int(arrival_epoch * 1000)
+        else:
+            return self._emit_counters([UNPARSED], arrival_epoch)  # counted; no run clock to be alive on yet
+        self.last_life_ms = max(self.last_life_ms or life, life)
+        self.last_stall_sample_ms = None
+        out = self._emit_counters([UNPARSED], None, ts=ts)
+        out.extend(self._unstall(ts))
+        out.extend(self._heartbeat(ts))
+        return out
+
+    def summary_figure(self, key: str, value: object, arrival_epoch: float | None) -> list[Sample]:
+        """A figure of the summary, kept in ``summary`` unless it is nan, inf, negative or beyond a float:
+        then its line is bad (a figure written at the end must not be one that cannot be)."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            problem = figure_problem(key, value, math.inf)
+            if problem is not None:
+                return self.unparsed(arrival_epoch, f"summary: {problem}")
+        self.summary[key] = value
+        return []
+
+    def count_bad_line(self, reason: str) -> None:
+        """A bad line counted and remembered, its samples left to the caller (a go-tpc report it was part of)."""
         self._counters[UNPARSED] += 1
-        return self._emit_counters([UNPARSED], arrival_epoch)
+        if len(self.bad_lines) < BAD_LINES_KEPT:
+            self.bad_lines.append((self.line_number, reason))
+
+    def bad_line_notes(self, limit: int = 5) -> list[str]:
+        """The bad lines in short, for ``benchwatch:`` lines on stderr: the first ``limit`` by number and reason."""
+        notes = [f"line {number}: {reason}; not read (kept in the raw output)" for number, reason in self.bad_lines[:limit]]
+        rest = self.unparsed_lines - len(notes)
+        if rest > 0:
+            notes.append(f"... and {rest} more line{'s' if rest > 1 else ''} not read")
+        return notes
 
     def client_aborted(self, message: str, arrival_epoch: float | None) -> list[Sample]:
         self._counters[ABORTED] += 1
@@ -180,15 +290,29 @@ class RunModel:
         over the time the line covers. ``gauges``: (name, value or None, extra labels);
         ``counters``: (name, increment); ``rates``: (counter name, per-second rate) counted
         like transactions; ``after(ts, covered)``: the tool's own samples of the line, written
-        after the counters."""
+        after the counters.
+
+        A figure that is counted (tps, counters, rates) and is nan, inf, negative or absurd
+        makes the line bad (:meth:`unparsed`: pgbench prints "NaN tps" for a zero-length
+        interval, sysbench "nan" where it divided by zero). A gauge alone that is inf, negative
+        or nan is left out, but for nan in an interval without transactions (0 tps), which has
+        no latency to show: pgbench before 12 prints ``lat -nan`` there, kept as nan."""
+        counters, rates = list(counters), list(rates)
+        problem = (figure_problem("time", time_s, MAX_TIME_S) or figure_problem("tps", tps)
+                   or next(filter(None, (figure_problem(n.removesuffix("_total"), v) for n, v in (*counters, *rates))), None))
+        if problem is not None:
+            usable_time = figure_problem("time", time_s, MAX_TIME_S) is None
+            return self.unparsed(arrival_epoch, problem, time_s=time_s if usable_time else None,
+                                 absolute=absolute if usable_time else None)
         ts, covered = self.place_line(time_s, absolute, arrival_epoch)
+        self.last_life_ms = max(self.last_life_ms or ts, ts)
         out = [self._set(TPS, tps, ts)]
         out.extend(self._unstall(ts))
         for name, value, labels in gauges:
-            if value is not None:
+            if value is not None and (0 <= value < math.inf or (math.isnan(value) and tps == 0)):
                 out.append(self._set(name, value, ts, dict(labels) if labels else None))
         done = tps * covered
-        if math.isfinite(done):  # pgbench prints "NaN tps" / "inf tps" for an empty or zero-length interval
+        if math.isfinite(done):
             self._counters[TRANSACTIONS] += round(done)
         self._counters[LINES] += 1
         changed = [TRANSACTIONS, LINES]
@@ -214,7 +338,7 @@ class RunModel:
             return []
         interval_ms = (self.interval_s or 1.0) * 1000.0
         now_ms = int(now_epoch * 1000)
-        if now_ms - self.last_line_ts_ms <= STALL_FACTOR * interval_ms:
+        if now_ms - max(self.last_line_ts_ms, self.last_life_ms or 0) <= STALL_FACTOR * interval_ms:
             return []
         if self.last_stall_sample_ms is not None and now_ms - self.last_stall_sample_ms < interval_ms:
             return []
@@ -230,6 +354,7 @@ class RunModel:
         out: list[Sample] = []
         for event in self.parser.flush():
             out.extend(self.feed(event, end_epoch))
+        flushed = len(out)
         if self.start_epoch is None:
             # Nothing placed the run in time (no progress line): anchor it at its end.
             self.start_epoch = end_epoch if end_epoch is not None else 0.0
@@ -251,7 +376,8 @@ class RunModel:
         if exit_code is not None:
             out.append(self._set(EXIT_CODE, float(exit_code), ts))
         out.extend(self._heartbeat(ts, running=0.0))
-        return out
+        # A summary figure that is nan or inf (a damaged summary line) is no figure: left out.
+        return out[:flushed] + [s for s in out[flushed:] if math.isfinite(s.value)]
 
     def end_markers(self) -> list[Sample]:
         """For Prometheus only, after finish(): staleness markers that end the progress curves with the run.
@@ -279,19 +405,20 @@ class RunModel:
         self.stalled = False
         return [self._set(STALLED, 0.0, ts)]
 
-    def place_line(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> tuple[int, float]:
-        """A progress line's timestamp (ms, at the tool's own time) and the seconds it covers."""
+    def _line_ms(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> tuple[int, float]:
+        """Where a line's time falls (ms, at the tool's own time) and its elapsed seconds; the clock set by the first."""
         if absolute:
             if self.start_epoch is None:
                 self.start_epoch = time_s - (self.interval_s or 1.0)
-            line_ms = int(round(time_s * 1000))
-            elapsed = time_s - self.start_epoch
-        else:
-            if self.start_epoch is None:
-                # Calibrate the tool's clock from the first line's arrival.
-                self.start_epoch = (arrival_epoch if arrival_epoch is not None else 0.0) - time_s
-            line_ms = int(round((self.start_epoch + time_s) * 1000))
-            elapsed = time_s
+            return int(round(time_s * 1000)), time_s - self.start_epoch
+        if self.start_epoch is None:
+            # Calibrate the tool's clock from the first line's arrival.
+            self.start_epoch = (arrival_epoch if arrival_epoch is not None else 0.0) - time_s
+        return int(round((self.start_epoch + time_s) * 1000)), time_s
+
+    def place_line(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> tuple[int, float]:
+        """A progress line's timestamp (ms, at the tool's own time) and the seconds it covers."""
+        line_ms, elapsed = self._line_ms(time_s, absolute, arrival_epoch)
         previous = self.last_line_time_s
         covered = elapsed - previous if previous is not None else (self.interval_s if absolute else elapsed)
         covered = max(covered or 0.0, 0.0)
@@ -313,7 +440,7 @@ class RunModel:
             out.append(self._set(INTERVAL, float(self.interval_s), ts))
         out.extend(self.heartbeat_extra(ts))
         if self.last_line_ts_ms is not None:
-            out.append(self._set(LAST_LINE, self.last_line_ts_ms / 1000.0, ts))
+            out.append(self._set(LAST_LINE, max(self.last_line_ts_ms, self.last_life_ms or 0) / 1000.0, ts))
         return out
 
     def _emit_counters(self, names: Iterable[str], arrival_epoch: float | None, ts: int | None = None) -> list[Sample]:

@@ -60,6 +60,15 @@ GOTPC_METRICS: dict[str, tuple[str, str]] = {
 _COUNTERS = ("benchmark_transactions_total", "benchmark_progress_lines_total", "benchmark_unparsed_lines_total")
 
 
+def _report_problem(report: gt.Report) -> str | None:
+    """Why a report or summary line's figures cannot be counted (the parser already refuses nan and inf)."""
+    if report.count > run.MAX_RATE:  # an int of any size: compared before any float() could overflow
+        return "Count is absurd (over 1e12)"
+    if report.count < 0:
+        return f"Count is negative ({report.count})"
+    return run.figure_problem("TPM", report.tpm) or run.figure_problem("Takes(s)", report.takes_s, run.MAX_TIME_S)
+
+
 @dataclass
 class _Report:
     """The lines of one report, as they arrive."""
@@ -93,6 +102,7 @@ class GotpcRunModel(RunModel):
         self.reports = 0
         self._open: _Report | None = None
         self._line_arrival: float | None = None
+        self._bad_in_report = False  # a line of the open report was bad: its count goes out with the report
 
     def new_parser(self) -> gt.GotpcOutputParser:
         return gt.GotpcOutputParser()
@@ -107,18 +117,25 @@ class GotpcRunModel(RunModel):
         return super().feed_line(line, arrival_epoch)
 
     def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
+        if isinstance(event, (gt.Current, gt.Summary)) and (problem := _report_problem(event)) is not None:
+            if isinstance(event, gt.Summary):
+                return self._close() + self.unparsed(arrival_epoch, problem)
+            return self._bad_report_line(problem, arrival_epoch)
         if isinstance(event, gt.Current):
             return self._report_line(event.tick, arrival_epoch, current=event)
         if isinstance(event, gt.WaitTime) and not event.summary and event.tick is not None:
             return self._report_line(event.tick, arrival_epoch, wait=event)
+        if isinstance(event, gt.Unparsed) and event.text.startswith(REPORT_PREFIX.decode()):
+            return self._bad_report_line(event.reason, arrival_epoch)
         out = self._close()
         if isinstance(event, gt.Unparsed):
-            out += self.unparsed(arrival_epoch)
+            out += self.unparsed(arrival_epoch, event.reason, text=event.text)
         elif isinstance(event, gt.Summary):
             self.results[event.op] = event
         elif isinstance(event, gt.TpmC):
-            self.summary["tpmc"] = event.tpmc
-            self.summary["efficiency_ratio"] = event.efficiency_pct / 100.0
+            out += self.summary_figure("tpmc", event.tpmc, arrival_epoch)
+            if "tpmc" in self.summary:
+                self.summary["efficiency_ratio"] = event.efficiency_pct / 100.0
         elif isinstance(event, gt.Finished):
             self.finished = True
         elif isinstance(event, gt.Signal):
@@ -156,8 +173,20 @@ class GotpcRunModel(RunModel):
             self._open.waits.append(wait)
         return out
 
+    def _bad_report_line(self, reason: str, arrival_epoch: float | None) -> list[Sample]:
+        """A report line that cannot be read costs its own figures only: the report it is part of is
+        not cut in two (which would place the rest one interval late), and carries its count; alone,
+        it is a sign of life at its arrival."""
+        if self._open is not None:
+            self.count_bad_line(reason)
+            self._bad_in_report = True
+            return []
+        arrival = self._line_arrival
+        return self.unparsed(arrival_epoch, reason, time_s=arrival, absolute=True if arrival is not None else None)
+
     def _close(self) -> list[Sample]:
         report, self._open = self._open, None
+        had_bad_line, self._bad_in_report = self._bad_in_report, False
         if report is None or (not report.current and not report.waits):
             return []
         interval = self._interval(report)
@@ -205,7 +234,8 @@ class GotpcRunModel(RunModel):
             out += [self._set("gotpc_errors_total", v, ts, {"txn": t}) for t, v in sorted(self.failed.items())]
             return out
 
-        return self.progress(at, True, None, tps, gauges=gauges, after=per_type)
+        return self.progress(at, True, None, tps, gauges=gauges, after=per_type,
+                             counters=((run.UNPARSED, 0.0),) if had_bad_line else ())
 
     def _interval(self, report: _Report) -> float:
         if not self.interval_s:

@@ -8,6 +8,7 @@ transaction, the per-statement table of ``-r`` and the summary's figures.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -78,6 +79,7 @@ class PgbenchRunModel(RunModel):
     summary_gauges: ClassVar[Mapping[str, str]] = _SUMMARY_GAUGES
     ended_with_the_run = run.ENDED_WITH_THE_RUN + (STDDEV, LAG)
     exact_transactions_key = "transactions_processed"
+    line_time_re = re.compile(r"progress: ([0-9]+(?:\.[0-9]+)?) s")
 
     def __init__(self, run_id: str, *, sql_statements: float | None = None, **kw) -> None:
         super().__init__(run_id, **kw)
@@ -97,12 +99,17 @@ class PgbenchRunModel(RunModel):
                                          (LAG, event.lag_s, None)),
                                  counters=[(name, getattr(event, attr)) for name, attr in _PROGRESS_COUNTERS])
         if isinstance(event, po.Unparsed):
-            return self.unparsed(arrival_epoch)
+            return self.unparsed(arrival_epoch, text=event.text)
         if isinstance(event, po.ClientAborted):
             return self.client_aborted(event.message, arrival_epoch)
         if isinstance(event, po.Summary):
-            self.summary[event.key] = event.value
-        elif isinstance(event, po.StatementLatency):
+            return self.summary_figure(event.key, event.value, arrival_epoch)
+        if isinstance(event, po.StatementLatency):
+            problem = (run.figure_problem("statement latency", event.latency_s, math.inf)
+                       or run.figure_problem("statement failures", event.failures, math.inf)
+                       or run.figure_problem("statement retries", event.retries, math.inf))
+            if problem is not None:
+                return self.unparsed(arrival_epoch, problem)
             self.statements.append(event)
         elif isinstance(event, po.ScriptHeader):
             self.script_names[event.index] = script_name(event.name)

@@ -15,6 +15,7 @@ sysbench prints rates; counters are rate x the seconds each line covers
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import ClassVar
 
@@ -62,6 +63,7 @@ class SysbenchRunModel(RunModel):
     ended_with_the_run = run.ENDED_WITH_THE_RUN + ("benchmark_progress_qps", "benchmark_progress_latency_quantile_seconds",
                                                 "benchmark_progress_threads")
     exact_transactions_key = "transactions"
+    line_time_re = re.compile(r"\[ *([0-9]+(?:\.[0-9]+)?)s ?\] ")
 
     def __init__(self, run_id: str, **kw) -> None:
         super().__init__(run_id, **kw)
@@ -76,10 +78,14 @@ class SysbenchRunModel(RunModel):
         if isinstance(event, sb.Progress):
             return self._sysbench_progress(event, arrival_epoch)
         if isinstance(event, sb.Unparsed):
-            return self.unparsed(arrival_epoch)
+            return self.unparsed(arrival_epoch, text=event.text)
         if isinstance(event, sb.Summary):
-            self.summary[event.key] = event.value
-        elif isinstance(event, sb.HistogramBucket):
+            return self.summary_figure(event.key, event.value, arrival_epoch)
+        if isinstance(event, sb.HistogramBucket):
+            problem = run.figure_problem("histogram count", event.count, math.inf) or run.figure_problem(
+                "histogram value", event.value_s, math.inf)
+            if problem is not None:
+                return self.unparsed(arrival_epoch, problem)
             self.histogram.append(event)
         elif isinstance(event, sb.ErrorLine):
             self.errors.append(f"{event.severity}: {event.message}")
@@ -89,6 +95,13 @@ class SysbenchRunModel(RunModel):
         if self.interval_s is None and not self.interval_from_args and "report_interval_s" in self.summary:
             self.interval_s = float(self.summary["report_interval_s"])  # type: ignore[arg-type]
         rates = {"read": event.read_qps, "write": event.write_qps, "other": event.other_qps}
+        # Queries are counted like transactions: one unusable rate makes the line bad (tps, err/s and
+        # reconn/s are checked by progress()).
+        problem = run.figure_problem("tps", event.tps) or next(filter(None, (
+            run.figure_problem(f"{kind} qps", value) for kind, value in (("total", event.qps), *rates.items()))), None) \
+            or run.figure_problem("thds", event.threads)
+        if problem is not None:
+            return self.unparsed(arrival_epoch, problem, time_s=event.time_s, absolute=False)
         gauges: list[tuple[str, float | None, Mapping[str, str] | None]] = [
             ("benchmark_progress_qps", value, {"type": kind}) for kind, value in rates.items()]
         if event.percentile is not None:
@@ -99,7 +112,7 @@ class SysbenchRunModel(RunModel):
         def queries(ts: int, covered: float) -> list[Sample]:
             out = []
             for kind, value in rates.items():
-                if value is not None and math.isfinite(value * covered):
+                if value is not None:
                     self._queries[kind] += round(value * covered)
                     out.append(self._set("benchmark_queries_total", self._queries[kind], ts, {"type": kind}))
             return out
