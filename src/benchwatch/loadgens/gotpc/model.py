@@ -163,7 +163,7 @@ class GotpcRunModel(RunModel):
     def _report_line(self, tick: int, arrival_epoch: float | None, current: gt.Current | None = None,
                      wait: gt.WaitTime | None = None) -> list[Sample]:
         out: list[Sample] = []
-        if self._open is not None and self._open.tick != tick:
+        if self._open is not None and (self._open.tick != tick or self._later_report()):
             out = self._close()
         if self._open is None:
             self._open = _Report(tick, self._line_arrival)
@@ -172,6 +172,14 @@ class GotpcRunModel(RunModel):
         if wait is not None:
             self._open.waits.append(wait)
         return out
+
+    def _later_report(self) -> bool:
+        """Whether this line arrived well after the open report's first: a report of its own even when its
+        types sort after the open report's (a report of only PAYMENT after one of only DELIVERY and
+        NEW_ORDER, as during a lock), which the parser's ticks, read from the sort order alone, cannot tell
+        apart when the exporter reads both reports in one pass."""
+        first, this = self._open.arrival if self._open is not None else None, self._line_arrival
+        return first is not None and this is not None and this - first >= GROUP_GRACE_S
 
     def _bad_report_line(self, reason: str, arrival_epoch: float | None) -> list[Sample]:
         """A report line that cannot be read costs its own figures only: the report it is part of is
