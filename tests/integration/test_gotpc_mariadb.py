@@ -187,7 +187,7 @@ def test_reports_are_stored_at_their_arrival_and_drawn_by_a_1s_query_range(stack
     samples = stored()
     report_times = {round(t, 3) for t in firsts}
     real = [(t, v) for t, v in samples if round(t, 3) in report_times]
-    assert [v for _, v in real] == [float(n) for n in reports]  # --interval 1s: count per second
+    assert [v for _, v in real] == [float(n) for n in reports], (samples, sorted(report_times), reports)  # count/s
     assert len(real) == len(reports)
     extra = [v for t, v in samples if round(t, 3) not in report_times]
     assert extra and set(extra) == {0.0}, "no stall zeros during the lock"

@@ -88,11 +88,12 @@ def test_stall_writes_zero_once_per_interval_then_recovers():
     assert model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100, 0 failed", START + 1.0)
     assert model.start_epoch == START
     assert model.tick(START + 2.4) == []            # within 1.5 intervals: no stall yet
+    # The zero goes where the stall became due (1.5 intervals after the line), not at the tick's now.
     stall = model.tick(START + 2.6)
-    assert series(stall, "benchmark_progress_tps") == [(round((START + 2.6) * 1000), 0.0)]
-    assert series(stall, "benchmark_progress_stalled") == [(round((START + 2.6) * 1000), 1.0)]
+    assert series(stall, "benchmark_progress_tps") == [(round((START + 2.5) * 1000), 0.0)]
+    assert series(stall, "benchmark_progress_stalled") == [(round((START + 2.5) * 1000), 1.0)]
     assert model.tick(START + 3.0) == []            # at most one zero per interval
-    assert series(model.tick(START + 3.7), "benchmark_progress_tps") == [(round((START + 3.7) * 1000), 0.0)]
+    assert series(model.tick(START + 3.7), "benchmark_progress_tps") == [(round((START + 3.5) * 1000), 0.0)]
     # A catch-up line covering 4 s arrives: its own time, its own value, counted once.
     after = model.feed_line(b"progress: 5.0 s, 80.0 tps, lat 9.000 ms stddev 0.100, 0 failed", START + 5.0)
     assert series(after, "benchmark_progress_tps") == [(round((START + 5.0) * 1000), 80.0)]
@@ -105,8 +106,26 @@ def test_stall_zero_never_precedes_an_earlier_line():
     model = RunModel("ro", interval_s=1.0, start_epoch=START)
     model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100", None)
     stall = model.tick(START + 3.0)
-    late = model.feed_line(b"progress: 2.9 s, 50.0 tps, lat 1.000 ms stddev 0.100", None)
+    late = model.feed_line(b"progress: 2.4 s, 50.0 tps, lat 1.000 ms stddev 0.100", None)
     assert series(late, "benchmark_progress_tps")[0][0] == series(stall, "benchmark_progress_tps")[0][0] + 1
+
+
+def test_a_line_read_after_a_tick_that_came_after_its_arrival_keeps_its_time():
+    """The follower ticks at 3.03 s before reading a line that arrived at 3.0 s: the zero is placed where the
+    stall became due (2.5 s), so the line keeps its own time (test_gotpc_mariadb saw a report 30 ms late)."""
+    model = RunModel("rt", interval_s=1.0, start_epoch=START)
+    model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100", None)
+    stall = model.tick(START + 3.03)
+    assert series(stall, "benchmark_progress_tps") == [(round((START + 2.5) * 1000), 0.0)]
+    line = model.feed_line(b"progress: 3.0 s, 50.0 tps, lat 1.000 ms stddev 0.100", None)
+    assert series(line, "benchmark_progress_tps") == [(round((START + 3.0) * 1000), 50.0)]
+
+
+def test_a_follower_far_behind_writes_its_zero_at_most_one_interval_back():
+    model = RunModel("rb", interval_s=1.0, start_epoch=START)
+    model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100", None)
+    stall = model.tick(START + 60.0)  # the exporter was stopped for a minute
+    assert series(stall, "benchmark_progress_tps") == [(round((START + 59.0) * 1000), 0.0)]
 
 
 def test_finished_run_is_not_stalled():
@@ -222,7 +241,7 @@ def test_end_markers_after_a_stall_follow_its_last_zero():
     model = RunModel("rs", start_epoch=START, interval_s=1.0)
     model.feed_line(b"progress: 1.0 s, 100.0 tps, lat 1.000 ms stddev 0.100, 0 failed")
     zero = series(model.tick(START + 2.6), "benchmark_progress_tps")
-    assert zero == [(round((START + 2.6) * 1000), 0.0)]
+    assert zero == [(round((START + 2.5) * 1000), 0.0)]
     finished = model.finish(START + 3.0, 1)
     stalled_end = series(finished, "benchmark_progress_stalled")
     assert stalled_end == [(round((START + 3.0) * 1000), 0.0)]

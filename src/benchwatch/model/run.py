@@ -338,12 +338,18 @@ class RunModel:
             return []
         interval_ms = (self.interval_s or 1.0) * 1000.0
         now_ms = int(now_epoch * 1000)
-        if now_ms - max(self.last_line_ts_ms, self.last_life_ms or 0) <= STALL_FACTOR * interval_ms:
+        last_life_ms = max(self.last_line_ts_ms, self.last_life_ms or 0)
+        if now_ms - last_life_ms <= STALL_FACTOR * interval_ms:
             return []
         if self.last_stall_sample_ms is not None and now_ms - self.last_stall_sample_ms < interval_ms:
             return []
         self.stalled = True
-        ts = self._next_ts(now_ms)
+        # At the time the stall became due (1.5 intervals after the last sign of life, then one interval
+        # after the previous zero), not at the follower's now: a line that arrived just before this tick
+        # and is not read yet keeps its own time instead of going 1 ms after a zero written later than it.
+        due_ms = (self.last_stall_sample_ms + interval_ms if self.last_stall_sample_ms is not None
+                  else last_life_ms + STALL_FACTOR * interval_ms)
+        ts = self._next_ts(int(min(now_ms, max(due_ms, now_ms - interval_ms))))
         self.last_stall_sample_ms = ts
         out = [self._set(TPS, 0.0, ts), self._set(STALLED, 1.0, ts)]
         out.extend(self._heartbeat(ts))
