@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 
 from benchwatch.stack.config import DEFAULT_PORTS, load_config
@@ -110,3 +111,25 @@ def start(scale: int = 2, engine: str = "postgres") -> ThrowawayStack:
     live = ThrowawayStack(stack, state_dir)
     live.bring_up(scale)
     return live
+
+
+class BackgroundRun:
+    """``benchwatch run -- ARGS`` on a throwaway stack, in the background, its output read as it comes
+    (``session``: in a process group of its own, for a Ctrl-C sent to the whole group)."""
+
+    def __init__(self, live: ThrowawayStack, *args: str, session: bool = False):
+        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", *args], env=live.env(), start_new_session=session,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.out: dict[str, bytes] = {}
+        self.threads = [threading.Thread(target=self._read, args=(n,), daemon=True) for n in ("stdout", "stderr")]
+        for t in self.threads:
+            t.start()
+
+    def _read(self, name: str) -> None:
+        self.out[name] = getattr(self.proc, name).read()
+
+    def wait(self, timeout: float) -> int:
+        code = self.proc.wait(timeout=timeout)
+        for t in self.threads:
+            t.join(10)
+        return code

@@ -13,8 +13,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
-import threading
 import time
 
 import pytest
@@ -23,7 +21,7 @@ from benchwatch import loadgens
 from benchwatch.query.prometheus import query, query_range
 from benchwatch.util.processes import wait_until
 from tests.helpers import throwaway
-from tests.helpers.throwaway import BENCHWATCH
+from tests.helpers.throwaway import BackgroundRun
 from tests.helpers.tools import require_tool
 
 BUDGET_S = 180
@@ -107,25 +105,6 @@ def gotpc_password(port: int, deadline: float) -> str | None:
     return None
 
 
-class Background:
-    def __init__(self, live, *args: str, session: bool = False):
-        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", *args], env=live.env(), start_new_session=session,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.out: dict[str, bytes] = {}
-        self.threads = [threading.Thread(target=self._read, args=(n,), daemon=True) for n in ("stdout", "stderr")]
-        for t in self.threads:
-            t.start()
-
-    def _read(self, name: str) -> None:
-        self.out[name] = getattr(self.proc, name).read()
-
-    def wait(self, timeout: float) -> int:
-        code = self.proc.wait(timeout=timeout)
-        for t in self.threads:
-            t.join(10)
-        return code
-
-
 def reports_so_far(live, since: float) -> int:
     runs = os.path.join(live.state_dir, "runs")
     best = 0
@@ -141,7 +120,7 @@ def tpcc_run(stack, prepared):
     """A 14 s TPC-C run with a 4 s table lock from its 4th second: reports, a stall, reports again."""
     live = stack
     since = time.time() - 1
-    run = Background(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--time", "14s", "--threads", "2",
+    run = BackgroundRun(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--time", "14s", "--threads", "2",
                      "--ignore-error")  # the lock can end in a deadlock, which stops a thread without it
     try:
         password = gotpc_password(live.stack.server.targets()[0].port, time.monotonic() + 20)
@@ -271,7 +250,7 @@ def test_ctrl_c_ends_the_run_cleanly_and_drops_the_user(stack, prepared):
     """Ctrl-C reaches the whole foreground process group: go-tpc stops, prints its summary, the user goes."""
     live = stack
     since = time.time() - 1
-    run = Background(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--threads", "2", session=True)
+    run = BackgroundRun(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--threads", "2", session=True)
     try:
         assert wait_until(lambda: reports_so_far(live, since) >= 5 * 2, 30, interval=0.1)
         assert int(live.mariadb(USERS + ";")) == 1

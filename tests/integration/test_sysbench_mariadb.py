@@ -6,14 +6,13 @@ import json
 import os
 import re
 import subprocess
-import threading
 import time
 
 import pytest
 
 from benchwatch.query.prometheus import query
 from benchwatch.util.processes import wait_until
-from tests.helpers.throwaway import BENCHWATCH
+from tests.helpers.throwaway import BackgroundRun
 
 TABLES = ["--tables=2", "--table-size=10000"]
 PROGRESS = re.compile(rb"^\[ *(\d+)s \] thds: \d+ tps: ([0-9.]+) ")
@@ -99,25 +98,6 @@ def test_import_of_a_saved_sysbench_output(mariadb_stack):
         assert values == [(1326794400 + elapsed, tps) for elapsed, tps in printed(f.read())]
 
 
-class BackgroundRun:
-    def __init__(self, live, *args: str):
-        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", "sysbench", *args], env=live.env(),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.out: dict[str, bytes] = {}
-        self.threads = [threading.Thread(target=self._read, args=(name,), daemon=True) for name in ("stdout", "stderr")]
-        for t in self.threads:
-            t.start()
-
-    def _read(self, name: str) -> None:
-        self.out[name] = getattr(self.proc, name).read()
-
-    def wait(self, timeout: float) -> int:
-        code = self.proc.wait(timeout=timeout)
-        for t in self.threads:
-            t.join(10)
-        return code
-
-
 def progress_lines_in(live, since: float) -> int:
     """Progress lines of the newest run directory started after ``since``."""
     runs = os.path.join(live.state_dir, "runs")
@@ -135,7 +115,7 @@ def progress_lines_in(live, since: float) -> int:
 def test_table_lock_reads_zero_and_fires_the_tps_drop_alert(mariadb_stack, prepared):
     live = mariadb_stack
     since = time.time() - 1
-    run = BackgroundRun(live, "oltp_read_write", *TABLES, "--threads=2", "--time=22", "--report-interval=1", "run")
+    run = BackgroundRun(live, "sysbench", "oltp_read_write", *TABLES, "--threads=2", "--time=22", "--report-interval=1", "run")
     try:
         # A baseline first (10 lines, benchwatch:threshold:pgbench_tps_baseline_min_samples).
         assert wait_until(lambda: progress_lines_in(live, since) >= 12, 60, interval=0.2)
