@@ -264,7 +264,7 @@ def cmd_import(ctx: Context) -> int:
     for path, data, reads, _ in files:
         for r in reads:
             chunk = data if len(reads) == 1 else importer.run_lines(data, r)
-            run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model)
+            run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model, r.samples)
             say(f"imported run {r.run_id}; saved in {run.path}")
             if not args.json:
                 print(r.run_id, file=ctx.stdout)

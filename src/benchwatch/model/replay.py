@@ -326,10 +326,15 @@ def replay_output(data: bytes, run_id: str, start_epoch: float | None, *,
 
 def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
     """Every pgbench sample of a finished run directory, end markers included, as Prometheus got them."""
+    model, samples = replay_run_dir_model(path, meta)
+    return samples + model.end_markers()
+
+
+def replay_run_dir_model(path: str, meta: Mapping[str, Any]) -> tuple[RunModel, list[Sample]]:
+    """A finished run directory read again: its model (its summary) and its samples, end markers excluded."""
     run_id = run_id_of(meta, os.path.basename(os.path.normpath(path)))
     if meta.get("mode") == "import":
-        model, samples = replay_output(saved_output(path), run_id, meta.get("clock_start_epoch"))
-        return samples + model.end_markers()  # as import wrote them
+        return replay_output(saved_output(path), run_id, meta.get("clock_start_epoch"))  # as import wrote them
     model = model_for_run(run_id, meta)
     model.add_arrivals(read_arrivals(_read(os.path.join(path, ARRIVALS)) or b""))
     end = meta.get("ended_at")
@@ -338,7 +343,7 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
         chunk = _read(os.path.join(path, name))
         if chunk is not None:
             out.extend(feed_lines(model, split_lines(chunk), end))
-    return out + close(model, end, meta.get("exit_code"))
+    return model, out + model.finish(end, meta.get("exit_code"))
 
 
 def read_arrivals(data: bytes) -> list[float]:

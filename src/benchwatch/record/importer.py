@@ -10,7 +10,8 @@ import re
 
 from benchwatch.model import replay
 from benchwatch.model.run import RunModel
-from benchwatch.record import rundir
+from benchwatch.model.samples import Sample
+from benchwatch.record import outcome, rundir
 
 
 def parse_time(text: str) -> float:
@@ -44,17 +45,29 @@ def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:
     return start, f"no --start given: assuming the (last) run ended when the file was last modified ({dt.datetime.fromtimestamp(start, dt.UTC).isoformat()} start)"
 
 
+# What a run recorded live keeps and a saved output cannot tell (meta.json's "lacks" of an imported run):
+# history's "what changed" has nothing to compare for these.
+IMPORT_LACKS = ("argv", "server_version", "server_settings", "data_filesystem", "host")
+
+
 def save_import(runs_dir: str, run_id: str, source: str, data: bytes, start_epoch: float | None,
-                model: RunModel) -> rundir.RunDir:
+                model: RunModel, samples: list[Sample] | None = None, placed_by: str | None = None) -> rundir.RunDir:
+    """The run directory of one imported run: its lines, meta.json and summary.json (``samples``: the run's
+    progress samples, for a TPS when the output has no summary). ``placed_by`` says where its start came from."""
     run = rundir.create_run_dir(runs_dir, run_id)
     with open(run.file("output.log"), "wb") as f:
         f.write(data)
-    run.write_meta({
+    meta = {
         "run_id": run_id, "mode": "import", "tool": model.tool, "state": rundir.FINISHED, "source_file": os.path.abspath(source),
         "clock_start_epoch": model.start_epoch, "started_at": model.start_epoch,
         "ended_at": (model.last_ts_ms or 0) / 1000.0, "progress_interval": model.interval_s,
         "summary": {k: v for k, v in model.summary.items()}, "output": "output.log",
-    })
+        "info_labels": dict(model.info_labels), "lacks": list(IMPORT_LACKS),
+    }
+    if placed_by:
+        meta["placed_by"] = placed_by
+    run.write_meta(meta)
+    outcome.write(run, outcome.summarize(model, samples or []))
     return run
 
 
