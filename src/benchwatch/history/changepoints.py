@@ -26,7 +26,7 @@ import ruptures
 from scipy import stats
 
 MIN_RUNS = 3            # runs on each side of a change point at the least
-ALPHA = 0.002           # significance of a split (permutation p-value)
+ALPHA = 0.005           # significance of a split (permutation p-value)
 PERMUTATIONS = 1999     # resamples of each permutation test (p-values from 0.0005)
 SCREEN, SCREEN_STOP = 199, 0.05  # resamples of the first look, and the p-value above which it is final
 BOOTSTRAP = 2000        # resamples of the step's confidence interval
