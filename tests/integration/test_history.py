@@ -21,6 +21,7 @@ import time
 
 import pytest
 
+from benchwatch.query import grafana as gq
 from benchwatch.query.prometheus import query
 from benchwatch.util.processes import wait_until
 from tests.helpers import throwaway
@@ -118,3 +119,32 @@ def test_annotation_and_series_reach_prometheus(history):
     assert any("commit_delay" in cp["metric"]["changed"] and "raised for the test" in cp["metric"]["changed"] for cp in cps)
     (note,) = query(live.prometheus, 'benchmark_history_annotation_info[1h]', time=at)
     assert note["metric"]["run_id"] == ids[6]
+
+
+def test_history_dashboard_queries_as_grafana_asks_them(history):
+    """Acceptance 3: every panel, annotation and variable query of the History dashboard returns the runs and
+    the change point, over a time range as Grafana asks for it (hours, aligned to the annotation step)."""
+    live, ids, _ = history
+    got = json.loads(live.benchwatch("history", ids[0], "--json").stdout)  # (re)writes the series
+    with open(os.path.join(throwaway.REPO_ROOT, "dashboards", "history.json"), encoding="utf-8") as f:
+        dash = json.load(f)
+    first = json.load(open(os.path.join(live.state_dir, "runs", ids[0], "meta.json")))["started_at"]
+    start = (int(first) // 3600 - 1) * 3600
+    end = start + 3 * 3600
+    variables = {**gq.default_variables(dash), "workload": got["workload"], "metric": "tps",
+                 "datasource": "benchwatch-prometheus"}
+    queries = gq.dashboard_queries(dash)
+    assert {q.source.split()[0] for q in queries} == {"panel", "annotation", "variable"}
+    at = time.time()
+    assert wait_until(lambda: bool(query(live.prometheus, f'benchmark_history_value{{workload="{got["workload"]}"}}[1h]',
+                                         time=at)), 30, 0.2)
+    for q in queries:
+        result = gq.run_query(live.prometheus, q, variables, start, end)
+        assert result, f"{q.source}: no data for {gq.expand(q.expr, variables, end - start)}"
+        if q.source.startswith("variable workload"):
+            assert got["workload"] in {r["metric"]["workload"] for r in result}
+        if q.source.startswith("annotation 'Change points'"):
+            assert {r["metric"]["run_id"] for r in result} == {ids[6]}
+            assert all(r["metric"]["verdict"] == "regression" and "commit_delay" in r["metric"]["changed"] for r in result)
+        if q.source.startswith("panel") and "Runs" in q.source:
+            assert sum(1 for r in result for _ in r["values"]) >= 3  # runs a few seconds apart share a step

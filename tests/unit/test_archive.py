@@ -43,6 +43,8 @@ def covers(archived: str, wanted: str) -> bool:
 def wanted_selectors() -> list[str]:
     out: list[str] = []
     for path in sorted(glob.glob(resources.path("dashboards", "*.json"))):
+        if path.endswith("history.json"):  # runs over calendar time (issue 22): no snapshot of one run draws it
+            continue
         dash = collect.snapshot_dashboard(collect.load_dashboard(path), TARGETS)
         variables = collect.snapshot_variables(dash, "RUN", TARGETS)
         for q in gq.dashboard_queries(dash):
