@@ -162,3 +162,50 @@ def test_what_changed_between_two_runs():
 @pytest.mark.parametrize("metric", sorted(outcome.METRICS))
 def test_every_metric_has_a_direction(metric):
     assert outcome.METRICS[metric][1] in (1, -1)
+
+
+def test_import_places_each_file_at_its_own_time(tmp_path, capsys, monkeypatch):
+    """import FILE… of many saved outputs: each at its own time, by its timestamps, its name or its mtime,
+    saying which; the imported runs make a history."""
+    from benchwatch.record import importer
+    from benchwatch.sink import remote_write
+
+    monkeypatch.setattr(remote_write.RemoteWriter, "send", lambda self, samples: None)
+    fixtures = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "pgbench")
+    with open(os.path.join(fixtures, "pg15_plain.stderr"), "rb") as f:
+        plain = f.read()
+    with open(os.path.join(fixtures, "pg15_plain.stdout"), "rb") as f:
+        plain += f.read()
+    with open(os.path.join(fixtures, "pg15_progress_timestamp.stderr"), "rb") as f:
+        stamped = f.read()
+    named = [tmp_path / f"nightly-2026-01-0{d}T02:00:00.log" for d in (1, 2, 3)]
+    for p in named:
+        p.write_bytes(plain)
+    by_mtime = tmp_path / "undated.log"
+    by_mtime.write_bytes(plain)
+    os.utime(by_mtime, (1_790_000_000, 1_790_000_000))
+    by_stamps = tmp_path / "stamped.log"
+    by_stamps.write_bytes(stamped)
+    state = tmp_path / "state"
+    code = cli.main(["import", "--state-dir", str(state), *map(str, named), str(by_mtime), str(by_stamps)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert err.count("the date in the file name places") == 3 and "last modified" in err
+    assert "placed by its own progress timestamps" in err
+    runs = rundir.list_runs(str(state / "runs"))
+    placed = {r.read_meta()["source_file"].rsplit("/", 1)[1]: r.read_meta() for r in runs}
+    assert placed[named[0].name]["started_at"] == importer.name_date(str(named[0])) == 1767232800.0
+    assert placed[named[2].name]["placed_by"] == importer.BY_NAME
+    assert placed["undated.log"]["placed_by"] == importer.BY_MTIME
+    assert placed["stamped.log"]["placed_by"] == importer.BY_TIMESTAMPS
+    code, out, _ = _cli(state, capsys, "--json")
+    (mine,) = [w for w in json.loads(out)["workloads"] if w["first"].startswith("2026-01-01")]
+    assert mine["runs"] == 4 and mine["last"] >= "2026-01-03"  # the named three and the undated one: one workload
+
+
+def test_dates_in_file_names():
+    from benchwatch.record.importer import name_date
+
+    assert name_date("/x/pgbench-20240105.log") == 1704412800.0
+    assert name_date("run_2024-01-05_0230.txt") == 1704412800.0 + 2.5 * 3600
+    assert name_date("/r/018_pgbench.txt") is None and name_date("2023-02-30.log") is None

@@ -290,6 +290,11 @@ def replay_saved(data: bytes, run_ids: Callable[[int, float | None], str], start
     return out, set_aside
 
 
+def carries_epochs(run: SavedRun) -> bool:
+    """Whether a saved run's progress lines carry Unix times (pgbench --progress-timestamp): it places itself."""
+    return _absolute(run)
+
+
 def _absolute(run: SavedRun) -> bool:
     last = None
     for line in run.lines:
