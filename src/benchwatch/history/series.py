@@ -5,7 +5,7 @@
 - ``benchmark_history_change_point_info{workload, metric, run_id, verdict, step, confidence, changed}``: 1 at
   the start of the first run after a change point; the labels carry the annotation's text. As runs come, an
   estimate can change: the new one is a new series beside the old (Prometheus keeps what it was sent).
-- ``benchmark_history_annotation_info{text, run_id}``: 1 at the time of each ``benchmark annotate``.
+- ``benchmark_history_annotation_info{text, run_id}``: 1 at the time of each ``benchwatch annotate``.
 """
 
 from __future__ import annotations
