@@ -148,3 +148,19 @@ def test_history_dashboard_queries_as_grafana_asks_them(history):
             assert all(r["metric"]["verdict"] == "regression" and "commit_delay" in r["metric"]["changed"] for r in result)
         if q.source.startswith("panel") and "Runs" in q.source:
             assert sum(1 for r in result for _ in r["values"]) >= 3  # runs a few seconds apart share a step
+
+
+def test_mariadb_runs_keep_every_global_variable_and_the_filesystem(mariadb_stack):
+    """What `run` records of a MariaDB target (sysbench, go-tpc): every global variable, the data directory's
+    filesystem; a setting changed between two runs is what "what changed" names."""
+    from benchwatch.history import changed
+
+    target = mariadb_stack.stack.server.targets()[0]
+    before = target.server_facts()
+    settings = before["server_settings"]
+    assert len(settings) > 300 and settings["innodb_flush_log_at_trx_commit"] == "1"
+    assert "gtid_current_pos" not in settings and before["data_filesystem"]["mount_options"]
+    mariadb_stack.mariadb("SET GLOBAL innodb_flush_log_at_trx_commit = 2")
+    after = target.server_facts()
+    assert changed.diff({"tool": "sysbench", **before}, {"tool": "sysbench", **after}) == {
+        "innodb_flush_log_at_trx_commit": ["1", "2"]}
