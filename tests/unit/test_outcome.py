@@ -94,3 +94,22 @@ def test_filesystem_of_a_path_from_the_mount_table(tmp_path):
     assert fs == {"mount_point": str(tmp_path), "type": "xfs", "device": "/dev/sdb",
                   "mount_options": "rw,noatime,nobarrier", "super_options": "rw,attr2,inode64"}
     assert filesystem("/no/such/path", mountinfo=str(table)) is None
+
+
+def test_a_summary_that_cannot_be_computed_never_ends_the_run_badly(tmp_path, monkeypatch):
+    run = _recorded_pgbench(str(tmp_path))
+    said = []
+    monkeypatch.setattr(replay, "replay_run_dir_model", lambda *a: (_ for _ in ()).throw(KeyError("boom")))
+    assert outcome.save(run, notice=said.append) is None
+    assert not os.path.exists(run.file(outcome.SUMMARY)) and "not written (KeyError" in said[0]
+
+
+def test_settings_keep_no_secret():
+    from benchwatch.util.secrets import redact_settings
+
+    got = redact_settings({"primary_conninfo": "host=db1 user=rep password=s3cret sslmode=require",
+                           "wsrep_sst_auth": "root:s3cret", "ssl_passphrase_command": "echo s3cret",
+                           "shared_buffers": "16384 8kB", "ssl_key_file": "server.key", "wsrep_sst_auth_empty": ""})
+    assert "s3cret" not in json.dumps(got)
+    assert got["primary_conninfo"] == "host=db1 user=rep password=<redacted> sslmode=require"
+    assert got["shared_buffers"] == "16384 8kB" and got["ssl_key_file"] == "server.key"

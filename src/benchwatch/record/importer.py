@@ -104,7 +104,7 @@ def save_import(runs_dir: str, run_id: str, source: str, data: bytes, start_epoc
     if placed_by:
         meta["placed_by"] = placed_by
     run.write_meta(meta)
-    outcome.write(run, outcome.summarize(model, samples or []))
+    outcome.keep(run, outcome.summarize(model, samples or []))  # history computes it again if it cannot be
     return run
 
 

@@ -21,7 +21,7 @@ import json
 import math
 import os
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchwatch import loadgens
@@ -135,17 +135,33 @@ def compute(run: rundir.RunDir, meta: Mapping[str, Any] | None = None) -> dict[s
     return summarize(model, samples, extra, "pgbench -l per-transaction log (histogram)" if extra else None)
 
 
-def save(run: rundir.RunDir, meta: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
-    """Compute and keep the summary of a run that just ended; None (and nothing written) when it cannot be read.
+def save(run: rundir.RunDir, meta: Mapping[str, Any] | None = None,
+         notice: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+    """Compute and keep the summary of a run that just ended; None (and nothing written) when it cannot be
+    read, said through ``notice``.
 
-    Best effort by design: the run's raw output is the record, and :func:`outcome` computes the summary
-    again from it when summary.json is missing."""
+    Best effort by design, whatever goes wrong: the run is over and its exit code must not change for this;
+    its raw output is the record, and :func:`outcome` computes the summary again from it when summary.json
+    is missing."""
     try:
         summary = compute(run, meta)
         write(run, summary)
-    except (OSError, ValueError, rundir.CorruptMeta):
+    except Exception as e:  # any: see above, never the run's end
+        if notice:
+            notice(f"{run.file(SUMMARY)} not written ({type(e).__name__}: {e}); history reads the raw output instead")
         return None
     return summary
+
+
+def keep(run: rundir.RunDir, summary: Mapping[str, Any], notice: Callable[[str], None] | None = None) -> bool:
+    """:func:`write`, a failure said through ``notice`` instead of raised (an import goes on with its next run)."""
+    try:
+        write(run, summary)
+    except (OSError, ValueError) as e:
+        if notice:
+            notice(f"{run.file(SUMMARY)} not written: {e}")
+        return False
+    return True
 
 
 def read(run: rundir.RunDir) -> dict[str, Any] | None:

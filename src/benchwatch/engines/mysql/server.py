@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from benchwatch.record.host import filesystem
 from benchwatch.util import processes
+from benchwatch.util.secrets import redact_settings
 
 LISTEN_HOST = "127.0.0.1"
 BENCH_USER = "bench"
@@ -342,7 +343,7 @@ class MySQLTarget:
         # The server's clock and counters are no setting: they would differ between any two runs.
         for name in ("timestamp", "gtid_binlog_pos", "gtid_current_pos", "gtid_binlog_state", "gtid_slave_pos"):
             found.pop(name, None)
-        out: dict = {"server_settings": found} if found else {}
+        out: dict = {"server_settings": redact_settings(found)} if found else {}
         datadir = found.get("datadir")
         if datadir:
             out["data_directory"] = datadir
