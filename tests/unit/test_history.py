@@ -51,6 +51,11 @@ def test_the_workload_key_leaves_out_length_and_reporting(tmp_path):
     for other in ({**base, "argv": [*ARGV, "-S"]}, {**base, "scale": "100"}, {**base, "hostname": "db2"},
                   {**base, "argv": ["pgbench", "-c", "8", "-T", "3"]}, {**base, "info": {"variant": "wal_compression=on"}}):
         assert workload.workload_id(workload.key(other)) != workload.workload_id(workload.key(base)), other
+    # A sweep's runs (issue 21's info labels): per sweep and variant, repeats together, warm-ups apart.
+    swept = [{**base, "info": {"sweep": "s1", "variant": "on", "cell": "c4", "repeat": r}} for r in ("1", "2")]
+    assert workload.key(swept[0]) == workload.key(swept[1])
+    assert workload.key({**base, "info": {**swept[0]["info"], "warmup": "1"}}) != workload.key(swept[0])
+    assert workload.key({**base, "info": {**swept[0]["info"], "sweep": "s2"}}) != workload.key(swept[0])
 
 
 def test_history_lists_workloads_exactly_as_the_contract(tmp_path, capsys):

@@ -55,7 +55,12 @@ def key(meta: Mapping[str, Any]) -> dict[str, str]:
     info = meta.get("info") or {}
     variant = meta.get("variant") or info.get("variant")
     if variant:
+        # A sweep's runs (benchwatch sweep, issue 21: info "sweep", "variant", "warmup"): each variant of each
+        # sweep is a workload, its warm-up runs one apart (not measurements); the cell is in the argv.
         out["variant"] = str(variant)
+        for label in ("sweep", "warmup"):
+            if info.get(label):
+                out[label] = str(info[label])
     return out
 
 
