@@ -89,6 +89,8 @@ def test_a_workload_by_run_id_with_its_change_point_and_what_changed(tmp_path, c
     assert "max_connections" not in cp["changed"]
     code, out, _ = _cli(tmp_path, capsys, ids[3], "--json", "--metric", "latency_avg")
     assert json.loads(out)["change_points"][0]["verdict"] == "regression"  # latency went up
+    code, out, err = _cli(tmp_path, capsys, ids[3], "--json", "--metric", "latency_p95")
+    assert code == 0 and json.loads(out)["runs"] == [] and "need pgbench's per-transaction log" in err
 
 
 def test_fail_on_regression_and_accept(tmp_path, capsys):

@@ -64,6 +64,10 @@ def cmd_history(ctx: Context) -> int:
             events.name(hist.hdir, wid, args.name)
             say(f"workload {wid} is named {args.name}")
         result = report.series(hist, wid, args.metric, entries)
+        if not result["runs"]:
+            say(f"no run of workload {wid} has {args.metric}" + (
+                " (latency percentiles need pgbench's per-transaction log: benchwatch run --latency-log)"
+                if args.metric.startswith("latency_p") else ""))
     except ValueError as e:  # a damaged names.json or accepted.json
         say(str(e))
         return 2
