@@ -12,6 +12,7 @@ The tool's version, the server's version and settings are deliberately not in th
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Mapping
@@ -41,7 +42,7 @@ def key(meta: Mapping[str, Any]) -> dict[str, str]:
     argv = meta.get("argv") or []
     labels: dict[str, str] = {}
     if argv:
-        labels.update(generator.read_argv([str(a) for a in argv[1:]]).info_labels)
+        labels.update(_argv_labels(generator.name, tuple(str(a) for a in argv[1:])))
     else:  # attach without arguments, import: what the output's summary said (saved by import)
         labels.update({str(k): str(v) for k, v in (meta.get("info_labels") or {}).items()})
     out = {k: _clean(v) for k, v in labels.items() if k not in NOT_WORK and v not in (None, "")}
@@ -62,6 +63,13 @@ def key(meta: Mapping[str, Any]) -> dict[str, str]:
             if info.get(label):
                 out[label] = str(info[label])
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _argv_labels(tool: str, args: tuple[str, ...]) -> dict[str, str]:
+    """The run_info labels of an argv; the runs of a workload mostly share theirs (listing 10,000 runs reads
+    each argv once)."""
+    return dict(loadgens.by_name(tool).read_argv(list(args)).info_labels)
 
 
 def workload_id(k: Mapping[str, str]) -> str:
