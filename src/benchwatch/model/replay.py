@@ -185,8 +185,10 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
         if first_run_events is not None:
             first_run_events.append(events)
         cut = False
+        times = []             # each event's kind and, for progress, its time: worked out once
         for event in events:
             kind = _kind(event)
+            time_s = None
             if kind == "Progress":
                 time_s = _progress_time(event)
                 if has_end or (last_time is not None and time_s is not None and time_s < last_time):
@@ -195,6 +197,7 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
                 key = str(getattr(event, "key", ""))
                 if key in seen and (has_progress or has_end):
                     cut = True
+            times.append((kind, time_s))
         if cut and last_read >= begin:
             runs.append((begin, last_read + 1, length))
             begin = last_read + 1
@@ -202,13 +205,12 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
             parser = generator.output_model([], "split", None, {}).model.new_parser()
             events = parser.feed(line)
             first_run_events = None
-        for event in events:
-            kind = _kind(event)
+            times = [(_kind(e), _progress_time(e) if _kind(e) == "Progress" else None) for e in events]
+        for event, (kind, time_s) in zip(events, times, strict=True):
             if kind not in ("Ignored", "Unparsed"):
                 last_read = i
             if kind == "Progress":
                 has_progress = True
-                time_s = _progress_time(event)
                 last_time = time_s if time_s is not None else last_time
                 if time_s is not None and length is not None:
                     length = None if time_s > 1e8 else max(length, time_s)
