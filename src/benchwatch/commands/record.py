@@ -200,7 +200,8 @@ def cmd_import(ctx: Context) -> int:
             start, placed_by, note = importer.placement(path, data)
             if note:
                 say(f"{path}: {note}")
-        runs_found, _ = replay.read_saved(data)
+        saved = replay.read_saved(data)
+        runs_found = saved[0]
         if args.run_id and len(runs_found) > 1:
             say(f"{path} holds {len(runs_found)} runs: --run-id names one run (each run gets its own id)")
             return 2
@@ -208,7 +209,7 @@ def cmd_import(ctx: Context) -> int:
         def name(k: int, run_start: float | None) -> str:
             return args.run_id or rundir.new_run_id(run_start)
 
-        reads, set_aside = replay.replay_saved(data, name, start)
+        reads, set_aside = replay.replay_saved(data, name, start, saved=saved)
         report = {"file": path, "runs": [importer.run_report(r, len(r.samples)) for r in reads],
                   "set_aside": [{"line": n, "reason": why} for n, why in set_aside], "placed_by": placed_by}
         reports.append(report)
