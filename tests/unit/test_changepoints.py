@@ -56,3 +56,12 @@ def test_the_same_runs_give_the_same_answer():
 
 def test_short_and_flat_series():
     assert detect([]) == [] and detect([1.0]) == [] and detect([5.0] * 10) == []
+
+
+def test_a_fast_run_that_fell_far_stays_before_the_step():
+    # TPS of a real test_history run (2 shared cores under load): the 6th run fell to 260 before the step
+    # to about 42 at the 7th. On a linear scale 260 is nearer the 42s; by ratio it is one of the fast runs.
+    tps = [1811.748736, 1417.954316, 687.525375, 1213.375385, 1594.554016, 260.168993,
+           40.0, 45.0, 43.0, 44.0, 37.0, 43.0]
+    (cp,) = detect(tps)
+    assert cp.index == 6 and cp.step_pct < -90

@@ -150,12 +150,14 @@ def detect(series: list[float] | np.ndarray) -> list[ChangePoint]:
             break
         del cuts[worst]
     # Where exactly: the best split of the values (not their ranks: a step's size pins its place) near the
-    # cut, within its neighbours.
+    # cut, within its neighbours; of their logarithms, since runs differ by ratios: a fast run that fell to
+    # 260 TPS among runs of 1,300 stays with them before a step to 45, not with the 45s (a real history did).
+    y = np.log(x) if n and np.all(x > 0) else x
     for i in range(len(cuts)):
         lo = max(cuts[i - 1] if i else 0, cuts[i] - WINDOW)
         hi = min(cuts[i + 1] if i + 1 < len(cuts) else n, cuts[i] + WINDOW)
         if hi - lo >= 2 * MIN_RUNS:
-            cuts[i] = _locate(x, lo, hi)
+            cuts[i] = _locate(y, lo, hi)
     bounds = [0, *cuts, n]
     out = []
     for i, cut in enumerate(cuts):
