@@ -330,6 +330,13 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
     if meta.get("mode") == "import":
         model, samples = replay_output(saved_output(path), run_id, meta.get("clock_start_epoch"))
         return samples + model.end_markers()  # as import wrote them
+    return replay_recorded(path, meta)[1]
+
+
+def replay_recorded(path: str, meta: Mapping[str, Any]) -> tuple[RunModel, list[Sample]]:
+    """A run directory recorded by ``run`` or ``attach`` replayed whole: its model (summary, aborts) and every
+    sample, end markers included."""
+    run_id = run_id_of(meta, os.path.basename(os.path.normpath(path)))
     model = model_for_run(run_id, meta)
     model.add_arrivals(read_arrivals(_read(os.path.join(path, ARRIVALS)) or b""))
     end = meta.get("ended_at")
@@ -338,7 +345,7 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
         chunk = _read(os.path.join(path, name))
         if chunk is not None:
             out.extend(feed_lines(model, split_lines(chunk), end))
-    return out + close(model, end, meta.get("exit_code"))
+    return model, out + close(model, end, meta.get("exit_code"))
 
 
 def read_arrivals(data: bytes) -> list[float]:

@@ -116,6 +116,12 @@ class PostgreSQLPart(StackPart):
     def client_env(self) -> dict[str, str]:
         return self.stack.pg_env()
 
+    def server_control(self, target: str | None = None):
+        from benchwatch.engines.postgresql.control import PostgreSQLControl
+
+        return PostgreSQLControl(self.stack.pg_params(),
+                                 restart=(lambda: self.stack.restart(SERVER)) if self.embedded else None)
+
     def scrape_targets(self) -> list[dict]:
         external = self.stack.external_dsn()
         server = dsn.parse_dsn(external).get("host", "external") if external else "embedded"

@@ -1,0 +1,193 @@
+"""benchwatch sweep's pure parts: variant specs, cells, the plan's order, the state file, the statistics."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from benchwatch import loadgens
+from benchwatch.experiment import plan as plans
+from benchwatch.experiment import spec, stats
+from benchwatch.experiment.runner import cell_argv
+
+
+def test_variant_specs():
+    assert spec.parse_variant("HEAD") == spec.Variant("HEAD")
+    v = spec.parse_variant("bigwal:max_wal_size=4GB,checkpoint_timeout=15min")
+    assert v.settings == {"max_wal_size": "4GB", "checkpoint_timeout": "15min"}
+    assert spec.parse_variant("PATCH:bindir=/opt/pg/bin").bindir == "/opt/pg/bin"
+    assert spec.parse_variant("other:dsn=host=db1 port=5433").dsn == "host=db1 port=5433"
+    # A before= command keeps its commas and equals signs.
+    assert spec.parse_variant("cold:before=sync; echo 3 > /proc/sys/vm/drop_caches,x=1").before == \
+        "sync; echo 3 > /proc/sys/vm/drop_caches,x=1"
+    assert "(given)" in spec.parse_variant("x:dsn=password=secret").describe
+    assert "secret" not in spec.parse_variant("x:dsn=password=secret").describe
+
+
+@pytest.mark.parametrize("text, message", [
+    ("a:", "nothing after the colon"),
+    ("a:foo", "not setting=value"),
+    ("a:x=1,x=2", "given twice"),
+    ("a:bindir=", "needs a value"),
+    ("a b", "its name"),
+    ("a:x=1,bindir=/x", "cannot be combined"),
+])
+def test_bad_variant_specs(text, message):
+    with pytest.raises(spec.SpecError, match=message):
+        spec.parse_variant(text)
+
+
+def test_a_variant_name_twice_is_refused():
+    with pytest.raises(spec.SpecError, match="'A' is used twice"):
+        spec.parse_variants(["A", "B:x=1", "A:y=2"])
+
+
+def test_bindir_without_postgres(tmp_path):
+    with pytest.raises(spec.SpecError, match="has no postgres"):
+        spec.check_bindir(spec.Variant("P", bindir=str(tmp_path)))
+
+
+def test_lists_and_cells():
+    assert spec.parse_list("--clients", "1,8,16") == ["1", "8", "16"]
+    for bad in ("1,,2", "0", "a", "1,1"):
+        with pytest.raises(spec.SpecError):
+            spec.parse_list("--clients", bad)
+    assert spec.parse_arg("table-size=10,20") == ("--table-size", ["10", "20"])
+    cells = spec.cells(["1", "8"], ["10", "100"], [("--table-size", ["5", "6"])])
+    assert len(cells) == 8
+    assert cells[0] == spec.Cell(1, 10, (("--table-size", "5"),))
+    assert cells[0].name == "clients=1,scale=10,table-size=5"
+    assert cells[0].words == "1 client, scale 10, table-size 5"
+    assert spec.cells([], [], []) == [spec.Cell()]
+    assert spec.Cell().name == "all"
+
+
+def test_interleaved_order_is_random_per_round_and_reproducible():
+    cells = spec.cells(["1", "2"], [], [])
+    runs = plans.order_runs(["A", "B"], cells, 3, "interleaved", 42)
+    assert runs == plans.order_runs(["A", "B"], cells, 3, "interleaved", 42)
+    assert [r.index for r in runs] == list(range(1, 13))
+    for r in (1, 2, 3):  # every round runs every variant x cell once
+        assert sorted((x.variant, x.cell) for x in runs if x.repeat == r) == [("A", 0), ("A", 1), ("B", 0), ("B", 1)]
+    orders = {tuple((x.variant, x.cell) for x in plans.order_runs(["A", "B"], cells, 1, "interleaved", s))
+              for s in range(20)}
+    assert len(orders) > 1
+
+
+def test_interleaved_keeps_a_scale_together_within_a_round():
+    cells = spec.cells(["1", "2"], ["1", "5"], [])
+    runs = plans.order_runs(["A", "B"], cells, 2, "interleaved", 7)
+    scales = [cells[r.cell].scale for r in runs]
+    assert scales == [1] * 4 + [5] * 4 + [1] * 4 + [5] * 4
+
+
+def test_blocked_order():
+    runs = plans.order_runs(["A", "B"], [spec.Cell(1), spec.Cell(2)], 2, "blocked", 0)
+    assert [(r.variant, r.cell, r.repeat) for r in runs] == [
+        ("A", 0, 1), ("A", 0, 2), ("A", 1, 1), ("A", 1, 2), ("B", 0, 1), ("B", 0, 2), ("B", 1, 1), ("B", 1, 2)]
+
+
+def test_state_survives_a_cut_line_and_knows_the_interrupted_run(tmp_path):
+    sdir = plans.SweepDir(str(tmp_path / "s"))
+    p = plans.Plan("s", ["pgbench"], [spec.Variant("A")], [spec.Cell()], 3, "blocked", 0,
+                   plans.order_runs(["A"], [spec.Cell()], 3, "blocked", 0), "postgresql")
+    sdir.write_plan(p)
+    assert sdir.read_plan().to_json() == p.to_json()
+    sdir.append("started", index=1, attempt=1)
+    sdir.append("finished", index=1, attempt=1, ok=True, run_id="r1")
+    sdir.append("started", index=2, attempt=1)
+    sdir.append("finished", index=2, attempt=1, ok=False, run_id="r2", why="exit code 1")
+    sdir.append("started", index=2, attempt=2)
+    with open(os.path.join(sdir.path, plans.STATE), "a") as f:
+        f.write('{"event": "finished", "ind')  # a kill in the middle of a line
+    state = plans.progress(sdir.events())
+    assert state.done == {1: "r1"}
+    assert state.interrupted == [2]
+    assert [r.index for r in state.missing(p)] == [2, 3]
+    assert len(state.failed[2]) == 1
+    assert json.loads(open(os.path.join(sdir.path, plans.PLAN)).read())["seed"] == 0
+
+
+def test_cell_argv_sets_clients_and_threads():
+    argv = cell_argv(["pgbench", "-N", "-T", "5", "bench"], spec.Cell(8), cores=2)
+    assert argv == ["pgbench", "-N", "-T", "5", "-c", "8", "-j", "2", "bench"]
+    assert cell_argv(["pgbench", "-S"], spec.Cell(1), cores=4)[-4:] == ["-c", "1", "-j", "1"]
+    sb = cell_argv(["sysbench", "oltp_read_write", "--table-size=5", "run"],
+                   spec.Cell(4, None, (("--table-size", "100"),)), cores=2)
+    assert sb == ["sysbench", "--table-size=100", "--threads=4", "oltp_read_write", "run"]
+
+
+def test_clients_given_twice_is_seen():
+    assert loadgens.for_program("pgbench").clients_option(["-c", "4", "-T", "5"]) == "-c/--client"
+    assert loadgens.for_program("pgbench").clients_option(["--client=4"]) == "-c/--client"
+    assert loadgens.for_program("pgbench").clients_option(["-T", "5"]) is None
+    assert loadgens.for_program("sysbench").clients_option(["--threads=4", "oltp_read_only", "run"]) == "--threads"
+    assert loadgens.for_program("sysbench").clients_option(["--num-threads=4", "run"]) == "--threads"
+
+
+def test_reinit_argvs():
+    assert loadgens.for_program("pgbench").init_argvs(["-N", "-T", "5", "-h", "x", "db"], 10) == \
+        [["-i", "-q", "-s", "10", "--host=x", "db"]]
+    assert loadgens.for_program("sysbench").init_argvs(["oltp_read_write", "--tables=2", "run"], None) == \
+        [["oltp_read_write", "--tables=2", "cleanup"], ["oltp_read_write", "--tables=2", "prepare"]]
+
+
+# -- statistics ------------------------------------------------------------------------------
+
+def test_median_interval():
+    med, ci = stats.median_ci([100.0, 102.0, 98.0])
+    assert med == 100.0
+    assert ci is not None and ci[0] < 100 < ci[1]
+    assert round(ci[1] - 100, 2) == round(4.302653 * 2 / 3 ** 0.5, 2)  # t(0.975, 2) * s / sqrt(n)
+    assert stats.median_ci([5.0]) == (5.0, None)
+    assert stats.median_ci([]) == (None, None)
+
+
+def test_a_clear_difference_is_shown_with_its_sign():
+    c = stats.compare([100, 101, 99], [150, 151, 149])
+    assert c.ratio == pytest.approx(1.5)
+    assert c.ratio_ci[0] < 1.5 < c.ratio_ci[1] and c.ratio_ci[0] > 1
+    stats.decide([(c, [100, 101, 99], [150, 151, 149])], 2.0, +1, ("faster", "slower"))
+    assert c.verdict == "faster"
+    slow = stats.compare([100, 101, 99], [50, 51, 49])
+    stats.decide([(slow, [100, 101, 99], [50, 51, 49])], 2.0, +1, ("faster", "slower"))
+    assert slow.verdict == "slower"
+    lat = stats.compare([1.0, 1.1, 0.9], [2.0, 2.1, 1.9])
+    stats.decide([(lat, [1.0, 1.1, 0.9], [2.0, 2.1, 1.9])], 2.0, -1, ("lower", "higher"))
+    assert lat.verdict == "higher"
+
+
+def test_min_effect_hides_a_significant_but_small_change():
+    a, b = [1000.0, 1000.5, 999.5], [1010.0, 1010.5, 1009.5]
+    c = stats.compare(a, b)
+    assert c.p is not None and c.p < 0.001
+    stats.decide([(c, a, b)], 2.0, +1, ("faster", "slower"))
+    assert c.verdict == "no difference shown"
+    assert "min-effect" in c.note
+
+
+def test_noise_shows_no_difference_and_says_how_many_repeats_would():
+    a, b = [1000.0, 1100.0, 950.0], [1080.0, 990.0, 1150.0]
+    c = stats.compare(a, b)
+    stats.decide([(c, a, b)], 2.0, +1, ("faster", "slower"))
+    assert c.verdict == "no difference shown"
+    assert c.repeats_needed is not None and c.repeats_needed > 3
+
+
+def test_holm():
+    assert stats.holm([0.01, 0.04, 0.03, None]) == [pytest.approx(0.03), pytest.approx(0.06), pytest.approx(0.06), None]
+    # Many comparisons: a p of 0.02 alone is no longer a finding.
+    cs = [(stats.compare([100, 101, 99], [100, 101, 99.5]), [100, 101, 99], [100, 101, 99.5]) for _ in range(10)]
+    cs[0] = (stats.Comparison(1.05, (1.01, 1.09), 0.02), [], [])
+    stats.decide(cs, 2.0, +1, ("faster", "slower"))
+    assert cs[0][0].verdict == "no difference shown"
+    assert cs[0][0].p_adjusted == pytest.approx(0.2)
+
+
+def test_repeats_needed_grows_as_the_effect_shrinks():
+    base = [100.0, 104.0, 96.0]
+    big = stats.repeats_needed(base, [110.0, 114.0, 106.0], 0.05)
+    small = stats.repeats_needed(base, [103.0, 107.0, 99.0], 0.05)
+    assert big is not None and small is not None and small > big
