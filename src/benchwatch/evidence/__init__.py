@@ -54,6 +54,10 @@ HOST_SIGNALS = (
 
 # Signals that differ by less than this (relative) are not evidence.
 MIN_CHANGE = 0.10
+# A wait event is evidence only where, on one side at least, this many sessions wait on it on average: a
+# 1 s scrape of a short run sees a rare event once or twice, and that is noise.
+MIN_WAITING = 0.5
+WAIT_PREFIX = "wait "
 TOP = 8
 
 
@@ -92,7 +96,7 @@ def run_evidence(prom: str, meta: dict[str, Any], transactions: float | None, si
                 labels = item.get("metric", {})
                 value = float(item["value"][1])
                 if math.isfinite(value):
-                    name = f"{s.name} {labels.get('wait_event_type', '?')}:{labels.get('wait_event', '?')}"
+                    name = f"{WAIT_PREFIX}{labels.get('wait_event_type', '?')}:{labels.get('wait_event', '?')}"
                     out[name] = value / seconds * s.scale
             continue
         number = _number(result)
@@ -132,7 +136,7 @@ def side_by_side(a: Sequence[dict[str, float]], b: Sequence[dict[str, float]], u
         ma = statistics.median(va) if va else 0.0
         mb = statistics.median(vb) if vb else 0.0
         top_value = max(abs(ma), abs(mb))
-        if top_value == 0:
+        if top_value == 0 or (n.startswith(WAIT_PREFIX) and top_value < MIN_WAITING):
             continue
         score = abs(mb - ma) / top_value
         if score < MIN_CHANGE:
@@ -154,7 +158,7 @@ def sentence(who: str, rows: Sequence[dict[str, Any]], limit: int = 3) -> str:
     parts = []
     for r in rows[:limit]:
         unit = f" {r['unit']}" if r.get("unit") else ""
-        if r.get("change") is None or abs(r["change"]) > 1.5 or r["signal"].startswith("wait"):
+        if r.get("change") is None or abs(r["change"]) > 1.5 or r["signal"].startswith(WAIT_PREFIX):
             parts.append(f"{r['signal']} {r['baseline']:g}{unit} → {r['variant']:g}{unit}")
         else:
             parts.append(f"{r['signal']} {r['change'] * 100:+.0f} %".replace("-", "−"))
