@@ -18,11 +18,9 @@ import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench._live import loadavg
-
+import _live
 from tests.helpers import throwaway
 
 
@@ -54,7 +52,7 @@ def main() -> int:
     live = throwaway.start(scale=1)
     try:
         for name, variant in (("reload", "B:synchronous_commit=off"), ("restart", "B:shared_buffers=160MB")):
-            print(f"{name}: {loadavg()}", flush=True)
+            print(f"{name}: {_live.loadavg()}", flush=True)
             r = subprocess.run([throwaway.BENCHWATCH, "sweep", "--name", name, "--variant", "A", "--variant", variant,
                                 "--repeat", str(args.rounds), "--seed", "1", "--", "pgbench", "-S", "-T", str(args.seconds)],
                                env=live.env(), capture_output=True, timeout=1800)
@@ -68,7 +66,7 @@ def main() -> int:
                 if g:
                     print(f"  {label:<17} n={len(g):2d}  gap between runs median {statistics.median(g):.2f} s "
                           f"(max {max(g):.2f}), of which preparing median {statistics.median(pr):.2f} s", flush=True)
-            print(f"  after: {loadavg()}", flush=True)
+            print(f"  after: {_live.loadavg()}", flush=True)
     finally:
         live.close()
     return 0

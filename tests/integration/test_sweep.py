@@ -185,3 +185,27 @@ def test_resume_after_sigkill_runs_only_what_is_missing(live):
     model = report(live, name)
     assert sorted(c["n"] for c in model["cells"]) == [2, 2]
     assert live.psql("SHOW synchronous_commit") == "on"
+
+
+def test_sysbench_on_mariadb_with_a_settings_variant_and_clients(mariadb_stack):
+    live = mariadb_stack
+    tables = ["--tables=1", "--table-size=2000"]
+    r = live.benchwatch("run", "--", "sysbench", "oltp_write_only", *tables, "prepare", timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    before = live.mariadb("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit")
+    r = live.benchwatch("sweep", "--engine", "mariadb", "--name", "rw", "--variant", "base",
+                        "--variant", "noflush:innodb_flush_log_at_trx_commit=2", "--clients", "1,2", "--repeat", "2",
+                        "--", "sysbench", "oltp_write_only", *tables, "--time=3", "run", timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    err = r.stderr.decode()
+    assert "variant noflush: SET GLOBAL innodb_flush_log_at_trx_commit = 2" in err
+    assert "(noflush, 2 clients, round " in err
+    assert live.mariadb("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") == before
+    model = report(live, "rw")
+    assert model["tool"] == "sysbench" and model["engine"] == "mysql"
+    assert sorted((c["variant"], c["clients"], c["n"]) for c in model["cells"]) == [
+        ("base", 1, 2), ("base", 2, 2), ("noflush", 1, 2), ("noflush", 2, 2)]
+    assert all(c["tps_median"] > 0 and c["latency_p95_ms_median"] > 0 for c in model["cells"])
+    assert {d["verdict"] for d in model["differences"]} <= {"faster", "slower", "no difference shown"}
+    threads = query(live.prometheus, 'count by (threads) (benchmark_run_info{sweep="rw",tool="sysbench"})')
+    assert sorted(t["metric"]["threads"] for t in threads) == ["1", "2"]
