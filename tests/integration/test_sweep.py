@@ -14,6 +14,7 @@ import pytest
 from benchwatch.query.prometheus import query
 from benchwatch.util.processes import wait_until
 from tests.helpers import throwaway
+from tests.helpers.tools import other_postgres_bindir
 
 SHORT = ["-T", "3"]
 
@@ -185,6 +186,24 @@ def test_resume_after_sigkill_runs_only_what_is_missing(live):
     model = report(live, name)
     assert sorted(c["n"] for c in model["cells"]) == [2, 2]
     assert live.psql("SHOW synchronous_commit") == "on"
+
+
+def test_two_real_builds_as_bindir_variants(live):
+    other = other_postgres_bindir()
+    ours = os.path.dirname(live.stack.installed("postgres"))
+    r = sweep(live, "--name", "builds", "--variant", f"pg15:bindir={ours}", "--variant", f"pg16:bindir={other}",
+              "--scale", "1", "--repeat", "2", "--", "pgbench", "-S", *SHORT)
+    assert r.returncode == 0, r.stderr.decode()
+    err = r.stderr.decode()
+    assert f"variant pg16: initdb of {other}" in err
+    assert "debug_assertions" not in err  # release builds: no warning
+    model = report(live, "builds")
+    versions = {v["name"]: v["server_versions"] for v in model["variants"]}
+    assert [v.split(".")[0] for v in versions["pg15"]] == ["15"] and [v.split(".")[0] for v in versions["pg16"]] == ["16"]
+    assert sorted((c["variant"], c["scale"], c["n"]) for c in model["cells"]) == [("pg15", 1, 2), ("pg16", 1, 2)]
+    # Both builds' servers are stopped once the sweep ends.
+    for name in ("pg15", "pg16"):
+        assert not os.path.exists(os.path.join(live.state_dir, "variant-servers", "builds", name, "data", "postmaster.pid"))
 
 
 def test_sysbench_on_mariadb_with_a_settings_variant_and_clients(mariadb_stack):

@@ -44,7 +44,7 @@ def _sweep_arguments(p: argparse.ArgumentParser) -> None:
 @command("sweep", help="run an experiment: --variant A --variant B [--clients 1,8] [--repeat 3] -- pgbench ARGS",
          arguments=_sweep_arguments)
 def cmd_sweep(ctx: Context) -> int:
-    from benchwatch.engines import SettingsError
+    from benchwatch.engines import ServerControl, SettingsError, VariantServer
     from benchwatch.experiment import plan as plans
     from benchwatch.experiment.runner import Sweep
     from benchwatch.experiment.spec import SpecError
@@ -88,9 +88,12 @@ def cmd_sweep(ctx: Context) -> int:
         say(str(e))
         return 1
     sdir = plans.SweepDir(os.path.join(sweeps_dir(stack.cfg.state_dir), name))
-    controls: dict[str, object] = {}
+    controls: dict[str, ServerControl | None] = {}
+    servers: dict[str, VariantServer] = {}  # variant -> its own server (bindir=, dsn=)
 
     def control(v):
+        if v.name in servers:
+            return servers[v.name].control()
         key = v.target or ""
         if key not in controls:
             controls[key] = stack.server.server_control(v.target)
@@ -114,13 +117,36 @@ def cmd_sweep(ctx: Context) -> int:
         say(f"sweep {name}: {len(plan.runs)} runs ({len(plan.variants)} variants x {len(plan.cells)} cells x "
             f"{plan.repeat} rounds), order {plan.order}" + (f", seed {plan.seed}" if plan.order == "interleaved" else "")
             + f"; plan and state in {sdir.path}")
-    _warn_debug_builds(ctx, plan, control)
-    hooks = _hooks(ctx, stack, control)
     try:
-        outcome = Sweep(plan, sdir, hooks, say).run()
-    except SettingsError as e:
-        say(f"sweep {name}: {e}; stopped (sweep --resume {name} goes on once it is fixed)")
-        return 1
+        try:
+            for v in plan.variants:
+                kind = "bindir" if v.bindir else "dsn" if v.dsn else None
+                if kind is None:
+                    continue
+                server = stack.server.variant_server(kind, v.bindir or v.dsn or "",
+                                                     os.path.join(stack.cfg.state_dir, "variant-servers", name, v.name))
+                if server is None:
+                    say(f"variant {v.name}: {stack.engine.title} has no {kind}= variants")
+                    return 2
+                servers[v.name] = server
+                for done in server.start():
+                    say(f"sweep {name}: variant {v.name}: {done}")
+        except StackError as e:
+            say(f"sweep {name}: {e}")
+            return 1
+        _warn_debug_builds(ctx, plan, control)
+        hooks = _hooks(ctx, stack, control, {k: s.client_env() for k, s in servers.items()})
+        try:
+            outcome = Sweep(plan, sdir, hooks, say).run()
+        except SettingsError as e:
+            say(f"sweep {name}: {e}; stopped (sweep --resume {name} goes on once it is fixed)")
+            return 1
+    finally:
+        for own in servers.values():
+            try:
+                own.stop()
+            except StackError as e:
+                say(f"sweep {name}: {e}")
     if outcome.interrupted:
         return 130
     if outcome.failed:
@@ -164,9 +190,9 @@ def _check_new(args: argparse.Namespace, argv: list[str]) -> None:
         spec.parse_arg(a)
     for v in variants:
         spec.check_bindir(v)
-        if v.bindir or v.dsn:
-            raise spec.SpecError(f"variant {v.name}: {'bindir' if v.bindir else 'dsn'}= variants are not supported yet "
-                                 "(settings, target= and before= variants are)")
+        if v.bindir and not args.scale:
+            raise spec.SpecError(f"variant {v.name}: a bindir= variant needs --scale (each build's tables are made "
+                                 "at that scale, the same for every variant)")
 
 
 def _new_plan(ctx: Context, stack, name: str, argv: list[str], control):
@@ -217,7 +243,7 @@ def _new_plan(ctx: Context, stack, name: str, argv: list[str], control):
 def _warn_debug_builds(ctx: Context, plan, control) -> None:
     seen: set[str] = set()
     for v in plan.variants:
-        key = v.target or ""
+        key = v.bindir or v.dsn or v.target or ""
         if key in seen:
             continue
         seen.add(key)
@@ -228,20 +254,22 @@ def _warn_debug_builds(ctx: Context, plan, control) -> None:
                     "(debug_assertions): its numbers mean little")
 
 
-def _hooks(ctx: Context, stack, control):
+def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]]):
+    """How the sweep acts: ``own_env`` has the client environment of each variant that runs on a server of
+    its own (bindir=, dsn=), every other variant runs on the stack's."""
     from benchwatch import loadgens
     from benchwatch.commands.record import record_run
     from benchwatch.experiment.runner import Hooks
 
     def record(argv, info, v):
-        code, run = record_run(ctx, argv, target_name=v.target, info=info)
+        code, run = record_run(ctx, argv, target_name=v.target, info=info, pg_env=own_env.get(v.name))
         return code, (run.path if run is not None else None)
 
     def init(argv, v):
         generator = loadgens.for_program(argv[0])
         args, undo = list(argv[1:]), None
-        pg_env = stack.server.client_env()
-        targets = stack.server.targets()
+        pg_env = own_env.get(v.name) or stack.server.client_env()
+        targets = [] if v.name in own_env else stack.server.targets()
         if targets:
             target = next((t for t in targets if t.name == v.target), targets[0])
             args, undo = generator.connect(args, target, ctx.say)

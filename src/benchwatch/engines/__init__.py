@@ -234,9 +234,33 @@ class StackPart:
         """The server instances the stack watches, each with a ``name`` (its target label)."""
         return []
 
+    def variant_server(self, kind: str, value: str, home: str) -> VariantServer | None:
+        """A server of an experiment's variant that is not the stack's: ``kind`` "bindir" (another build,
+        started from its own data directory in ``home``) or "dsn" (one that already runs); None: this engine
+        has no such variant."""
+        return None
+
     def server_control(self, target: str | None = None) -> ServerControl | None:
         """Its server (or the target so named) for experiments: settings changed and restored, the state
         between runs; None when benchwatch cannot act on it."""
+        return None
+
+
+class VariantServer:
+    """A server one of an experiment's variants runs on, beside the stack's (benchwatch sweep)."""
+
+    def start(self) -> list[str]:
+        """Up and answering (made first where it has no data directory yet): what was done."""
+        return []
+
+    def stop(self) -> None:
+        """Stopped if it was started here."""
+
+    def client_env(self) -> dict[str, str]:
+        """The variables a tool gets to reach it (the password in a 0600 file)."""
+        raise NotImplementedError
+
+    def control(self) -> ServerControl | None:
         return None
 
 

@@ -193,7 +193,12 @@ def experiment_why(prom: str, runs_dir: str, engine_name: str,
             cache[run_id] = values
         return cache[run_id]
 
-    def why(base_ids: list[str], variant_ids: list[str], cell: Any = None) -> list[dict[str, Any]]:
-        return side_by_side([of_run(r) for r in base_ids], [of_run(r) for r in variant_ids], units)
+    host = {s.name for s in HOST_SIGNALS}
+
+    def why(base_ids: list[str], variant_ids: list[str], cell: Any = None, host_only: bool = False) -> list[dict[str, Any]]:
+        def pick(values: dict[str, float]) -> dict[str, float]:
+            return {k: v for k, v in values.items() if k in host} if host_only else values
+
+        return side_by_side([pick(of_run(r)) for r in base_ids], [pick(of_run(r)) for r in variant_ids], units)
 
     return why

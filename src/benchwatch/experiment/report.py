@@ -14,8 +14,9 @@ from benchwatch.experiment.figures import run_figures
 from benchwatch.experiment.plan import Plan, progress
 from benchwatch.experiment.spec import Cell
 
-# (baseline run ids, variant run ids, cell) -> why the variant differs: [{"signal", "baseline", "variant", "change"}]
-Why = Callable[[list[str], list[str], Cell], list[dict[str, Any]]]
+# (baseline run ids, variant run ids, cell, host signals only) -> why the variant differs:
+# [{"signal", "baseline", "variant", "change"}]
+Why = Callable[[list[str], list[str], Cell, bool], list[dict[str, Any]]]
 
 
 def collect(plan: Plan, events: list[dict[str, Any]], runs_dir: str) -> dict[int, dict[str, Any]]:
@@ -100,7 +101,11 @@ def build(plan: Plan, events: list[dict[str, Any]], figures: dict[int, dict[str,
             "why": [],
         }
         if why is not None and t.verdict != "no difference shown":
-            entry["why"] = why([f["run_id"] for f in a], [f["run_id"] for f in b], cell)
+            # A variant on a server of its own (bindir=, dsn=) is not watched by the stack's exporter: only the
+            # host's signals compare.
+            own = any(x.bindir or x.dsn for x in (plan.variant(base), v))
+            entry["why"] = why([f["run_id"] for f in a], [f["run_id"] for f in b], cell, own)
+            entry["why_scope"] = "host only (a variant runs on a server the stack does not watch)" if own else "server and host"
         diffs.append(entry)
     state = progress(events)
     return {

@@ -116,6 +116,15 @@ class PostgreSQLPart(StackPart):
     def client_env(self) -> dict[str, str]:
         return self.stack.pg_env()
 
+    def variant_server(self, kind: str, value: str, home: str):
+        from benchwatch.engines.postgresql.builds import BuildServer, ExistingServer
+
+        if kind == "bindir":
+            return BuildServer(value, home, self.stack.cfg.pg_database, self.stack.base_env())
+        if kind == "dsn":
+            return ExistingServer(value, home)
+        return None
+
     def server_control(self, target: str | None = None):
         from benchwatch.engines.postgresql.control import PostgreSQLControl
 
