@@ -8,9 +8,11 @@ import json
 import os
 import signal
 import subprocess
+import time
 
 import pytest
 
+from benchwatch.query import grafana as gq
 from benchwatch.query.prometheus import query
 from benchwatch.util.processes import wait_until
 from tests.helpers import throwaway
@@ -112,14 +114,26 @@ def test_synchronous_commit_off_is_faster_and_the_why_names_wal_flushing(live, t
         wal = [w for w in d["why"] if w["signal"] in ("WAL syncs per transaction", "WAL sync time per transaction")]
         assert wal and all(w["variant"] < w["baseline"] for w in wal), d["why"]
     # The bundle, its paths printed like compare's.
-    out = os.path.join(live.state_dir, "report-sync")
-    r = live.benchwatch("report", "sync", "--out", out, timeout=120)
+    r = live.benchwatch("report", "sync", timeout=120)
     assert r.returncode == 0, r.stderr.decode()
+    out = os.path.join(live.state_dir, "shares", "sweep-sync")
     assert r.stdout.decode().split() == [out, out + ".tar.gz"]
     for name in ("index.html", "report.md", "report.json", "cells.csv", "differences.csv", "tps-by-clients.png"):
         assert os.path.getsize(os.path.join(out, name)) > 0, name
     with open(os.path.join(out, "report.md")) as f:
         assert "| off | clients=4 |" in f.read()
+    # The Experiment dashboard: each of its queries answers for this experiment, from the series the report wrote.
+    with open(os.path.join(throwaway.REPO_ROOT, "dashboards", "experiment.json")) as f:
+        dash = json.load(f)
+    variables = {**gq.default_variables(dash), "experiment": "sync", "datasource": "benchwatch-prometheus"}
+    end = time.time()
+    for q in gq.dashboard_queries(dash):
+        result = gq.run_query(live.prometheus, q, variables, end - 900, end)
+        assert result, f"{q.source}: no data for {gq.expand(q.expr, variables, 900)}"
+        if q.source == "variable experiment":
+            assert "sync" in {r["metric"].get("experiment") for r in result}
+    verdicts = query(live.prometheus, 'last_over_time(benchwatch_experiment_verdict{experiment="sync"}[15m])')
+    assert sorted(float(r["value"][1]) for r in verdicts) == [1.0, 1.0]
 
 
 def test_resume_after_sigkill_runs_only_what_is_missing(live):

@@ -295,7 +295,8 @@ def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]]):
 def _report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="the sweep's name")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object instead of writing the bundle")
-    p.add_argument("--out", help="where the bundle goes (default: ./report-NAME)")
+    p.add_argument("-o", "--out", metavar="DIR", help="where to write the directory sweep-NAME and its .tar.gz "
+                   "(default: <state dir>/shares/)")
     p.add_argument("--no-why", action="store_true", help="leave out the server-side evidence (no Prometheus needed)")
 
 
@@ -320,12 +321,13 @@ def cmd_report(ctx: Context) -> int:
     model = report.build(plan, events, figures, why)
     if not figures:
         say(f"sweep {args.name}: no finished run yet")
+    _write_series(ctx, stack, model)
     if args.json:
         print(json.dumps(model, indent=2), file=ctx.stdout)
         return 0
     from benchwatch.share import experiment as bundle
 
-    out_dir = os.path.abspath(args.out or f"report-{args.name}")
+    out_dir = os.path.join(os.path.abspath(args.out or os.path.join(stack.cfg.state_dir, "shares")), f"sweep-{args.name}")
     try:
         paths = bundle.write_report(model, out_dir, _secrets(stack))
     except bundle.bundle.SecretFound as e:
@@ -335,6 +337,21 @@ def cmd_report(ctx: Context) -> int:
     for path in paths:
         print(path, file=ctx.stdout)
     return 0
+
+
+def _write_series(ctx: Context, stack, model: dict) -> None:
+    """The report's figures to Prometheus for the Experiment dashboard (said, not fatal, when it is down)."""
+    import time
+
+    from benchwatch.experiment.series import report_samples
+    from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
+
+    if not stack.healthy("prometheus"):
+        return
+    try:
+        RemoteWriter(stack.cfg.remote_write_url).send(report_samples(model, int(time.time() * 1000)))
+    except (RemoteWriteError, OSError) as e:
+        ctx.say(f"could not write the report's series to Prometheus: {e} (the Experiment dashboard will not show it)")
 
 
 def _secrets(stack) -> list[str]:

@@ -347,6 +347,9 @@ def generators() -> dict[str, Callable[[], dict]]:
     """File name -> builder of every dashboard: the run dashboards, Host I/O, each engine's own."""
     out: dict[str, Callable[[], dict]] = {d.file: functools.partial(run_dashboard, d) for d in run_dashboards()}
     out[HOST_IO[1]] = host_io
+    from benchwatch.grafana.experiment import EXPERIMENT, experiment_dashboard
+
+    out[EXPERIMENT[1]] = experiment_dashboard
     for engine in engines.load_engines().values():
         out.update(engine.dashboards())
     return dict(sorted(out.items()))

@@ -125,7 +125,7 @@ def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None 
     """The bundle's directory and its .tar.gz."""
     if os.path.exists(out_dir):
         shutil.rmtree(out_dir)
-    os.makedirs(out_dir)
+    os.makedirs(out_dir)  # and its parents: <state dir>/shares/ on a first report
     key, _ = _axis(model)
     picture = chart_png(model, os.path.join(out_dir, f"tps-by-{bundle.slug(key)}.png"))
     with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
