@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
@@ -191,3 +192,90 @@ def test_repeats_needed_grows_as_the_effect_shrinks():
     big = stats.repeats_needed(base, [110.0, 114.0, 106.0], 0.05)
     small = stats.repeats_needed(base, [103.0, 107.0, 99.0], 0.05)
     assert big is not None and small is not None and small > big
+
+
+# -- the loop, with the run recorded from real captures -------------------------------------
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "pgbench")
+
+
+class FakeControl:
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def apply(self, values):
+        self.calls.append(("apply", dict(values)))
+        return [f"set {values}"]
+
+    def restore(self, originals):
+        self.calls.append(("restore", dict(originals)))
+        return ["restored"]
+
+    def before_run(self, checkpoint=True):
+        return ["CHECKPOINT"] if checkpoint else []
+
+
+def make_sweep(tmp_path, outcomes: list[str], variants=("A", "B:x=1"), repeat=2):
+    """A sweep whose runs are recorded from the captures named in ``outcomes``, in the order they run."""
+    from benchwatch.experiment.runner import Hooks, Sweep
+    from benchwatch.record import rundir
+
+    vs = spec.parse_variants(list(variants))
+    cells = [spec.Cell(2)]
+    p = plans.Plan("t", ["pgbench", "-T", "5"], vs, cells, repeat, "blocked", 0,
+                   plans.order_runs([v.name for v in vs], cells, repeat, "blocked", 0), "postgresql",
+                   originals={"x": {"value": "0", "restart": False}})
+    sdir = plans.SweepDir(str(tmp_path / "sweep"))
+    sdir.write_plan(p)
+    control = FakeControl()
+    recorded: list[tuple[list[str], dict]] = []
+    said: list[str] = []
+    queue = list(outcomes)
+
+    def record(argv, info, v):
+        capture = queue.pop(0)
+        run = rundir.create_run_dir(str(tmp_path / "runs"))
+        for stream in ("stdout", "stderr"):
+            with open(os.path.join(FIXTURES, f"{capture}.{stream}"), "rb") as f, open(run.file(f"{stream}.log"), "wb") as g:
+                g.write(f.read())
+        code = 0 if capture == "pg15_plain" else 2
+        run.write_meta({"run_id": run.run_id, "mode": "run", "tool": "pgbench", "argv": argv, "started_at": 1.0,
+                        "ended_at": 30.0, "exit_code": code, "info": info, "stdout": "stdout.log", "stderr": "stderr.log"})
+        recorded.append((argv, info))
+        return code, run.path
+
+    hooks = Hooks(record=record, control=lambda v: control, init=lambda argv, v: 0, shell=lambda text: 0, cores=2,
+                  clock=iter(range(0, 10_000, 30)).__next__)
+    return Sweep(p, sdir, hooks, said.append), control, recorded, said, sdir
+
+
+def test_a_failed_run_is_retried_once_and_never_used(tmp_path):
+    sweep, control, recorded, said, sdir = make_sweep(
+        tmp_path, ["pg15_plain", "pg15_abort_terminated", "pg15_plain", "pg15_plain", "pg15_plain"])
+    outcome = sweep.run()
+    assert outcome.failed == [] and not outcome.interrupted
+    assert len(recorded) == 5
+    assert recorded[0][0] == ["pgbench", "-T", "5", "-c", "2", "-j", "2"]
+    assert recorded[0][1] == {"sweep": "t", "variant": "A", "cell": "clients=2", "repeat": "1"}
+    assert said[0] == "sweep t: run 1/4 (A, 2 clients, round 1) - ETA unknown"
+    assert any("run 2 failed (" in s and "aborted" in s and "retrying it once" in s for s in said)
+    assert any(re.fullmatch(r"sweep t: run 3/4 \(B, 2 clients, round 1\) - ETA \d+ min", s) for s in said), said
+    state = plans.progress(sdir.events())
+    assert sorted(state.done) == [1, 2, 3, 4] and len(state.failed[2]) == 1
+    # B's setting applied before its runs, put back after them.
+    assert control.calls == [("apply", {"x": "1"}), ("restore", {"x": {"value": "0", "restart": False}})]
+
+
+def test_resume_runs_what_is_missing_and_puts_back_settings_a_kill_left(tmp_path):
+    sweep, control, _recorded, said, sdir = make_sweep(tmp_path, ["pg15_plain"] * 2)
+    sdir.append("started", index=1, attempt=1)
+    sdir.append("finished", index=1, attempt=1, ok=True, run_id="kept")
+    sdir.append("settings_applying", variant="B", settings={"x": "1"})
+    sdir.append("started", index=3, attempt=1)  # killed here
+    sdir.append("finished", index=2, attempt=1, ok=True, run_id="kept2")
+    outcome = sweep.run()
+    assert outcome.ran == 2 and not outcome.failed
+    assert control.calls[0] == ("restore", {"x": {"value": "0", "restart": False}})
+    assert "sweep t: run 3 was interrupted: running it again" in said
+    assert [s.split(" (")[0] for s in said if " - ETA" in s] == ["sweep t: run 3/4", "sweep t: run 4/4"]
+    assert plans.progress(sdir.events()).done[1] == "kept"

@@ -35,7 +35,9 @@ def _sweep_arguments(p: argparse.ArgumentParser) -> None:
                    help="seconds of the same run before each run, recorded as a run labelled warmup=1 and not counted")
     p.add_argument("--min-effect", type=float, default=2.0, metavar="PCT",
                    help="differences smaller than this (percent) are not reported as differences (default 2)")
-    p.add_argument("--reinit", action="store_true", help="re-create the tables before every run")
+    p.add_argument("--reinit", nargs="?", const="run", choices=("cell", "run"),
+                   help="re-create the tables before every run (--reinit, --reinit run) or when the cell changes "
+                   "(--reinit cell)")
     p.add_argument("--no-checkpoint", action="store_true", help="no CHECKPOINT before each run")
     p.add_argument("--resume", metavar="NAME", help="finish the sweep NAME: only what is missing runs")
     p.add_argument("tool", nargs=argparse.REMAINDER, help="-- pgbench|sysbench ARGS...")
@@ -236,7 +238,7 @@ def _new_plan(ctx: Context, stack, name: str, argv: list[str], control):
     runs = plans.order_runs([v.name for v in variants], cells, args.repeat, args.order, seed)
     return plans.Plan(name=name, argv=argv, variants=variants, cells=cells, repeat=args.repeat, order=args.order,
                       seed=seed, runs=runs, engine=stack.engine.name, warmup_s=args.warmup,
-                      min_effect_pct=args.min_effect, reinit=args.reinit, checkpoint=not args.no_checkpoint,
+                      min_effect_pct=args.min_effect, reinit=args.reinit or "", checkpoint=not args.no_checkpoint,
                       originals=originals)
 
 

@@ -50,7 +50,7 @@ class Plan:
     engine: str
     warmup_s: float = 0.0
     min_effect_pct: float = 2.0
-    reinit: bool = False
+    reinit: str = ""          # "", "cell" (tables made again when the cell changes) or "run" (before every run)
     checkpoint: bool = True
     created_at: float = field(default_factory=time.time)
     originals: dict[str, dict[str, Any]] = field(default_factory=dict)  # setting -> its value before the sweep
@@ -76,8 +76,14 @@ class Plan:
                    cells=[Cell.from_json(c) for c in d["cells"]], repeat=int(d["repeat"]), order=d["order"],
                    seed=int(d["seed"]), runs=[PlannedRun(**r) for r in d["runs"]], engine=d["engine"],
                    warmup_s=float(d.get("warmup_s") or 0), min_effect_pct=float(d.get("min_effect_pct", 2.0)),
-                   reinit=bool(d.get("reinit")), checkpoint=bool(d.get("checkpoint", True)),
+                   reinit=_reinit(d.get("reinit")), checkpoint=bool(d.get("checkpoint", True)),
                    created_at=float(d.get("created_at") or 0), originals=dict(d.get("originals") or {}))
+
+
+def _reinit(value: Any) -> str:
+    if value is True:
+        return "run"
+    return value if value in ("cell", "run") else ""
 
 
 def order_runs(variants: list[str], cells: list[Cell], repeat: int, order: str, seed: int) -> list[PlannedRun]:

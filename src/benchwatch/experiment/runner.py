@@ -71,6 +71,7 @@ class Sweep:
         self.say = say
         self.applied: str | None = None       # the variant whose settings are on the server
         self.scale_ready: dict[str, int | None] = {}  # server key -> the scale its tables are at
+        self.cell_ready: dict[str, int] = {}  # server key -> the cell its tables were made for
         self.durations: list[float] = []
         self.last_end: float | None = None
 
@@ -128,9 +129,11 @@ class Sweep:
         """The database made ready for the run: what was done."""
         done: list[str] = []
         key = self._server_key(v)
-        reinit_each = self.plan.reinit
-        if cell.scale is not None or reinit_each:
-            if reinit_each or self.scale_ready.get(key, -1) != cell.scale:
+        reinit = self.plan.reinit
+        if cell.scale is not None or reinit:
+            again = (reinit == "run" or (reinit == "cell" and self.cell_ready.get(key) != run.cell)
+                     or self.scale_ready.get(key, -1) != cell.scale)
+            if again:
                 generator = loadgens.for_program(argv[0])
                 steps = generator.init_argvs(list(self.plan.argv[1:]), cell.scale)
                 if not steps:
@@ -142,6 +145,7 @@ class Sweep:
                         raise RunFailed(f"re-creating the tables ({' '.join(step)}) exited with {code}")
                     done.append(" ".join([argv[0], *step]))
                 self.scale_ready[key] = cell.scale
+                self.cell_ready[key] = run.cell
         if v.before:
             code = self.hooks.shell(v.before)
             if code != 0:
@@ -179,13 +183,14 @@ class Sweep:
             self.sdir.append("finished", index=run.index, attempt=attempt, ok=False, run_id=None, why=refused)
             return False, None, refused
         figures = run_figures(path)
-        why: str | None = None
+        reasons = []
         if code != 0:
-            why = f"exit code {code}"
-        elif figures["aborted_clients"]:
-            why = f"{figures['aborted_clients']} clients aborted"
-        elif figures["tps"] is None:
-            why = "no TPS in its summary"
+            reasons.append(f"exit code {code}")
+        if figures["aborted_clients"]:
+            reasons.append(f"{figures['aborted_clients']} clients aborted")
+        if figures["tps"] is None:
+            reasons.append("no TPS in its summary")
+        why = ", ".join(reasons) or None
         self.sdir.append("finished", index=run.index, attempt=attempt, ok=why is None, run_id=figures["run_id"],
                          why=why, figures=figures, between_s=round(between, 3))
         return why is None, figures["run_id"], why
