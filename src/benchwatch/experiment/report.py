@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from benchwatch import evidence
 from benchwatch.experiment import stats
 from benchwatch.experiment.figures import run_figures
 from benchwatch.experiment.plan import Plan, progress
@@ -106,6 +107,8 @@ def build(plan: Plan, events: list[dict[str, Any]], figures: dict[int, dict[str,
             own = any(x.bindir or x.dsn for x in (plan.variant(base), v))
             entry["why"] = why([f["run_id"] for f in a], [f["run_id"] for f in b], cell, own)
             entry["why_scope"] = "host only (a variant runs on a server the stack does not watch)" if own else "server and host"
+            where = f"{v.name} at {cell.words}" if cell.words else v.name
+            entry["why_text"] = evidence.sentence(where, entry["why"])
         diffs.append(entry)
     state = progress(events)
     return {
