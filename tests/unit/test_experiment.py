@@ -221,7 +221,7 @@ class FakeControl:
         return ["CHECKPOINT"] if checkpoint else []
 
 
-def make_sweep(tmp_path, outcomes: list[str], variants=("A", "B:x=1"), repeat=2):
+def make_sweep(tmp_path, outcomes: list[str], variants=("A", "B:x=1"), repeat=2, warmup=0.0, codes=None):
     """A sweep whose runs are recorded from the captures named in ``outcomes``, in the order they run."""
     from benchwatch.experiment.runner import Hooks, Sweep
     from benchwatch.record import rundir
@@ -230,7 +230,7 @@ def make_sweep(tmp_path, outcomes: list[str], variants=("A", "B:x=1"), repeat=2)
     cells = [spec.Cell(2)]
     p = plans.Plan("t", ["pgbench", "-T", "5"], vs, cells, repeat, "blocked", 0,
                    plans.order_runs([v.name for v in vs], cells, repeat, "blocked", 0), "postgresql",
-                   originals={"x": {"value": "0", "restart": False}})
+                   originals={"x": {"value": "0", "restart": False}}, warmup_s=warmup)
     sdir = plans.SweepDir(str(tmp_path / "sweep"))
     sdir.write_plan(p)
     control = FakeControl()
@@ -244,7 +244,7 @@ def make_sweep(tmp_path, outcomes: list[str], variants=("A", "B:x=1"), repeat=2)
         for stream in ("stdout", "stderr"):
             with open(os.path.join(FIXTURES, f"{capture}.{stream}"), "rb") as f, open(run.file(f"{stream}.log"), "wb") as g:
                 g.write(f.read())
-        code = 0 if capture == "pg15_plain" else 2
+        code = (codes or {}).get(len(recorded), 0 if capture == "pg15_plain" else 2)
         run.write_meta({"run_id": run.run_id, "mode": "run", "tool": "pgbench", "argv": argv, "started_at": 1.0,
                         "ended_at": 30.0, "exit_code": code, "info": info, "stdout": "stdout.log", "stderr": "stderr.log"})
         recorded.append((argv, info))
@@ -285,3 +285,20 @@ def test_resume_runs_what_is_missing_and_puts_back_settings_a_kill_left(tmp_path
     assert "sweep t: run 3 was interrupted: running it again" in said
     assert [s.split(" (")[0] for s in said if " - ETA" in s] == ["sweep t: run 3/4", "sweep t: run 4/4"]
     assert plans.progress(sdir.events()).done[1] == "kept"
+
+
+def test_warmup_runs_are_labelled_and_not_counted(tmp_path):
+    sweep, _control, recorded, _said, sdir = make_sweep(tmp_path, ["pg15_plain"] * 4, variants=("A",), warmup=3)
+    assert sweep.run().failed == []
+    assert [(a[-2:], i.get("warmup")) for a, i in recorded] == [
+        (["-T", "3"], "1"), (["-j", "2"], None), (["-T", "3"], "1"), (["-j", "2"], None)]
+    assert len(plans.progress(sdir.events()).done) == 2
+
+
+def test_ctrl_c_stops_the_sweep_instead_of_retrying(tmp_path):
+    sweep, _control, recorded, said, sdir = make_sweep(tmp_path, ["pg15_plain"] * 4, codes={1: 130})
+    outcome = sweep.run()
+    assert outcome.interrupted and len(recorded) == 2
+    assert not any("retrying" in s for s in said)
+    assert "sweep t: interrupted; sweep --resume t runs what is missing" in said
+    assert sorted(plans.progress(sdir.events()).done) == [1]

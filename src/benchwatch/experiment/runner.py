@@ -22,6 +22,8 @@ from benchwatch.experiment.spec import Cell, Variant
 
 # A run with no TPS in its summary, aborted clients or a non-zero exit is not used: retried once.
 ATTEMPTS = 2
+# The exit code of a tool ended by SIGINT (the shell's 128 + 2, as benchwatch run reports it).
+INTERRUPTED = 130
 
 
 @dataclass
@@ -183,6 +185,11 @@ class Sweep:
             self.sdir.append("finished", index=run.index, attempt=attempt, ok=False, run_id=None, why=refused)
             return False, None, refused
         figures = run_figures(path)
+        if code == INTERRUPTED:
+            # Ctrl-C reached the tool from the terminal: the user stops the sweep, the run is not a failure to retry.
+            self.sdir.append("finished", index=run.index, attempt=attempt, ok=False, run_id=figures["run_id"],
+                             why="interrupted (Ctrl-C)")
+            raise KeyboardInterrupt
         reasons = []
         if code != 0:
             reasons.append(f"exit code {code}")
