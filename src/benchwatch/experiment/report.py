@@ -9,11 +9,12 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchwatch import evidence
+from benchwatch import evidence, loadgens
 from benchwatch.experiment import stats
 from benchwatch.experiment.figures import run_figures
 from benchwatch.experiment.plan import Plan, progress
 from benchwatch.experiment.spec import Cell
+from benchwatch.util import secrets
 
 # (baseline run ids, variant run ids, cell, host signals only) -> why the variant differs:
 # [{"signal", "baseline", "variant", "change"}]
@@ -112,7 +113,7 @@ def build(plan: Plan, events: list[dict[str, Any]], figures: dict[int, dict[str,
         diffs.append(entry)
     state = progress(events)
     return {
-        "sweep": plan.name, "baseline": base, "tool": os.path.basename(plan.argv[0]), "argv": plan.argv,
+        "sweep": plan.name, "baseline": base, "tool": os.path.basename(plan.argv[0]), "argv": _shown(plan.argv),
         "engine": plan.engine, "order": plan.order, "seed": plan.seed, "repeat": plan.repeat,
         "min_effect_pct": plan.min_effect_pct, "test": stats.TEST_NAME, "tps_interval": stats.INTERVAL_NAME,
         "ratio_interval": stats.RATIO_INTERVAL_NAME,
@@ -125,6 +126,12 @@ def build(plan: Plan, events: list[dict[str, Any]], figures: dict[int, dict[str,
         "between_runs": _between(events),
         "cells": cells_out, "differences": diffs,
     }
+
+
+def _shown(argv: list[str]) -> list[str]:
+    """The tool's argv as it may be shown and shared: a password given as an option replaced."""
+    generator = loadgens.for_program(argv[0])
+    return secrets.redact_argv([os.path.basename(argv[0]), *generator.redact_argv(list(argv[1:]))])
 
 
 def _latency(c: stats.Comparison) -> dict[str, Any]:
