@@ -122,6 +122,18 @@ def test_cell_argv_sets_clients_and_threads():
     assert sb == ["sysbench", "--table-size=100", "--threads=4", "oltp_read_write", "run"]
 
 
+def test_gotpc_clients_and_options():
+    from benchwatch.loadgens.gotpc.args import parse_gotpc_args
+
+    gotpc = loadgens.for_program("go-tpc")
+    argv = gotpc.with_option(gotpc.with_clients(["tpcc", "--warehouses", "1", "run", "--time", "5s"], 8, 2),
+                             "--warehouses", "4")
+    parsed = parse_gotpc_args(argv)
+    assert parsed.error is None and parsed.threads == 8 and parsed.warehouses == 4
+    assert gotpc.clients_option(["tpcc", "run", "-T", "4"]) == "--threads/-T"
+    assert gotpc.clients_option(["tpcc", "run"]) is None
+
+
 def test_clients_given_twice_is_seen():
     assert loadgens.for_program("pgbench").clients_option(["-c", "4", "-T", "5"]) == "-c/--client"
     assert loadgens.for_program("pgbench").clients_option(["--client=4"]) == "-c/--client"
