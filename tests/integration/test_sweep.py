@@ -72,7 +72,7 @@ def test_bad_input_is_refused_before_any_run(live, args, message):
 
 def test_aa_shows_no_difference(live):
     r = sweep(live, "--name", "aa", "--variant", "A", "--variant", "B", "--clients", "1,2", "--repeat", "3",
-              "--", "pgbench", "-S", *SHORT)
+              "--latency-log", "--", "pgbench", "-S", *SHORT)
     assert r.returncode == 0, r.stderr.decode()
     err = r.stderr.decode()
     assert "sweep aa: 12 runs (2 variants x 2 cells x 3 rounds), order interleaved, seed " in err
@@ -83,6 +83,7 @@ def test_aa_shows_no_difference(live):
         ("A", 1, 3), ("A", 2, 3), ("B", 1, 3), ("B", 2, 3)]
     for c in model["cells"]:
         assert c["scale"] is None
+        assert 0 < c["latency_p95_ms_median"] < 1000  # from each run's pgbench -l log
         assert c["tps_ci"][0] <= c["tps_median"] <= c["tps_ci"][1]
         assert len(c["run_ids"]) == 3
     assert [d["verdict"] for d in model["differences"]] == ["no difference shown"] * 2, model["differences"]

@@ -39,6 +39,8 @@ def _sweep_arguments(p: argparse.ArgumentParser) -> None:
                    help="re-create the tables before every run (--reinit, --reinit run) or when the cell changes "
                    "(--reinit cell)")
     p.add_argument("--no-checkpoint", action="store_true", help="no CHECKPOINT before each run")
+    p.add_argument("--latency-log", action="store_true",
+                   help="pgbench: each run with -l (as run --latency-log), for the 95th percentile of latency in the report")
     p.add_argument("--resume", metavar="NAME", help="finish the sweep NAME: only what is missing runs")
     p.add_argument("tool", nargs=argparse.REMAINDER, help="-- pgbench|sysbench ARGS...")
 
@@ -137,7 +139,7 @@ def cmd_sweep(ctx: Context) -> int:
             say(f"sweep {name}: {e}")
             return 1
         _warn_debug_builds(ctx, plan, control)
-        hooks = _hooks(ctx, stack, control, {k: s.client_env() for k, s in servers.items()})
+        hooks = _hooks(ctx, stack, control, {k: s.client_env() for k, s in servers.items()}, plan.latency_log)
         try:
             outcome = Sweep(plan, sdir, hooks, say).run()
         except SettingsError as e:
@@ -239,6 +241,7 @@ def _new_plan(ctx: Context, stack, name: str, argv: list[str], control):
     return plans.Plan(name=name, argv=argv, variants=variants, cells=cells, repeat=args.repeat, order=args.order,
                       seed=seed, runs=runs, engine=stack.engine.name, warmup_s=args.warmup,
                       min_effect_pct=args.min_effect, reinit=args.reinit or "", checkpoint=not args.no_checkpoint,
+                      latency_log=args.latency_log,
                       originals=originals)
 
 
@@ -256,7 +259,7 @@ def _warn_debug_builds(ctx: Context, plan, control) -> None:
                     "(debug_assertions): its numbers mean little")
 
 
-def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]]):
+def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]], latency_log: bool = False):
     """How the sweep acts: ``own_env`` has the client environment of each variant that runs on a server of
     its own (bindir=, dsn=), every other variant runs on the stack's."""
     from benchwatch import loadgens
@@ -264,7 +267,8 @@ def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]]):
     from benchwatch.experiment.runner import Hooks
 
     def record(argv, info, v):
-        code, run = record_run(ctx, argv, target_name=v.target, info=info, pg_env=own_env.get(v.name))
+        code, run = record_run(ctx, argv, target_name=v.target, info=info, pg_env=own_env.get(v.name),
+                               latency_log=latency_log)
         return code, (run.path if run is not None else None)
 
     def init(argv, v):
