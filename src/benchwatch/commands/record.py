@@ -197,7 +197,7 @@ def cmd_import(ctx: Context) -> int:
             say(f"--start {args.start!r} is not a time: use RFC 3339 like 2016-01-06T10:00:00Z or Unix seconds")
             return 2
     # Read every file first: nothing is written unless all of them can be.
-    files: list[tuple[str, bytes, list[replay.ReadRun], list[tuple[int, str]]]] = []
+    files: list[tuple[str, bytes, list[replay.ReadRun], list[tuple[int, str]], str | None]] = []
     reports: list[dict[str, object]] = []
     code = 0
     for path in args.file:
@@ -207,11 +207,14 @@ def cmd_import(ctx: Context) -> int:
             say(f"cannot read {path}: {e.strerror or e}")
             return 2
         start = start_arg if start_arg is not None else recorded_start
+        placed_by = importer.BY_START if start_arg is not None else (
+            "the run directory's recorded start" if recorded_start is not None else None)
         if start is None:
-            start, note = importer.default_start(path, data)
+            start, placed_by, note = importer.placement(path, data)
             if note:
                 say(f"{path}: {note}")
-        runs_found, _ = replay.read_saved(data)
+        saved = replay.read_saved(data)
+        runs_found = saved[0]
         if args.run_id and len(runs_found) > 1:
             say(f"{path} holds {len(runs_found)} runs: --run-id names one run (each run gets its own id)")
             return 2
@@ -219,9 +222,9 @@ def cmd_import(ctx: Context) -> int:
         def name(k: int, run_start: float | None) -> str:
             return args.run_id or rundir.new_run_id(run_start)
 
-        reads, set_aside = replay.replay_saved(data, name, start)
+        reads, set_aside = replay.replay_saved(data, name, start, saved=saved)
         report = {"file": path, "runs": [importer.run_report(r, len(r.samples)) for r in reads],
-                  "set_aside": [{"line": n, "reason": why} for n, why in set_aside]}
+                  "set_aside": [{"line": n, "reason": why} for n, why in set_aside], "placed_by": placed_by}
         reports.append(report)
         if not reads or all(r.read_nothing for r in reads):
             say(f"{path}: nothing read: {importer.EXPECTED}")
@@ -255,7 +258,7 @@ def cmd_import(ctx: Context) -> int:
             report["error"] = "partial read"
             code = 1
             continue
-        files.append((path, data, reads, set_aside))
+        files.append((path, data, reads, set_aside, placed_by))
     if args.json:
         print(json.dumps({"files": reports}, indent=2, default=str), file=ctx.stdout)
     if args.list or code:
@@ -263,21 +266,22 @@ def cmd_import(ctx: Context) -> int:
             say("nothing written")
         return code
     if args.openmetrics:
-        samples = [s for _, _, reads, _ in files for r in reads for s in r.samples]
+        samples = [s for _, _, reads, _, _ in files for r in reads for s in r.samples]
         write_openmetrics(samples, ctx.stdout, types={k: v[0] for k, v in replay.run_metrics().items()},
                           help={k: v[1] for k, v in replay.run_metrics().items()})
         return 0
     stack = ctx.stack
     try:
         RemoteWriter(stack.cfg.remote_write_url).send(
-            [s for _, _, reads, _ in files for r in reads for s in r.samples + r.model.end_markers()])
+            [s for _, _, reads, _, _ in files for r in reads for s in r.samples + r.model.end_markers()])
     except (RemoteWriteError, OSError) as e:
         say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? benchwatch up)")
         return 1
-    for path, data, reads, _ in files:
+    for path, data, reads, _, placed_by in files:
         for r in reads:
             chunk = data if len(reads) == 1 else importer.run_lines(data, r)
-            run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model)
+            run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model, r.samples,
+                                       "after the previous run of the file" if r.placed_after_previous else placed_by)
             say(f"imported run {r.run_id}; saved in {run.path}")
             if not args.json:
                 print(r.run_id, file=ctx.stdout)
