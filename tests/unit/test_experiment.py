@@ -314,3 +314,22 @@ def test_ctrl_c_stops_the_sweep_instead_of_retrying(tmp_path):
     assert not any("retrying" in s for s in said)
     assert "sweep t: interrupted; sweep --resume t runs what is missing" in said
     assert sorted(plans.progress(sdir.events()).done) == [1]
+
+
+def test_a_before_command_runs_before_each_of_its_variants_runs_and_a_failing_one_fails_the_run(tmp_path):
+    sweep, _control, recorded, _said, sdir = make_sweep(tmp_path, ["pg15_plain"] * 3, variants=("A", "cold:before=drop"),
+                                                       repeat=1)
+    commands: list[str] = []
+    results = iter([1, 0])  # the first try of cold's run: the command fails; its retry: it works
+
+    def shell(text):
+        commands.append(text)
+        return next(results)
+
+    sweep.hooks.shell = shell
+    assert sweep.run().failed == []
+    assert commands == ["drop", "drop"] and len(recorded) == 2
+    failed = [e for e in sdir.events() if e["event"] == "finished" and not e["ok"]]
+    assert failed[0]["why"] == "the before= command exited with 1"
+    started = [e for e in sdir.events() if e["event"] == "started" and e["index"] == 2]
+    assert started[0]["prepared"] == ["before: drop", "CHECKPOINT"]
