@@ -16,9 +16,12 @@ from benchwatch.query import promql
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARDS = os.path.join(ROOT, "dashboards")
 FILES = sorted(f for f in os.listdir(DASHBOARDS) if f.endswith(".json"))
+# History (issue 22) shows runs over calendar time, Experiment (issue 21) an experiment's report (benchwatch
+# report NAME): no database over time, so no target variable, no regions.
+REPORT_FILES = ["history.json", "experiment.json"]
+# The dashboards of databases over time, each with the target variable.
+DB_FILES = [f for f in FILES if f not in REPORT_FILES]
 # The dashboards of PostgreSQL runs (checkpoint regions); *-innodb.json (sysbench's, go-tpc's) are MySQL/MariaDB's.
-# History (issue 22) shows runs over calendar time, no database: no target variable, no regions.
-DB_FILES = [f for f in FILES if f != "history.json"]
 PG_FILES = [f for f in DB_FILES if not f.endswith("-innodb.json")]
 
 

@@ -25,11 +25,6 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 @command("run", help="run pgbench, sysbench or go-tpc under observation: benchwatch run -- pgbench|sysbench|go-tpc ARGS",
          arguments=_run_arguments)
 def cmd_run(ctx: Context) -> int:
-    from benchwatch import engines, loadgens
-    from benchwatch.alerting.printer import AlertPrinter
-    from benchwatch.record.stream import LineSafeStream
-    from benchwatch.record.wrapper import run_benchmark
-
     args, say = ctx.args, ctx.say
     argv = list(args.pgbench)
     if argv and argv[0] == "--":
@@ -37,6 +32,25 @@ def cmd_run(ctx: Context) -> int:
     if not argv:
         say("usage: benchwatch run -- pgbench|sysbench|go-tpc [ARGS...]")
         return 2
+    info = {"experiment": args.experiment} if args.experiment else {}
+    code, run = record_run(ctx, argv, target_name=args.target, info=info, latency_log=args.latency_log)
+    if run is None:
+        return code
+    say(f"run {run.run_id} ended with exit code {code}")
+    return code
+
+
+def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None, info: dict[str, str] | None = None,
+               latency_log: bool = False, pg_env: dict[str, str] | None = None):
+    """One ordinary run on the stack (``run``, and each run of ``sweep``): (exit code, run directory), or
+    (2, None) when it cannot start, the reason said. ``info``: labels of its run_info series (experiment,
+    sweep, ...); ``pg_env``: the PG* variables of another PostgreSQL than the stack's (a sweep's variant)."""
+    from benchwatch import engines, loadgens
+    from benchwatch.alerting.printer import AlertPrinter
+    from benchwatch.record.stream import LineSafeStream
+    from benchwatch.record.wrapper import run_benchmark
+
+    say = ctx.say
     stack = ctx.stack
     have_stack = os.path.exists(stack.cfg.stack_file)
     generator = loadgens.for_program(argv[0])
@@ -45,21 +59,23 @@ def cmd_run(ctx: Context) -> int:
         say(f"the stack in {stack.cfg.state_dir} runs {stack.engine.title}, which {generator.title} cannot drive "
             f"(it drives {drives}): start a stack for it with benchwatch down, then benchwatch up"
             + ("" if stack.engine.default else " (or --engine NAME)"))
-        return 2
+        return 2, None
     if not stack.healthy("benchwatch_exporter"):
         say("the exporter is not running: the run is saved but not sent to Prometheus "
             "(start the stack with benchwatch up, or import the run later with benchwatch import)")
-    pg_env = stack.server.client_env() if have_stack else {}
+    own_server = pg_env is not None
+    if pg_env is None:
+        pg_env = stack.server.client_env() if have_stack else {}
     server_facts = None
     undo = None
-    info: dict[str, str] = {}
-    targets = stack.server.targets()
+    info = dict(info or {})
+    targets = [] if own_server else stack.server.targets()
     if have_stack and targets and generator.engine_of(argv[1:]) == stack.engine.name:
-        target = next((t for t in targets if t.name == args.target), None) if args.target else targets[0]
+        target = next((t for t in targets if t.name == target_name), None) if target_name else targets[0]
         if target is None:
-            say(f"no {stack.engine.title} target {args.target!r} in this stack (its targets: "
+            say(f"no {stack.engine.title} target {target_name!r} in this stack (its targets: "
                 f"{', '.join(t.name for t in targets)})")
-            return 2
+            return 2, None
         argv, server_facts, undo = _mysql_connection(ctx, target, argv)
         info["target"] = target.name  # the instance this run drives (benchmark_run_info's target)
     elif have_stack and pg_env and generator.engine_of(argv[1:]) == stack.engine.name:
@@ -68,8 +84,6 @@ def cmd_run(ctx: Context) -> int:
             say(f"added {' '.join(added)} to the {generator.title} arguments (the stack's {stack.engine.title}; "
                 "the password stays in its 0600 passfile)")
             argv = [argv[0], *args_in]
-    if args.experiment:
-        info["experiment"] = args.experiment
     terminal = LineSafeStream(ctx.stderr.buffer)
     watches = []
 
@@ -83,7 +97,7 @@ def cmd_run(ctx: Context) -> int:
 
     try:
         code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
-                                latency_log=args.latency_log, stderr_sink=terminal, server_facts=server_facts,
+                                latency_log=latency_log, stderr_sink=terminal, server_facts=server_facts,
                                 info=info)
     finally:
         for watch in watches:
@@ -92,8 +106,7 @@ def cmd_run(ctx: Context) -> int:
         if undo is not None:
             undo()  # e.g. go-tpc's throwaway user, dropped however the run ended
     _record_targets(ctx, stack, run, since=run.read_meta().get("started_at"))
-    say(f"run {run.run_id} ended with exit code {code}")
-    return code
+    return code, run
 
 
 def _record_targets(ctx: Context, stack: Stack, run, since: float | None = None) -> None:

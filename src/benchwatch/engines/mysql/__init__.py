@@ -47,6 +47,14 @@ class MySQL(Engine):
     # explain's signals (benchwatch.explain.causes): InnoDB's flushing pressure is its checkpoint
     # (prometheus/rules/mysql.yml, docs/innodb.md); its lock waits are not read yet.
     explain_signals = ("innodb_flushing", "target_down")
+    evidence_signals = (
+        ("redo log fsyncs per transaction", "sum(increase(mysql_global_status_innodb_os_log_fsyncs[{w}]))"),
+        ("redo bytes per transaction", "sum(increase(mysql_global_status_innodb_os_log_written[{w}]))", "per_tx", "B"),
+        ("data fsyncs per transaction", "sum(increase(mysql_global_status_innodb_data_fsyncs[{w}]))"),
+        ("pages flushed per transaction", "sum(increase(mysql_global_status_innodb_buffer_pool_pages_flushed[{w}]))"),
+        ("InnoDB flushing pressure (share of the run)",
+         "avg(avg_over_time(instance:mysql_innodb_flushing_pressure:bool[{w}]))", "value", "%", 100.0),
+    )
     explain_selectors = ("instance:mysql_innodb_flushing_pressure:bool", "mysql_up")
     up_metric = "mysql_up"
 

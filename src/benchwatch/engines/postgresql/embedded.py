@@ -116,6 +116,21 @@ class PostgreSQLPart(StackPart):
     def client_env(self) -> dict[str, str]:
         return self.stack.pg_env()
 
+    def variant_server(self, kind: str, value: str, home: str):
+        from benchwatch.engines.postgresql.builds import BuildServer, ExistingServer
+
+        if kind == "bindir":
+            return BuildServer(value, home, self.stack.cfg.pg_database, self.stack.base_env())
+        if kind == "dsn":
+            return ExistingServer(value, home)
+        return None
+
+    def server_control(self, target: str | None = None):
+        from benchwatch.engines.postgresql.control import PostgreSQLControl
+
+        return PostgreSQLControl(self.stack.pg_params(),
+                                 restart=(lambda: self.stack.restart(SERVER)) if self.embedded else None)
+
     def scrape_targets(self) -> list[dict]:
         external = self.stack.external_dsn()
         server = dsn.parse_dsn(external).get("host", "external") if external else "embedded"

@@ -71,6 +71,20 @@ run): `histogram_quantile(0.99, benchmark_result_latency_histogram_events{run_id
     def ensure_progress(self, argv: list[str]) -> tuple[list[str], list[str]]:
         return sysbench_args.ensure_progress(argv)
 
+    duration_option = "--time"
+
+    def clients_option(self, argv: list[str]) -> str | None:
+        return sysbench_args.threads_option(argv)
+
+    def with_clients(self, argv: list[str], clients: int, cores: int) -> list[str]:
+        return [f"--threads={clients}", *argv]
+
+    def with_option(self, argv: list[str], option: str, value: str) -> list[str]:
+        return sysbench_args.with_option(argv, option, value)
+
+    def init_argvs(self, argv: list[str], scale: int | None) -> list[list[str]]:
+        return sysbench_args.reinit_argvs(argv)
+
     def read_argv(self, argv: list[str]) -> ArgvFacts:
         parsed = sysbench_args.parse_sysbench_args(argv)
         driver = parsed.options.get("db-driver")
