@@ -13,7 +13,7 @@ import subprocess
 from benchwatch.engines import ServerControl, VariantServer
 from benchwatch.engines.postgresql import dsn
 from benchwatch.engines.postgresql.control import PostgreSQLControl
-from benchwatch.engines.postgresql.embedded import PG_SETTINGS, os_user
+from benchwatch.engines.postgresql.embedded import PG_SETTINGS, init_data_dir, os_user
 from benchwatch.util import net
 from benchwatch.util.errors import StackError
 
@@ -62,19 +62,7 @@ class BuildServer(VariantServer):
         done = []
         password = self._password()
         if not os.path.exists(os.path.join(self.data, "PG_VERSION")):
-            pwfile = os.path.join(self.home, ".pwfile")
-            fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(password + "\n")
-            if user:
-                shutil.chown(pwfile, user, user)
-            try:
-                self._run([os.path.join(self.bindir, "initdb"), "-D", self.data, "-U", "postgres",
-                           "--auth=scram-sha-256", f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C"], "initdb")
-            finally:
-                os.unlink(pwfile)
-            with open(os.path.join(self.data, "postgresql.conf"), "a", encoding="utf-8") as f:
-                f.write("\ninclude_if_exists = 'benchwatch.conf'\n")
+            init_data_dir(self.bindir, self.data, password, self.home, user, self.env)
             done.append(f"initdb of {self.bindir} in {self.data}")
         self.port = net.free_port()
         socket_dir = os.path.join(self.home, "socket")
