@@ -113,3 +113,25 @@ def test_settings_keep_no_secret():
     assert "s3cret" not in json.dumps(got)
     assert got["primary_conninfo"] == "host=db1 user=rep password=<redacted> sslmode=require"
     assert got["shared_buffers"] == "16384 8kB" and got["ssl_key_file"] == "server.key"
+
+
+def test_lines_not_read_are_told_by_their_own_file_and_line(tmp_path):
+    run = _recorded_pgbench(str(tmp_path))
+    lines = _fixture("pgbench", "pg15_plain.stderr").split(b"\n")
+    progress = [i for i, line in enumerate(lines) if line.startswith(b"progress:")]
+    bad = progress[1]  # a progress line whose tps is nan: it costs that line, never the run
+    lines[bad] = lines[bad].replace(lines[bad].split(b", ")[1], b"nan tps")
+    with open(run.file("stderr.log"), "wb") as f:
+        f.write(b"\n".join(lines))
+    with open(run.file("stdout.log"), "ab") as f:
+        f.write(b"progress: this line is cut\n")  # stdout is fed after stderr: numbered from 1 all the same
+    saved = outcome.save(run)
+    assert saved is not None
+    assert saved["unread_lines"] == 2
+    assert saved["unread"][0] == {"file": "stderr.log", "line": bad + 1, "reason": "tps is nan"}
+    stdout_lines = _fixture("pgbench", "pg15_plain.stdout").rstrip(b"\n").count(b"\n") + 2
+    assert saved["unread"][1]["file"] == "stdout.log" and saved["unread"][1]["line"] == stdout_lines
+    notes = outcome.unread_notes(saved)
+    assert notes[0].startswith("2 lines of the output not read")
+    assert notes[1] == f"stderr.log line {bad + 1}: tps is nan; not read (kept in the raw output)"
+    assert saved["progress_lines"] == len(progress) - 1 and saved["tps"] == 1577.704338

@@ -159,6 +159,10 @@ def cmd_attach(ctx: Context) -> int:
                         echo=None if args.quiet else ctx.stdout.buffer,
                         pgbench_args=pgbench_args, interval=args.interval, tool=args.tool)
     ctx.say(f"run {run.run_id}: output saved in {run.path}")
+    from benchwatch.record import outcome
+
+    for note in outcome.unread_notes(outcome.read(run)):
+        ctx.say(note)
     return 0
 
 

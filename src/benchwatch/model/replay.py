@@ -376,6 +376,7 @@ def replay_run_dir_model(path: str, meta: Mapping[str, Any]) -> tuple[RunModel, 
     for name in FILE_ORDER:  # the order the live follower reads them in
         chunk = _read(os.path.join(path, name))
         if chunk is not None:
+            model.sources.append((model.line_number, name))
             out.extend(feed_lines(model, split_lines(chunk), end))
     return model, out + model.finish(end, meta.get("exit_code"))
 

@@ -149,6 +149,9 @@ class RunModel:
         self.last_stall_sample_ms: int | None = None
         self.last_life_ms: int | None = None      # the last sign of life: a line's time, or a bad line's arrival
         self.line_number = 0                      # lines fed so far (the number of the current one)
+        # Where each file of a run directory began: (line_number before its first line, file name), for
+        # telling a bad line by its own file's line number (a run's stderr and stdout are fed one after the other).
+        self.sources: list[tuple[int, str]] = []
         self.bad_lines: list[tuple[int, str]] = []  # (line number, reason), the first BAD_LINES_KEPT
         self.summary: dict[str, object] = {}
         self.errors: list[str] = []
@@ -278,6 +281,14 @@ class RunModel:
         self._counters[UNPARSED] += 1
         if len(self.bad_lines) < BAD_LINES_KEPT:
             self.bad_lines.append((self.line_number, reason))
+
+    def where(self, number: int) -> tuple[str | None, int]:
+        """The file (when the lines came from several) and line in it of the ``number``-th line fed."""
+        name, first = None, 0
+        for offset, source in self.sources:
+            if number > offset:
+                name, first = source, offset
+        return name, number - first
 
     def bad_line_notes(self, limit: int = 5) -> list[str]:
         """The bad lines in short, for ``benchwatch:`` lines on stderr: the first ``limit`` by number and reason."""

@@ -32,6 +32,7 @@ from benchwatch.model.samples import Sample
 from benchwatch.record import rundir
 
 SUMMARY = "summary.json"
+UNREAD_KEPT = 100  # lines not read, kept by number and reason (all are counted)
 VERSION = 1
 
 # The figures a history can follow: name -> (summary.json key, +1 higher is better / -1 lower is better).
@@ -110,6 +111,10 @@ def summarize(model: RunModel, samples: list[Sample], extra: Mapping[str, float 
             out[key], source = value, percentile_source
     out["percentile_source"] = source
     out["progress_lines"] = model.progress_lines
+    # The lines the run model could not use (each cost its own samples only), by file and line number.
+    out["unread_lines"] = model.unparsed_lines
+    out["unread"] = [dict(zip(("file", "line"), model.where(number), strict=True), reason=reason)
+                     for number, reason in model.bad_lines[:UNREAD_KEPT]]
     out["tool_summary"] = {k: v for k, v in tool.items() if isinstance(v, (str, int, float, bool)) or v is None}
     return out
 
@@ -151,6 +156,20 @@ def save(run: rundir.RunDir, meta: Mapping[str, Any] | None = None,
             notice(f"{run.file(SUMMARY)} not written ({type(e).__name__}: {e}); history reads the raw output instead")
         return None
     return summary
+
+
+def unread_notes(summary: Mapping[str, Any] | None, limit: int = 5) -> list[str]:
+    """The lines of a run's output that were not read, in short for stderr at the end of ``run`` and ``attach``."""
+    if not summary or not summary.get("unread_lines"):
+        return []
+    total = int(summary["unread_lines"])
+    notes = [f"{u.get('file') or 'output'} line {u.get('line')}: {u.get('reason')}; not read (kept in the raw output)"
+             for u in (summary.get("unread") or [])[:limit]]
+    if total > len(notes):
+        notes.append(f"... and {total - len(notes)} more line{'s' if total - len(notes) > 1 else ''} not read "
+                     f"({SUMMARY} lists up to {UNREAD_KEPT})")
+    return [f"{total} line{'s' if total > 1 else ''} of the output not read, each costing only its own samples:",
+            *notes]
 
 
 def keep(run: rundir.RunDir, summary: Mapping[str, Any], notice: Callable[[str], None] | None = None) -> bool:

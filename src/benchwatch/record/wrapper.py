@@ -139,7 +139,9 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
         run.update_meta(state=rundir.FINISHED, exit_code=exit_code, ended_at=time.time(), **ended)
     except OSError as e:  # the exporter then ends the run when this process is gone
         failures.failure(run.file(rundir.META), e)
-    outcome.save(run, notice=notice)  # what the run achieved, for history and sweeps
+    summary = outcome.save(run, notice=notice)  # what the run achieved, for history and sweeps
+    for note in outcome.unread_notes(summary):
+        notice(note)
     return exit_code, run
 
 
