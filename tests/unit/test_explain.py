@@ -256,7 +256,34 @@ def test_an_immediate_checkpoint_just_before_the_dip_is_the_cause():
 def test_a_spread_checkpoint_merely_under_way_is_not_a_cause():
     d = only_dip(run_with_dip() + checkpoint("time", T0 - 5, T0 + 25))
     assert d["cause"] == report.NO_CAUSE
-    assert [c["cause"] for c in d["candidates"]] == ["checkpoint"]  # shown, below the bar
+    # Under way through the whole run: as much outside the dip as in it, not even a candidate.
+    assert d["candidates"] == [], d
+    # Under way in the dip only (and not starting or ending there): shown, below the bar.
+    d = only_dip(run_with_dip() + checkpoint("time", T0 + 2, T0 + 25))
+    assert d["cause"] == report.NO_CAUSE and [c["cause"] for c in d["candidates"]] == ["checkpoint"], d
+
+
+def test_checkpoints_every_few_seconds_explain_no_dip_but_a_rare_one_does():
+    """The base rate: the stack's small max_wal_size makes a checkpoint start or end in almost any window
+    of a run, so one doing so in the dip's is no evidence (issue 23: busy loops were blamed on one)."""
+    storm = [s for a in range(0, 30, 5) for s in checkpoint("wal", T0 + a + 0.3, T0 + a + 3.3)]
+    d = only_dip(run_with_dip() + storm, PG_META)
+    assert d["cause"] == report.NO_CAUSE, d
+    # The same kind of checkpoint, once in the run, starting as TPS falls: the cause.
+    d = only_dip(run_with_dip() + checkpoint("wal", T0 + 9.5, T0 + 12.5), PG_META)
+    assert d["cause"] == "checkpoint" and d["candidates"][0]["details"]["chance"] == 0.0, d
+    # A forced checkpoint keeps its weight among routine ones: its own kind is rare.
+    d = only_dip(run_with_dip() + storm + checkpoint("immediate force wait", T0 + 8.6, T0 + 9.2), PG_META)
+    assert d["cause"] == "checkpoint" and "immediate" in d["evidence"], d
+
+
+def test_a_state_as_common_outside_the_dip_as_in_it_is_no_cause():
+    always = gauge("pg_autovacuum_workers", {"target": "local"}, [(T0 + t, 1) for t in range(0, 31)])
+    d = only_dip(run_with_dip() + [always], PG_META)
+    assert d["cause"] == report.NO_CAUSE and d["candidates"] == [], d
+    only_then = gauge("pg_autovacuum_workers", {"target": "local"},
+                      [(T0 + t, 1 if 8 <= t <= 15 else 0) for t in range(0, 31)])
+    assert only_dip(run_with_dip() + [only_then], PG_META)["cause"] == "autovacuum"
 
 
 def test_no_progress_lines_is_a_client_stall():

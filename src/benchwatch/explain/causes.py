@@ -9,6 +9,11 @@ score = weight x overlap x strength, each of overlap and strength in 0..1:
 - weight: lower for signals that are usually a symptom of something more
   specific (disk busy, full-page images after a checkpoint).
 
+Every candidate is held against its own rate over the rest of the run: a state
+that is on as often outside the dip as in it (autovacuum always running), or an
+event that happens in most windows that long (checkpoints every 10 s), explains
+nothing and loses its score; a rare one keeps it (``lift`` and ``chance``).
+
 Candidates below MIN_SCORE are left out; a dip whose best candidate is
 below it has "no cause found". docs/explain.md lists every signal.
 
@@ -20,6 +25,7 @@ InnoDB region of another target, nor a MySQL run on a PostgreSQL checkpoint.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -125,6 +131,22 @@ def _active_seconds(tl: Timeline, active, lo: float, hi: float, step: float = 1.
 
 def _window_values(tl: Timeline, lo: float, hi: float) -> list[float]:
     return [v for t, v in tl if lo <= t <= hi + 1.0]
+
+
+def lift(overlap: float, usual: float) -> float:
+    """How much more the signal was on in the dip's window than usual (both shares of time, 0..1):
+    1 for a state never seen elsewhere, 0 for one on at least as often outside the dip."""
+    if usual >= 1.0:
+        return 0.0
+    return max(0.0, overlap - usual) / (1.0 - usual)
+
+
+def chance(events: int, rest_s: float, width_s: float) -> float:
+    """The chance that a window of ``width_s`` seconds holds at least one of events that happen
+    ``events`` times in ``rest_s`` seconds elsewhere (as if at random: Poisson)."""
+    if events <= 0 or rest_s <= 0:
+        return 0.0
+    return 1.0 - math.exp(-events / rest_s * width_s)
 
 
 @dataclass
@@ -249,11 +271,16 @@ class Signals:
         lo, length = start - LEAD_S, max(end - start, self.ctx.interval_s)
         found: list[Candidate] = []
 
-        def add(cause: str, active_s: float, strength: float, evidence: str, **details) -> None:
+        def add(cause: str, active_s: float, strength: float, evidence: str, usual: float = 0.0, **details) -> None:
+            """``usual``: the share of the rest of the run the signal was on (its base rate)."""
             if self.ctx.weighed is not None and cause not in self.ctx.weighed:
                 return  # another engine's signal (a target of another engine in the same Prometheus)
             overlap = min(1.0, active_s / length)
-            score = WEIGHTS[cause] * overlap * strength
+            if usual > 0:
+                details["usual"] = round(usual, 3)
+                if usual >= 0.05:
+                    evidence += f" (on {usual * 100:.0f}% of the rest of the run)"
+            score = WEIGHTS[cause] * lift(overlap, usual) * strength
             if score > 0:
                 found.append(Candidate(cause, score, overlap, strength, evidence, details))
 
@@ -264,7 +291,8 @@ class Signals:
             old = self.ctx.pgbench_major is not None and self.ctx.pgbench_major < 10
             longest = max(b - a for a, b in self.gaps if b >= lo and a <= end)
             add("client_stall", silent, 0.5 if old else 1.0,
-                f"no progress line from pgbench for {longest:.1f} s", silent_seconds=round(silent, 3))
+                f"no progress line from pgbench for {longest:.1f} s", usual=self._usual_spans(self.gaps, lo, end),
+                silent_seconds=round(silent, 3))
 
         aborted = [(t, n) for t, n in self.aborts if lo <= t <= end + self.ctx.interval_s]
         if aborted:
@@ -276,7 +304,8 @@ class Signals:
         for (target, up_series), tl in self.down.items():
             down = _active_seconds(tl, lambda v: v == 0, lo, end)
             if down:
-                add("target_down", down, 1.0, f"target {target} down ({up_series} 0) for {down:.0f} s", target=target)
+                add("target_down", down, 1.0, f"target {target} down ({up_series} 0) for {down:.0f} s",
+                    usual=self._usual(tl, lambda v: v == 0, lo, end), target=target)
 
         if self.locks:
             # Sessions waiting on average, in the dip against the whole run (seconds without a
@@ -326,14 +355,25 @@ class Signals:
         write_surge = best_disk is not None
 
         before = len(found)
+        # A checkpoint starting or ending in the window is telling only if that is rare: with
+        # checkpoints every 10 s one starts or ends in almost any window. The chance of one (of
+        # the same kind) in a window this long, from how often they start or end in the rest of the run.
+        rest = self._rest(lo, end)
+        edges = {True: 0, False: 0}
+        for c in self.checkpoints:
+            edges[_forced(c)] += sum(1 for t in (c["start"], c["end"])
+                                     if self.ctx.run_start <= t <= self.ctx.run_end and not lo <= t <= end)
+        under_way = self._usual_spans([(c["start"], c["end"] + AFTERMATH_S) for c in self.checkpoints], lo, end)
         for c in self.checkpoints:
             a, b = max(lo, c["start"]), min(end, c["end"] + AFTERMATH_S)
             if b <= a:
                 continue
-            forced = any(w in c["reason"] for w in ("immediate", "force"))
+            forced = _forced(c)
             edge = lo <= c["start"] <= end or lo <= c["end"] <= end
             # Merely under way (a spread checkpoint writes slowly for minutes): below MIN_SCORE alone.
             strength = 1.0 if forced else 0.5 if edge else 0.15
+            odds = chance(edges[forced], rest, end - lo) if edge else 0.0
+            strength *= 1.0 - odds
             if c["reason"].startswith(("wal", "xlog")) and write_surge:
                 strength = min(strength, 0.25)  # requested by the WAL of that surge: its consequence
             figures = ", ".join(f"{k.replace('_seconds', '')} {c[k]} s" for k in ("write_seconds", "sync_seconds") if k in c)
@@ -344,7 +384,10 @@ class Signals:
                 text += f", {c['buffers']} buffers written"
             if figures:
                 text += f" ({figures})"
-            add("checkpoint", b - a, strength, text, reason=c["reason"], start=c["start"], end=c["end"],
+            if odds >= 0.05:
+                text += f"; one starts or ends in {odds * 100:.0f}% of windows this long elsewhere in the run"
+            add("checkpoint", b - a, strength, text, usual=0.0 if edge else under_way, chance=round(odds, 3),
+                reason=c["reason"], start=c["start"], end=c["end"],
                 **{k: c[k] for k in ("buffers", "write_seconds", "sync_seconds") if k in c})
 
         ckpts = sorted(found[before:], key=lambda c: -c.score)
@@ -358,7 +401,8 @@ class Signals:
             peak = max(_window_values(self.autovacuum, lo, end) or [0.0])
             if peak > 0:
                 add("autovacuum", _active_seconds(self.autovacuum, lambda v: v > 0, lo, end), 0.5,
-                    f"{peak:.0f} autovacuum worker(s) active", workers=peak)
+                    f"{peak:.0f} autovacuum worker(s) active",
+                    usual=self._usual(self.autovacuum, lambda v: v > 0, lo, end), workers=peak)
 
         if self.fpi and any(lo - 10 <= c["start"] <= end for c in self.checkpoints):
             self._baseline_signal(add, "wal_fpi", self.fpi, lo, end, lambda peak, base:
@@ -371,16 +415,50 @@ class Signals:
             if pressed:
                 add("innodb_flushing", pressed, 1.0,
                     f"InnoDB flushing pressure on {target} for {pressed:.0f} s (dirty pages at their flush point "
-                    "or checkpoint age past 7/8 of its maximum)", target=target)
+                    "or checkpoint age past 7/8 of its maximum)", usual=self._usual(tl, lambda v: v >= 1, lo, end),
+                    target=target)
 
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
+
+    # -- base rates: how often a signal is on over the rest of the run --------------------------
+
+    def _rest(self, lo: float, end: float) -> float:
+        """Seconds of the run outside the dip's window [lo, end]."""
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        return max(0.0, (r1 - r0) - max(0.0, min(end, r1) - max(lo, r0)))
+
+    def _usual(self, tl: Timeline, active, lo: float, end: float) -> float:
+        """The share of the rest of the run where the timeline is active (0 when the rest is too short to say)."""
+        rest = self._rest(lo, end)
+        if rest < 2 * self.ctx.interval_s:
+            return 0.0
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        on = _active_seconds(tl, active, r0, r1) - _active_seconds(tl, active, max(lo, r0), min(end, r1))
+        return min(1.0, max(0.0, on / rest))
+
+    def _usual_spans(self, spans: Iterable[tuple[float, float]], lo: float, end: float) -> float:
+        """The same for (start, end) stretches."""
+        rest = self._rest(lo, end)
+        if rest < 2 * self.ctx.interval_s:
+            return 0.0
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        on = 0.0
+        for a, b in spans:
+            a, b = max(a, r0), min(b, r1)
+            if b > a:
+                on += (b - a) - max(0.0, min(b, end) - max(a, lo))
+        return min(1.0, max(0.0, on / rest))
 
     def _baseline_signal(self, add, cause: str, tl: Timeline, lo: float, end: float, text) -> None:
         got = _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=1.0)
         if got:
             active_s, strength, peak, base, _ = got
             add(cause, active_s, strength, text(peak, base), peak=round(peak, 3), baseline=round(base, 3))
+
+
+def _forced(checkpoint: dict) -> bool:
+    return any(w in checkpoint["reason"] for w in ("immediate", "force"))
 
 
 def _deviation(tl: Timeline, run_start: float, run_end: float, lo: float, hi: float,
