@@ -278,3 +278,28 @@ def test_steady_run_has_no_dip(live_stack):
     assert report["dips"] == [], json.dumps(report, indent=1)
     text = live_stack.benchwatch("explain", run.run_id)
     assert text.returncode == 0 and b"no TPS dip" in text.stdout, text
+
+
+def test_busy_loops_beside_the_run_are_cpu_contention(live_stack):
+    """Four busy loops on the machine for 7 s in the middle of an unthrottled run: the dip is the CPU the
+    others took (issue 23: it was blamed on whichever routine checkpoint started then)."""
+    run = Run(live_stack, 25, rate=None, clients=4)
+    loops: list[subprocess.Popen] = []
+    try:
+        run.wait_lines(9)
+        began = time.time()
+        loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(4)]
+        time.sleep(7)  # the fault itself: the loops run 7 s
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    ended = time.time()
+    try:
+        report = run.finish()
+    finally:
+        run.kill()
+    dip = dip_over(report, began, ended, run)
+    assert dip["cause"] == "cpu_contention", json.dumps(dip, indent=1)
+    assert "sh (pid" in dip["evidence"], dip
+    assert {"cpu_contention", "io_pressure"} <= set(report["signals"]["weighed"])

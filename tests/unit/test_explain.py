@@ -181,7 +181,7 @@ def test_the_report_says_which_signals_were_weighed():
     result = report.explain(run_with_dip(), MYSQL_META, "r")
     assert result["engine"] == "mysql"
     assert result["signals"] == {"weighed": ["client_stall", "clients_aborted", "disk", "innodb_flushing",
-                                             "target_down"], "absent": {}}
+                                             "target_down", "cpu_contention", "io_pressure"], "absent": {}}
     # A run of an engine this benchwatch does not know: every signal, as before engines had their own.
     down = gauge("mysql_up", {"target": "m"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
     unknown = report.explain(run_with_dip() + [down], {**META, "engine": "oracle"}, "r")
@@ -459,8 +459,8 @@ def test_every_signal_is_the_neutral_ones_or_an_engines():
     from benchwatch import engines
 
     declared = [s for e in engines.load_engines().values() for s in e.explain_signals]
-    assert set(causes.NEUTRAL) | set(declared) == set(causes.WEIGHTS)
-    assert not set(causes.NEUTRAL) & set(declared)
+    assert set(causes.NEUTRAL) | set(causes.HOST) | set(declared) == set(causes.WEIGHTS)
+    assert not (set(causes.NEUTRAL) | set(causes.HOST)) & set(declared)
     for e in engines.load_engines().values():
         assert set(e.explain_needs) <= set(e.explain_signals), e
         assert e.up_metric in e.explain_selectors if "target_down" in e.explain_signals else True, e
@@ -484,3 +484,62 @@ def test_compare_says_which_signals_a_runs_dips_were_not_weighed_on(monkeypatch)
     assert "dips not weighed on wal_fpi (pg_stat_wal needs PostgreSQL 14 (server 13.4))" in pg13
     monkeypatch.setattr(compare, "compare_model", lambda *_a: {"panels": []})  # the charts are not the point
     assert "dips not weighed on wal_fpi" in compare.compare_page(["pg15", "pg13"], runs, None)  # type: ignore[arg-type]
+
+
+# -- the host: other processes' CPU, pressure stall information --------------------------------------
+
+def host_counter(name: str, labels: dict, per_second, every: float = 1.0) -> Series:
+    total, points, t = 0.0, [], 0.0
+    while t <= 30:
+        total += per_second(t) * every
+        points.append((T0 + t, total))
+        t += every
+    return gauge(name, {"target": "local", "host": "h", **labels}, points)
+
+
+def busy_loops(start: float = 9, end: float = 15) -> list[Series]:
+    """As the processes collector writes them (every 2 s): 1.6 CPUs of busy loops from ``start`` to ``end``."""
+    def busy(t):
+        return start <= t <= end
+    other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 1.6 if busy(t) else 0.1, 2.0)
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 0.5 if busy(t) else 1.2, 2.0)
+    top = [gauge("benchmark_host_top_process_cpu_ratio", {"host": "h", "comm": "sh", "pid": str(pid)},
+                 [(T0 + t, 0.4) for t in range(10, 17, 2)]) for pid in (4242, 4243, 4244, 4245)]
+    cpus = gauge("benchmark_host_cpus", {"host": "h"}, [(T0 + t, 2) for t in range(0, 31, 2)])
+    return [other, db, cpus, *top]
+
+
+def cpu_pressure(start: float = 9, end: float = 15) -> Series:
+    return host_counter("node_pressure_cpu_waiting_seconds_total", {}, lambda t: 0.9 if start <= t <= end else 0.05)
+
+
+def test_other_processes_taking_the_cpu_is_cpu_contention_not_a_routine_checkpoint():
+    storm = [s for a in range(0, 30, 5) for s in checkpoint("wal", T0 + a + 0.3, T0 + a + 3.3)]
+    d = only_dip(run_with_dip() + storm + busy_loops() + [cpu_pressure()], PG_META)
+    assert d["cause"] == "cpu_contention", d
+    assert "1.6 of 2 CPUs (0.1 usually)" in d["evidence"] and "sh (pid 4242) 0.40" in d["evidence"], d
+    assert "waited for a CPU 90%" in d["evidence"], d
+    assert d["candidates"][0]["details"]["busiest"][0] == {"process": "sh (pid 4242)", "cpus": 0.4}
+
+
+def test_cpu_pressure_without_other_processes_is_not_cpu_contention():
+    # The database itself busy (pressure up, the others idle): not "something else used the CPU".
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 1.9 if 9 <= t <= 15 else 1.2, 2.0)
+    other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 0.1, 2.0)
+    d = only_dip(run_with_dip() + [db, other, cpu_pressure()], PG_META)
+    assert d["cause"] == report.NO_CAUSE and "cpu_contention" not in {c["cause"] for c in d["candidates"]}, d
+
+
+def test_others_using_idle_cpu_without_pressure_weigh_half():
+    d = only_dip(run_with_dip() + busy_loops() + [cpu_pressure(40, 41)], PG_META)
+    (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]
+    assert c["strength"] == 0.5
+
+
+def test_io_pressure_far_above_its_usual():
+    io = host_counter("node_pressure_io_waiting_seconds_total", {}, lambda t: 0.95 if 9 <= t <= 15 else 0.02)
+    d = only_dip(run_with_dip() + [io], PG_META)
+    assert d["cause"] == "io_pressure" and "waited on I/O 95% of the time (2% usually)" in d["evidence"], d
+    # Beside a busy disk, the disk is the answer (I/O pressure is what it does to the tasks).
+    busy = host_counter("node_disk_io_time_seconds_total", {"device": "vda"}, lambda t: 0.95 if 9 <= t <= 15 else 0.1)
+    assert only_dip(run_with_dip() + [io, busy], PG_META)["cause"] == "disk"

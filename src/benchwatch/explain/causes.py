@@ -44,20 +44,32 @@ MIN_SCORE = 0.2
 # %util as a share, await in seconds, writes in bytes per second.
 DISK_FLOORS = {"util": 0.2, "await": 0.001, "written": 8 * 2**20}
 STALL_FACTOR = 1.5    # as the run model: no line for 1.5 intervals is a stall
+# cpu_contention: other processes must use this many CPUs more than usual (and twice as much);
+# a rise of half the machine's CPUs is full strength.
+OTHER_CPU_FLOOR = 0.5
+# Pressure stall information: the share of the second some task waited, above its usual by this much.
+PRESSURE_FLOOR = 0.1
+IO_PRESSURE_FLOOR = 0.2
 
 WEIGHTS = {
     "client_stall": 1.0, "clients_aborted": 1.0, "target_down": 1.0, "lock": 1.0, "checkpoint": 1.0,
     "autovacuum": 0.6, "disk": 0.8, "wal_fpi": 0.5, "innodb_flushing": 1.0,
+    # Tasks waiting on I/O is what a busy disk does to them: the disk (or the checkpoint) is the more
+    # specific answer when its own measures moved.
+    "cpu_contention": 1.0, "io_pressure": 0.5,
 }
 
-# The signals of every run, whatever its engine: the client's and the host's.
+# The signals of every run, whatever its engine: the client's and the host's (listed after the engine's).
 NEUTRAL = ("client_stall", "clients_aborted", "disk")
+HOST = ("cpu_contention", "io_pressure")
 
 # Series the neutral signals read (raw, as stored), for fetching from Prometheus and saving with a run;
 # each engine's are its Engine.explain_selectors.
 NEUTRAL_SELECTORS = (
     "node_disk_io_time_seconds_total", "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total",
     "node_disk_reads_completed_total", "node_disk_writes_completed_total", "node_disk_written_bytes_total",
+    "node_pressure_cpu_waiting_seconds_total", "node_pressure_io_waiting_seconds_total",
+    "benchmark_host_cpu_seconds_total", "benchmark_host_top_process_cpu_ratio", "benchmark_host_cpus",
 )
 
 
@@ -183,6 +195,22 @@ class Signals:
         self.aborts = self._aborts(series)
         self.innodb = {(s.labels.get("target") or s.labels.get("instance") or "mysql"): _clean(s)
                        for s in _named(series, "instance:mysql_innodb_flushing_pressure:bool")}
+        # Per host: pressure stall information (share of each second some task waited) and the
+        # processes collector's CPU by group (CPUs used), its busiest other processes and CPU count.
+        self.cpu_pressure = self._by_host(series, "node_pressure_cpu_waiting_seconds_total")
+        self.io_pressure = self._by_host(series, "node_pressure_io_waiting_seconds_total")
+        self.cpu_groups: dict[str, dict[str, Timeline]] = {}
+        for s in _named(series, "benchmark_host_cpu_seconds_total"):
+            self.cpu_groups.setdefault(_host(s), {})[s.labels.get("group", "?")] = rates(s)
+        self.top_processes: dict[str, list[tuple[float, str, float]]] = {}
+        for s in _named(series, "benchmark_host_top_process_cpu_ratio"):
+            name = f"{s.labels.get('comm', '?')} (pid {s.labels.get('pid', '?')})"
+            self.top_processes.setdefault(_host(s), []).extend((t, name, v) for t, v in _clean(s))
+        self.cpus = {_host(s): v for s in _named(series, "benchmark_host_cpus") for _, v in _clean(s)[-1:]}
+
+    @staticmethod
+    def _by_host(series: list[Series], name: str) -> dict[str, Timeline]:
+        return {_host(s): rates(s) for s in _named(series, name)}
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -418,8 +446,65 @@ class Signals:
                     "or checkpoint age past 7/8 of its maximum)", usual=self._usual(tl, lambda v: v >= 1, lo, end),
                     target=target)
 
+        self._host_signals(add, lo, end)
+
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
+
+    def _host_signals(self, add, lo: float, end: float) -> None:
+        """cpu_contention: processes other than the database and the load generator took CPU time
+        (the processes collector), while tasks waited for a CPU (pressure stall information, when
+        there); io_pressure: tasks stalled on I/O far more than usual. The strongest host of each."""
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        best: tuple | None = None
+        for host, groups in self.cpu_groups.items():
+            other = groups.get("other") or []
+            got = _deviation(other, r0, r1, lo, end, floor=OTHER_CPU_FLOOR)
+            if not got:
+                continue
+            _, _, peak, base, threshold = got
+            step = _spacing(other)
+            active = [v for t, v in other if lo < t <= end + step and v >= threshold]
+            active_s = _active_seconds(other, lambda v: v >= threshold, lo, end, step)
+            used = statistics.fmean(active) if active else peak
+            cpus = self.cpus.get(host) or 1.0
+            strength = min(1.0, (used - base) / (0.5 * cpus))
+            text = f"other processes used {used:.1f} of {cpus:.0f} CPUs ({base:.1f} usually)"
+            top = self._busiest(host, lo, end + step)
+            if top:
+                text += "; busiest: " + ", ".join(f"{name} {r:.2f}" for name, r in top)
+            psi = self.cpu_pressure.get(host) or (next(iter(self.cpu_pressure.values())) if len(self.cpu_pressure) == 1 else None)
+            waited = _deviation(psi, r0, r1, lo, end, floor=PRESSURE_FLOOR) if psi else None
+            if waited:
+                text += f"; tasks waited for a CPU {waited[2] * 100:.0f}% of the time ({waited[3] * 100:.0f}% usually)"
+            elif psi:
+                strength *= 0.5  # the CPUs had room for both: the others took what was idle
+            if best is None or active_s * strength > best[0] * best[1]:
+                best = (active_s, strength, text, host, used, base, top)
+        if best:
+            active_s, strength, text, host, used, base, top = best
+            add("cpu_contention", active_s, strength, text, host=host, other_cpus=round(used, 3),
+                other_cpus_usually=round(base, 3), busiest=[{"process": n, "cpus": round(r, 3)} for n, r in top])
+
+        io_best: tuple | None = None
+        for host, tl in self.io_pressure.items():
+            got = _deviation(tl, r0, r1, lo, end, floor=IO_PRESSURE_FLOOR)
+            if got and (io_best is None or got[0] * got[1] > io_best[1][0] * io_best[1][1]):
+                io_best = (host, got)
+        if io_best:
+            host, (active_s, strength, peak, base, _) = io_best
+            add("io_pressure", active_s, strength,
+                f"tasks waited on I/O {peak * 100:.0f}% of the time ({base * 100:.0f}% usually)",
+                host=host, peak=round(peak, 3), baseline=round(base, 3))
+
+    def _busiest(self, host: str, lo: float, hi: float) -> list[tuple[str, float]]:
+        """The other processes that used most CPU in [lo, hi], with their mean CPUs over the scans there."""
+        seen = [(t, name, v) for t, name, v in self.top_processes.get(host, []) if lo < t <= hi]
+        scans = len({round(t) for t, _, _ in seen}) or 1
+        used: dict[str, float] = {}
+        for _, name, v in seen:
+            used[name] = used.get(name, 0.0) + v
+        return sorted(((n, v / scans) for n, v in used.items()), key=lambda x: -x[1])[:3]
 
     # -- base rates: how often a signal is on over the rest of the run --------------------------
 
@@ -455,6 +540,16 @@ class Signals:
         if got:
             active_s, strength, peak, base, _ = got
             add(cause, active_s, strength, text(peak, base), peak=round(peak, 3), baseline=round(base, 3))
+
+
+def _host(s: Series) -> str:
+    return s.labels.get("host") or s.labels.get("target") or s.labels.get("instance") or ""
+
+
+def _spacing(tl: Timeline) -> float:
+    """The usual time between samples (the processes collector scans every 2 s; node_exporter every 1 s)."""
+    gaps = [b[0] - a[0] for a, b in zip(tl, tl[1:]) if b[0] > a[0]]
+    return statistics.median(gaps) if gaps else 1.0
 
 
 def _forced(checkpoint: dict) -> bool:

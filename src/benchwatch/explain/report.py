@@ -55,9 +55,9 @@ def signals_of(meta: Mapping[str, Any]) -> tuple[engines.Engine | None, list[str
     engine = run_engine(meta)
     if engine is None:
         known = [s for e in engines.load_engines().values() for s in e.explain_signals]
-        return None, [*causes.NEUTRAL, *dict.fromkeys(known)], {}
+        return None, [*causes.NEUTRAL, *dict.fromkeys(known), *causes.HOST], {}
     absent = engine.absent_signals(meta)
-    return engine, [*causes.NEUTRAL, *(s for s in engine.explain_signals if s not in absent)], absent
+    return engine, [*causes.NEUTRAL, *(s for s in engine.explain_signals if s not in absent), *causes.HOST], absent
 
 
 def _last(series: list[Series], name: str, run_id: str) -> float | None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from benchwatch import loadgens
 from benchwatch.engines.postgresql import checkpoints as checkpoint_model
-from benchwatch.exporter import checkpoints, dips
+from benchwatch.exporter import checkpoints, dips, processes
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.model.run import METRICS
 
@@ -68,10 +68,24 @@ level, `mild`: below 80%). At most 30 dips and 40 leading-cause label sets per r
 """
 
 
+PROCESSES_HEADER = """
+## The host's processes (benchwatch exporter, `processes` collector)
+
+CPU time of the database's processes (the engines' servers: `postgres`, `mariadbd`, ...), the load
+generators' (`pgbench`, `sysbench`, `go-tpc`) and every other process the exporter can see, read from
+`/proc/<pid>/stat` every 2 s and remote-written: `benchwatch explain` tells "something else used the
+CPU" (`cpu_contention`) from the database being busy ([explain.md](explain.md)). They carry the
+exporter's `target` and `host` labels; the processes are told apart by name.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
+
 SELF_HEADER = """
 ## The exporter itself (on its /metrics only)
 
-`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`, `dips`: the collectors
+`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`, `dips`, `processes`: the collectors
 switched by `--[no-]collector.NAME`), like node_exporter's `node_scrape_collector_*`; a collector that
 raises is counted and the others go on. The daemon's
 process is described by client_python's standard `process_*` (CPU, resident memory, open files) and
@@ -92,6 +106,7 @@ def render() -> str:
     return (HEADER + _rows(METRICS) + tools
             + CHECKPOINTS_HEADER + _rows(checkpoint_model.METRICS)
             + DIPS_HEADER + _rows(dips.DIP_METRICS)
+            + PROCESSES_HEADER + _rows(processes.METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
 
 

@@ -49,6 +49,7 @@ class MySQL(Engine):
     explain_signals = ("innodb_flushing", "target_down")
     explain_selectors = ("instance:mysql_innodb_flushing_pressure:bool", "mysql_up")
     up_metric = "mysql_up"
+    server_processes = frozenset({"mariadbd", "mysqld"})
 
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         if capability == "performance_schema":

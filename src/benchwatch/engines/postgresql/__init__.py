@@ -57,6 +57,7 @@ class PostgreSQL(Engine):
     explain_selectors = ("pg_checkpoint_in_progress", "pg_checkpoint_info", "pg_stat_activity_waits_sessions",
                          "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up")
     up_metric = "pg_up"
+    server_processes = frozenset({"postgres", "postmaster"})
 
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         from benchwatch.engines.postgresql.settings import missing_reason
