@@ -65,9 +65,10 @@ class Run:
     def wait_lines(self, n: int) -> None:
         assert processes.wait_until(lambda: self.lines() >= n, 40, 0.1), b"".join(self.stderr)
 
-    def finish(self) -> dict:
-        """Waits for the end of the run and for Prometheus to have it; returns `benchwatch explain --json`."""
-        assert self.proc.wait(timeout=120) == 0, b"".join(self.stderr)
+    def finish(self, code: int = 0) -> dict:
+        """Waits for the end of the run (exit ``code``) and for Prometheus to have it; returns
+        `benchwatch explain --json`."""
+        assert self.proc.wait(timeout=120) == code, b"".join(self.stderr)
         prom = self.live.prometheus
         assert processes.wait_until(
             lambda: bool(query(prom, f'benchmark_running{{run_id="{self.run_id}"}} == 0')), 30, 0.2)
@@ -303,3 +304,27 @@ def test_busy_loops_beside_the_run_are_cpu_contention(live_stack):
     assert dip["cause"] == "cpu_contention", json.dumps(dip, indent=1)
     assert "sh (pid" in dip["evidence"], dip
     assert {"cpu_contention", "io_pressure"} <= set(report["signals"]["weighed"])
+
+
+def test_a_server_restart_under_the_run_is_its_end(live_stack):
+    """A fast restart of the server 10 lines into a 25 s run: every client loses its connection and pgbench
+    exits 2 at once, before there is any dip to explain (issue 23: explain said "no TPS dip"). explain
+    names the end and its cause, and BenchmarkEndedEarly fires."""
+    run = Run(live_stack, 25)
+    try:
+        run.wait_lines(10)
+        restarted = time.time()
+        restart_postgres(live_stack)
+        report = run.finish(code=2)
+    finally:
+        run.kill()
+    end = report["end"]
+    assert end is not None and end["early"] is True and end["exit_code"] == 2, json.dumps(report, indent=1)
+    assert end["cause"] == "server_restart", end
+    assert abs(end["at"] - restarted) < 3 and 8 <= end["at_s"] <= 14, (end, restarted)
+    fired = processes.wait_until(lambda: bool(query(
+        live_stack.prometheus, f'ALERTS{{alertname="BenchmarkEndedEarly",run_id="{run.run_id}",alertstate="firing"}}')),
+        15, 0.5)
+    assert fired, query_alerts(live_stack.prometheus)
+    text = live_stack.benchwatch("explain", run.run_id)
+    assert text.returncode == 0 and b"run ended early" in text.stdout and b"server_restart" in text.stdout, text

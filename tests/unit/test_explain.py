@@ -522,6 +522,29 @@ def test_other_processes_taking_the_cpu_is_cpu_contention_not_a_routine_checkpoi
     assert d["candidates"][0]["details"]["busiest"][0] == {"process": "sh (pid 4242)", "cpus": 0.4}
 
 
+def test_newcomers_on_a_machine_already_short_of_cpu_are_cpu_contention():
+    """A machine whose CPUs were all in use already: the busy loops take their share from everyone, the
+    other processes too, so only the CPU of processes started lately rises (as on the shared test machine)."""
+    other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 0.3 if 9 <= t <= 15 else 1.0, 2.0)
+    new = host_counter("benchmark_host_cpu_seconds_total", {"group": "new"}, lambda t: 0.7 if 9 <= t <= 15 else 0.1, 2.0)
+    top = [gauge("benchmark_host_top_process_cpu_ratio", {"host": "h", "comm": comm, "pid": pid, "group": group},
+                 [(T0 + t, cpus) for t in range(10, 17, 2)])
+           for comm, pid, group, cpus in (("promtool", "17", "other", 0.3), ("sh", "4242", "new", 0.17))]
+    cpus = gauge("benchmark_host_cpus", {"host": "h"}, [(T0 + t, 2) for t in range(0, 31, 2)])
+    d = only_dip(run_with_dip() + [other, new, cpus, *top, cpu_pressure()], PG_META)
+    assert d["cause"] == "cpu_contention", d
+    assert d["evidence"].startswith("processes started lately used 0.7 of 2 CPUs (0.1 usually); busiest: sh (pid 4242)"), d
+
+
+def test_other_processes_busy_while_the_database_got_its_usual_cpu_weigh_half():
+    # A VACUUM FULL beside a CPU hog: the database's CPU did not fall, the disk is the better answer.
+    loops = [s for s in busy_loops() if s.labels.get("group") != "database"]
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 1.2, 2.0)
+    d = only_dip(run_with_dip() + loops + [db, cpu_pressure()], PG_META)
+    (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]
+    assert c["strength"] == 0.5 and "the database and the load generator got 1.2 CPUs (1.2 usually)" in c["evidence"], c
+
+
 def test_cpu_pressure_without_other_processes_is_not_cpu_contention():
     # The database itself busy (pressure up, the others idle): not "something else used the CPU".
     db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 1.9 if 9 <= t <= 15 else 1.2, 2.0)
@@ -543,3 +566,50 @@ def test_io_pressure_far_above_its_usual():
     # Beside a busy disk, the disk is the answer (I/O pressure is what it does to the tasks).
     busy = host_counter("node_disk_io_time_seconds_total", {"device": "vda"}, lambda t: 0.95 if 9 <= t <= 15 else 0.1)
     assert only_dip(run_with_dip() + [io, busy], PG_META)["cause"] == "disk"
+
+
+# -- the end of a run ---------------------------------------------------------------------------------
+
+def saved(name: str) -> str:
+    with open(os.path.join(PGBENCH, f"{name}.stderr"), encoding="utf-8") as f:
+        return f.read()
+
+
+def test_a_run_that_ended_as_planned_has_no_end():
+    meta = {**PG_META, "ended_at": T0 + 30.2, "exit_code": 0, "argv": ["pgbench", "-T", "30", "-P", "1"]}
+    assert report.explain(run_with_dip(), meta, "r")["end"] is None
+    # Not yet ended: nothing to say either.
+    assert report.explain(run_with_dip(), {**meta, "ended_at": None, "exit_code": None}, "r", ongoing=True)["end"] is None
+
+
+def test_aborted_clients_end_a_run_early_with_their_message():
+    # The real output of a run where pg_terminate_backend ended one client of four (pgbench exits 2).
+    meta = {"clock_start_epoch": T0, "ended_at": T0 + 5.1, "exit_code": 2, "tool": "pgbench", "engine": "postgresql",
+            "argv": ["pgbench", "-c", "4", "-T", "5", "-P", "1"]}
+    result = report.explain(fixture_run("pg15_abort_terminated"), meta, "r", output=saved("pg15_abort_terminated"))
+    end = result["end"]
+    assert set(end) == {"early", "at", "at_s", "exit_code", "cause", "evidence"}
+    assert end["early"] is True and end["exit_code"] == 2 and end["cause"] == "clients_aborted", end
+    assert "administrator command" in end["evidence"] and "1 of 4 clients aborted" in end["evidence"], end
+    assert end["at"] == pytest.approx(T0 + 4.0) and end["at_s"] == pytest.approx(4.0)
+    assert "run ended early, 4.0 s in" in report.text_table(result)
+
+
+def test_a_server_shutdown_under_the_run_is_a_server_restart():
+    # The run asked for 30 s; its lines stop at 15 s, pgbench exits 2, the server log has a shutdown checkpoint.
+    tps = gauge("benchmark_progress_tps", {"run_id": "r"}, [(T0 + t, 500.0) for t in range(1, 16)])
+    info = gauge("benchmark_run_info", {"run_id": "r", "clients": "2", "duration_seconds": "30"}, [(T0 + 1, 1)])
+    meta = {**PG_META, "ended_at": T0 + 15.5, "exit_code": 2}
+    output = ("pgbench: error: client 0 script 0 aborted in command 5 query 0: FATAL:  terminating connection due to "
+              "administrator command\nserver closed the connection unexpectedly\n")
+    end = report.explain([tps, info, *checkpoint("shutdown immediate", T0 + 15.2, T0 + 15.3)], meta, "r",
+                         output=output)["end"]
+    assert end["cause"] == "server_restart" and "shutdown checkpoint (shutdown immediate)" in end["evidence"], end
+    assert "last progress line came 15 s into a 30 s run" in end["evidence"] and end["at_s"] == 15.0
+    # An end long before -T with exit code 0 and no clue: early, cause not found.
+    end = report.explain([tps, info], {**meta, "exit_code": 0}, "r")["end"]
+    assert end["early"] and end["cause"] == report.NO_CAUSE, end
+    # Out of disk, from the output.
+    end = report.explain([tps, info], meta, "r", output="ERROR:  could not extend file \"base/5/16397\": "
+                         "No space left on device\n")["end"]
+    assert end["cause"] == "out_of_disk", end

@@ -44,9 +44,12 @@ MIN_SCORE = 0.2
 # %util as a share, await in seconds, writes in bytes per second.
 DISK_FLOORS = {"util": 0.2, "await": 0.001, "written": 8 * 2**20}
 STALL_FACTOR = 1.5    # as the run model: no line for 1.5 intervals is a stall
-# cpu_contention: other processes must use this many CPUs more than usual (and twice as much);
+# cpu_contention: other processes (or new ones alone) must use this many CPUs more than usual;
 # a rise of half the machine's CPUs is full strength.
-OTHER_CPU_FLOOR = 0.5
+OTHER_CPU_FLOOR = 0.3
+# ... and it hurt the run only if the database and the load generator got less CPU than usual
+# (below this share of their median); otherwise (a VACUUM FULL working beside a CPU hog) it weighs half.
+SQUEEZED = 0.9
 # Pressure stall information: the share of the second some task waited, above its usual by this much.
 PRESSURE_FLOOR = 0.1
 IO_PRESSURE_FLOOR = 0.2
@@ -202,10 +205,11 @@ class Signals:
         self.cpu_groups: dict[str, dict[str, Timeline]] = {}
         for s in _named(series, "benchmark_host_cpu_seconds_total"):
             self.cpu_groups.setdefault(_host(s), {})[s.labels.get("group", "?")] = rates(s)
-        self.top_processes: dict[str, list[tuple[float, str, float]]] = {}
+        self.top_processes: dict[str, list[tuple[float, str, str, float]]] = {}
         for s in _named(series, "benchmark_host_top_process_cpu_ratio"):
             name = f"{s.labels.get('comm', '?')} (pid {s.labels.get('pid', '?')})"
-            self.top_processes.setdefault(_host(s), []).extend((t, name, v) for t, v in _clean(s))
+            group = s.labels.get("group", "other")
+            self.top_processes.setdefault(_host(s), []).extend((t, name, group, v) for t, v in _clean(s))
         self.cpus = {_host(s): v for s in _named(series, "benchmark_host_cpus") for _, v in _clean(s)[-1:]}
 
     @staticmethod
@@ -458,53 +462,66 @@ class Signals:
         r0, r1 = self.ctx.run_start, self.ctx.run_end
         best: tuple | None = None
         for host, groups in self.cpu_groups.items():
-            other = groups.get("other") or []
-            got = _deviation(other, r0, r1, lo, end, floor=OTHER_CPU_FLOOR)
-            if not got:
-                continue
-            _, _, peak, base, threshold = got
-            step = _spacing(other)
-            active = [v for t, v in other if lo < t <= end + step and v >= threshold]
-            active_s = _active_seconds(other, lambda v: v >= threshold, lo, end, step)
-            used = statistics.fmean(active) if active else peak
             cpus = self.cpus.get(host) or 1.0
-            strength = min(1.0, (used - base) / (0.5 * cpus))
-            text = f"other processes used {used:.1f} of {cpus:.0f} CPUs ({base:.1f} usually)"
-            top = self._busiest(host, lo, end + step)
+            # Every process but the database's and the load generator's; and those started lately alone:
+            # on a machine already short of CPU a newcomer takes its share from everyone, the others
+            # too, so their total hardly moves while the newcomers' does.
+            measures = {"all": _sum_by_time([groups.get("other") or [], groups.get("new") or []]),
+                        "new": groups.get("new") or []}
+            for which, tl in measures.items():
+                got = _rise(tl, r0, r1, lo, end, OTHER_CPU_FLOOR)
+                if not got:
+                    continue
+                active_s, used, base = got
+                strength = min(1.0, (used - base) / (0.5 * cpus))
+                if best is None or active_s * strength > best[0] * best[1]:
+                    best = (active_s, strength, host, which, used, base, cpus)
+        if best:
+            active_s, strength, host, which, used, base, cpus = best
+            who = "processes started lately" if which == "new" else "other processes"
+            text = f"{who} used {used:.1f} of {cpus:.0f} CPUs ({base:.1f} usually)"
+            groups = self.cpu_groups[host]
+            ours = _sum_by_time([groups.get("database") or [], groups.get("load_generator") or []])
+            ours_usual = statistics.median(_window_values(ours, r0, r1) or [0.0])
+            ours_now = _window_values(ours, lo, end)
+            if ours_now:
+                got_now = statistics.fmean(ours_now)
+                text += f"; the database and the load generator got {got_now:.1f} CPUs ({ours_usual:.1f} usually)"
+                if got_now >= SQUEEZED * ours_usual:
+                    strength *= 0.5  # they got what they usually get: the others did not take it from them
+            top = self._busiest(host, lo, end + 2.0, first=which)
             if top:
                 text += "; busiest: " + ", ".join(f"{name} {r:.2f}" for name, r in top)
             psi = self.cpu_pressure.get(host) or (next(iter(self.cpu_pressure.values())) if len(self.cpu_pressure) == 1 else None)
-            waited = _deviation(psi, r0, r1, lo, end, floor=PRESSURE_FLOOR) if psi else None
+            waited = _window_values(psi, lo, end) if psi else []
             if waited:
-                text += f"; tasks waited for a CPU {waited[2] * 100:.0f}% of the time ({waited[3] * 100:.0f}% usually)"
-            elif psi:
-                strength *= 0.5  # the CPUs had room for both: the others took what was idle
-            if best is None or active_s * strength > best[0] * best[1]:
-                best = (active_s, strength, text, host, used, base, top)
-        if best:
-            active_s, strength, text, host, used, base, top = best
-            add("cpu_contention", active_s, strength, text, host=host, other_cpus=round(used, 3),
+                text += f"; tasks waited for a CPU {min(1.0, max(waited)) * 100:.0f}% of the time"
+                if max(waited) < PRESSURE_FLOOR:
+                    strength *= 0.5  # the CPUs had room for both: the others took what was idle
+            add("cpu_contention", active_s, strength, text, host=host, measure=which, other_cpus=round(used, 3),
                 other_cpus_usually=round(base, 3), busiest=[{"process": n, "cpus": round(r, 3)} for n, r in top])
 
         io_best: tuple | None = None
         for host, tl in self.io_pressure.items():
-            got = _deviation(tl, r0, r1, lo, end, floor=IO_PRESSURE_FLOOR)
-            if got and (io_best is None or got[0] * got[1] > io_best[1][0] * io_best[1][1]):
-                io_best = (host, got)
+            io = _deviation(tl, r0, r1, lo, end, floor=IO_PRESSURE_FLOOR)
+            if io and (io_best is None or io[0] * io[1] > io_best[1][0] * io_best[1][1]):
+                io_best = (host, io)
         if io_best:
             host, (active_s, strength, peak, base, _) = io_best
             add("io_pressure", active_s, strength,
                 f"tasks waited on I/O {peak * 100:.0f}% of the time ({base * 100:.0f}% usually)",
                 host=host, peak=round(peak, 3), baseline=round(base, 3))
 
-    def _busiest(self, host: str, lo: float, hi: float) -> list[tuple[str, float]]:
-        """The other processes that used most CPU in [lo, hi], with their mean CPUs over the scans there."""
-        seen = [(t, name, v) for t, name, v in self.top_processes.get(host, []) if lo < t <= hi]
-        scans = len({round(t) for t, _, _ in seen}) or 1
-        used: dict[str, float] = {}
-        for _, name, v in seen:
-            used[name] = used.get(name, 0.0) + v
-        return sorted(((n, v / scans) for n, v in used.items()), key=lambda x: -x[1])[:3]
+    def _busiest(self, host: str, lo: float, hi: float, first: str) -> list[tuple[str, float]]:
+        """The processes that used most CPU in [lo, hi], with their mean CPUs over the scans there:
+        new ones first when it is the newcomers' rise that is the evidence."""
+        seen = [(t, name, g, v) for t, name, g, v in self.top_processes.get(host, []) if lo < t <= hi]
+        scans = len({round(t) for t, *_ in seen}) or 1
+        used: dict[tuple[bool, str], float] = {}
+        for _, name, g, v in seen:
+            key = (g != first, name) if first == "new" else (False, name)
+            used[key] = used.get(key, 0.0) + v
+        return [(n, v / scans) for (_, n), v in sorted(used.items(), key=lambda x: (x[0][0], -x[1]))[:3]]
 
     # -- base rates: how often a signal is on over the rest of the run --------------------------
 
@@ -544,6 +561,19 @@ class Signals:
 
 def _host(s: Series) -> str:
     return s.labels.get("host") or s.labels.get("target") or s.labels.get("instance") or ""
+
+
+def _rise(tl: Timeline, run_start: float, run_end: float, lo: float, hi: float,
+          floor: float) -> tuple[float, float, float] | None:
+    """(active seconds, mean while active, baseline) of a level (CPUs used) that rose by at least ``floor``
+    above the run's median in [lo, hi]; unlike _deviation it need not double (a loaded machine's CPUs cannot)."""
+    base = statistics.median(_window_values(tl, run_start, run_end) or [0.0])
+    step = _spacing(tl)
+    threshold = base + floor
+    up = [v for t, v in tl if lo < t <= hi + step and v >= threshold]
+    if not up:
+        return None
+    return _active_seconds(tl, lambda v: v >= threshold, lo, hi + step, step), statistics.fmean(up), base
 
 
 def _spacing(tl: Timeline) -> float:
