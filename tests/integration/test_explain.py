@@ -29,10 +29,11 @@ RATE = "150"
 class Run:
     """``benchwatch run -- pgbench …`` in the background; the run id from its first message."""
 
-    def __init__(self, live, seconds: int, rate: str | None = RATE, clients: int = 2):
+    def __init__(self, live, seconds: int, rate: str | None = RATE, clients: int = 2, script: str | None = None):
         self.live = live
         self.proc = subprocess.Popen([BENCHWATCH, "run", "--", "pgbench", "-n", "-c", str(clients), "-j", "2", "-P", "1",
-                                      *(["-R", rate] if rate else []), "-T", str(seconds)],
+                                      *(["-R", rate] if rate else []), *(["-f", script] if script else []),
+                                      "-T", str(seconds)],
                                      env=live.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.stderr: list[bytes] = []
         self.run_id = ""
@@ -328,3 +329,39 @@ def test_a_server_restart_under_the_run_is_its_end(live_stack):
     assert fired, query_alerts(live_stack.prometheus)
     text = live_stack.benchwatch("explain", run.run_id)
     assert text.returncode == 0 and b"run ended early" in text.stdout and b"server_restart" in text.stdout, text
+
+
+DEADLOCK_PRONE = """\\set a random(1, 2)
+BEGIN;
+UPDATE bw_dl SET v = v + 1 WHERE id = :a;
+UPDATE bw_dl SET v = v + 1 WHERE id = (SELECT CASE WHEN flip THEN 3 - :a ELSE :a END FROM bw_flip);
+END;
+"""
+
+
+def test_deadlocks_are_named_from_the_server_log(live_stack, tmp_path):
+    """A script whose two updates take their rows in opposite orders once bw_flip says so: for 5 s of the
+    run, transactions deadlock (each found after deadlock_timeout, 1 s, of waiting). The server log's
+    "deadlock detected" names the dip's cause, not the lock waits that led to it."""
+    live = live_stack
+    live.psql("DROP TABLE IF EXISTS bw_dl, bw_flip; CREATE TABLE bw_dl (id int PRIMARY KEY, v int); "
+              "INSERT INTO bw_dl VALUES (1, 0), (2, 0); CREATE TABLE bw_flip (flip bool); INSERT INTO bw_flip VALUES (false)")
+    script = tmp_path / "deadlock.sql"
+    script.write_text(DEADLOCK_PRONE)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(script, 0o644)
+    run = Run(live, 25, clients=4, script=str(script))
+    try:
+        run.wait_lines(10)
+        live.psql("UPDATE bw_flip SET flip = true")
+        began = time.time()
+        time.sleep(5)  # the fault itself: 5 s of opposite orders
+        live.psql("UPDATE bw_flip SET flip = false")
+        ended = time.time()
+        report = run.finish()
+    finally:
+        run.kill()
+        live.psql("DROP TABLE IF EXISTS bw_dl, bw_flip")
+    dip = dip_over(report, began, ended, run)
+    assert dip["cause"] == "deadlock", json.dumps(dip, indent=1)
+    assert "deadlock(s) detected" in dip["evidence"], dip

@@ -613,3 +613,30 @@ def test_a_server_shutdown_under_the_run_is_a_server_restart():
     end = report.explain([tps, info], meta, "r", output="ERROR:  could not extend file \"base/5/16397\": "
                          "No space left on device\n")["end"]
     assert end["cause"] == "out_of_disk", end
+
+
+# -- the server log's events ---------------------------------------------------------------------------
+
+def log_events(event: str, times: list[float]) -> Series:
+    return gauge("pg_server_log_events_total", {"target": "local", "event": event},
+                 [(T0 + t, n) for n, t in enumerate(times, 1)])
+
+
+def test_deadlocks_in_the_dip_are_its_cause_before_the_lock_waits_they_made():
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "transactionid"},
+                  [(T0 + t, 2) for t in range(10, 16)])
+    d = only_dip(run_with_dip() + [waits, log_events("deadlock", [11.2, 12.3, 13.4, 14.5])], PG_META)
+    assert d["cause"] == "deadlock" and d["evidence"].startswith("4 deadlock(s) detected by the server"), d
+    lock = next(c for c in d["candidates"] if c["cause"] == "lock")
+    assert "(waits of the deadlocks)" in lock["evidence"]
+    # Deadlocks all run long, as many outside the dip as in it: no cause of this dip.
+    routine = log_events("deadlock", [t + 0.5 for t in range(0, 30)])
+    assert only_dip(run_with_dip() + [routine], PG_META)["cause"] == report.NO_CAUSE
+
+
+@pytest.mark.parametrize("event", ["lock_timeout", "connection_terminated", "out_of_memory", "write_error"])
+def test_every_server_log_event_can_explain_a_dip(event):
+    d = only_dip(run_with_dip() + [log_events(event, [10.5])], PG_META)
+    assert d["cause"] == event, d
+    # Not weighed for a MySQL run (another engine's target in the same Prometheus).
+    assert only_dip(run_with_dip() + [log_events(event, [10.5])], MYSQL_META)["cause"] == report.NO_CAUSE

@@ -60,7 +60,19 @@ WEIGHTS = {
     # Tasks waiting on I/O is what a busy disk does to them: the disk (or the checkpoint) is the more
     # specific answer when its own measures moved.
     "cpu_contention": 1.0, "io_pressure": 0.5,
+    # The server log's events (PostgreSQL: pg_server_log_events_total), at the log's own times.
+    "deadlock": 1.0, "lock_timeout": 1.0, "connection_terminated": 1.0, "out_of_memory": 1.0, "write_error": 1.0,
 }
+# What each event says, for the evidence.
+LOG_EVENTS = {
+    "deadlock": "deadlock(s) detected by the server (each after deadlock_timeout of waiting)",
+    "lock_timeout": "statement(s) cancelled on lock_timeout",
+    "connection_terminated": "session(s) terminated by an administrator command",
+    "out_of_memory": "out-of-memory error(s) in the server log",
+    "write_error": "\"could not write\" error(s) in the server log",
+}
+# A deadlock is found deadlock_timeout (default 1 s) after its transactions began to wait.
+EVENT_LEAD_S = 1.0
 
 # The signals of every run, whatever its engine: the client's and the host's (listed after the engine's).
 NEUTRAL = ("client_stall", "clients_aborted", "disk")
@@ -211,6 +223,15 @@ class Signals:
             group = s.labels.get("group", "other")
             self.top_processes.setdefault(_host(s), []).extend((t, name, group, v) for t, v in _clean(s))
         self.cpus = {_host(s): v for s in _named(series, "benchmark_host_cpus") for _, v in _clean(s)[-1:]}
+        # event -> the times the server logged one (each rise of its counter, one time per record)
+        self.log_events: dict[str, list[float]] = {}
+        for s in _named(series, "pg_server_log_events_total"):
+            prev = None
+            for t, v in _clean(s):
+                if prev is None or v > prev:
+                    n = int(v - (prev or 0)) if prev is not None else 1
+                    self.log_events.setdefault(s.labels.get("event", "?"), []).extend([t] * max(1, n))
+                prev = v
 
     @staticmethod
     def _by_host(series: list[Series], name: str) -> dict[str, Timeline]:
@@ -451,6 +472,13 @@ class Signals:
                     target=target)
 
         self._host_signals(add, lo, end)
+        logged = self._log_events(add, lo, end)
+        if "deadlock" in logged:
+            # The lock waits of a deadlock are its own: the deadlock is the more specific answer.
+            for waited in found:
+                if waited.cause == "lock":
+                    waited.score *= 0.5
+                    waited.evidence += " (waits of the deadlocks)"
 
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
@@ -511,6 +539,28 @@ class Signals:
             add("io_pressure", active_s, strength,
                 f"tasks waited on I/O {peak * 100:.0f}% of the time ({base * 100:.0f}% usually)",
                 host=host, peak=round(peak, 3), baseline=round(base, 3))
+
+    def _log_events(self, add, lo: float, end: float) -> set[str]:
+        """Each kind of server log event in the window (from EVENT_LEAD_S before the dip to one interval
+        after it: a deadlock is logged when it is resolved), held against how often it comes in the rest
+        of the run. Returns the kinds found."""
+        found = set()
+        hi = end + self.ctx.interval_s
+        rest = self._rest(lo, end)
+        length = max(end - lo, self.ctx.interval_s)
+        for event, times in self.log_events.items():
+            inside = [t for t in times if lo <= t <= hi]
+            if not inside:
+                continue
+            found.add(event)
+            elsewhere = sum(1 for t in times if self.ctx.run_start <= t <= self.ctx.run_end and not lo <= t <= hi)
+            odds = chance(elsewhere, rest, length)
+            text = f"{len(inside)} {LOG_EVENTS.get(event, event)}, the first {inside[0] - self.ctx.run_start:.1f} s into the run"
+            if elsewhere:
+                text += f"; {elsewhere} more elsewhere in the run"
+            active = hi - max(lo, inside[0] - EVENT_LEAD_S)
+            add(event, active, 1.0 - odds, text, events=len(inside), elsewhere=elsewhere, chance=round(odds, 3))
+        return found
 
     def _busiest(self, host: str, lo: float, hi: float, first: str) -> list[tuple[str, float]]:
         """The processes that used most CPU in [lo, hi], with their mean CPUs over the scans there:

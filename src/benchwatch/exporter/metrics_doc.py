@@ -45,7 +45,8 @@ interval keeps its exact start and end; the exporter's /metrics shows their late
 ...; `unknown` when the starting line was not seen); `pg_checkpoint_info` carries the checkpoint's
 figures as `total_seconds`, `write_seconds`, `sync_seconds` and `buffers`;
 `pg_checkpoint_last_duration_seconds` carries `phase` (`write`, `sync`, `total`). The two
-too-frequent series have no `kind`.
+too-frequent series have no `kind`. The same collector counts the log's other events that can explain
+a TPS dip, `pg_server_log_events_total{event}`, at each record's own time.
 
 | metric | type | meaning |
 | --- | --- | --- |
@@ -104,7 +105,7 @@ def _rows(catalogue: Mapping[str, tuple[str, str]]) -> str:
 def render() -> str:
     tools = "".join(g.metrics_doc + _rows({**g.metrics, **g.latency_log_metrics}) for g in loadgens.load_generators().values())
     return (HEADER + _rows(METRICS) + tools
-            + CHECKPOINTS_HEADER + _rows(checkpoint_model.METRICS)
+            + CHECKPOINTS_HEADER + _rows({**checkpoint_model.METRICS, **checkpoints.EVENT_METRICS})
             + DIPS_HEADER + _rows(dips.DIP_METRICS)
             + PROCESSES_HEADER + _rows(processes.METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
