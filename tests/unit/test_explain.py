@@ -180,7 +180,7 @@ def test_a_mysql_run_is_not_blamed_on_a_postgresql_checkpoint():
 def test_the_report_says_which_signals_were_weighed():
     result = report.explain(run_with_dip(), MYSQL_META, "r")
     assert result["engine"] == "mysql"
-    assert result["signals"] == {"weighed": ["client_stall", "clients_aborted", "disk", "innodb_flushing",
+    assert result["signals"] == {"weighed": ["client_stall", "clients_aborted", "disk", "innodb_flushing", "lock",
                                              "target_down", "cpu_contention", "io_pressure"], "absent": {}}
     # A run of an engine this benchwatch does not know: every signal, as before engines had their own.
     down = gauge("mysql_up", {"target": "m"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
@@ -231,6 +231,23 @@ def test_a_run_recorded_without_an_engine_explains_as_before(meta, signal, engin
     result = report.explain(series, meta, "r")
     assert result["engine"] == engine and result["signals"]["absent"] == {}
     assert result["dips"][0]["cause"] == signal, result
+
+
+def test_mysql_lock_waits_from_the_processlist_and_innodb_row_locks():
+    """A LOCK TABLES: sysbench's threads wait on the table's metadata lock (mysqld_exporter's processlist
+    collector); InnoDB's row lock waits count too. Read for MySQL runs only."""
+    mdl = gauge("mysql_info_schema_processlist_threads", {"target": "mariadb", "command": "query",
+                                                          "state": "waiting_for_table_metadata_lock"},
+                [(T0 + t, 2 if 10 <= t <= 15 else 0) for t in range(31)])
+    sleeping = gauge("mysql_info_schema_processlist_threads", {"target": "mariadb", "command": "query", "state": "user_sleep"},
+                     [(T0 + t, 1) for t in range(31)])
+    d = only_dip(run_with_dip() + [mdl, sleeping], MYSQL_META)
+    assert d["cause"] == "lock" and "waiting_for_table_metadata_lock 2" in d["evidence"], d
+    rows = gauge("mysql_global_status_innodb_row_lock_current_waits", {"target": "mariadb"},
+                 [(T0 + t, 2 if 10 <= t <= 15 else 0) for t in range(31)])
+    d = only_dip(run_with_dip() + [rows], MYSQL_META)
+    assert d["cause"] == "lock" and "row lock 2" in d["evidence"], d
+    assert only_dip(run_with_dip() + [rows, mdl], PG_META)["cause"] == report.NO_CAUSE
 
 
 def test_routine_row_lock_waits_are_not_a_cause():

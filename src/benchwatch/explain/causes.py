@@ -189,6 +189,9 @@ class Context:
     # exporter reaches it (target_down; none: the signal reads nothing).
     weighed: frozenset[str] | None = None
     up_metrics: tuple[str, ...] = ()
+    # The series the run's engine's signals read (its Engine.explain_selectors; None: engine not known,
+    # every engine's): a signal two engines share (lock) reads only the run's engine's series.
+    engine_series: frozenset[str] | None = None
 
 
 class Signals:
@@ -255,11 +258,23 @@ class Signals:
         return sorted(out, key=lambda r: r["start"])
 
     def _waits(self, series: list[Series]) -> dict[str, Timeline]:
-        """Sessions waiting on heavyweight locks, per wait_event ("relation", "transactionid", "tuple", ...)."""
+        """Sessions waiting on heavyweight locks, per wait_event ("relation", "transactionid", "tuple", ...);
+        on MySQL/MariaDB, InnoDB's row lock waits ("row lock") and the processlist's threads in a lock
+        state ("waiting_for_table_metadata_lock", ...)."""
         out: dict[str, list[Timeline]] = {}
-        for s in _named(series, "pg_stat_activity_waits_sessions"):
+
+        def of(name: str) -> list[Series]:
+            own = self.ctx.engine_series
+            return _named(series, name) if own is None or name in own else []
+        for s in of("pg_stat_activity_waits_sessions"):
             if s.labels.get("wait_event_type") == "Lock":
                 out.setdefault(s.labels.get("wait_event", "?"), []).append(_clean(s))
+        for s in of("mysql_global_status_innodb_row_lock_current_waits"):
+            out.setdefault("row lock", []).append(_clean(s))
+        for s in of("mysql_info_schema_processlist_threads"):
+            state = s.labels.get("state", "")
+            if "lock" in state and state.startswith("waiting"):
+                out.setdefault(state, []).append(_clean(s))
         return {k: _sum_by_time(v) for k, v in out.items()}
 
     def _disks(self, series: list[Series]) -> dict[str, dict[str, Timeline]]:

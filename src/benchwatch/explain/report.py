@@ -31,7 +31,8 @@ def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: flo
     engine, weighed, _absent = signals_of(meta)
     return causes.Context(run_id, interval, float(start), float(end),
                           clients=int(clients) if clients and str(clients).isdigit() else None, pgbench_major=major,
-                          weighed=frozenset(weighed), up_metrics=_up_metrics(engine))
+                          weighed=frozenset(weighed), up_metrics=_up_metrics(engine),
+                          engine_series=frozenset(engine.explain_selectors) if engine else None)
 
 
 def _up_metrics(engine: engines.Engine | None) -> tuple[str, ...]:
