@@ -185,6 +185,9 @@ def test_sigstop_of_pgbench_is_a_client_stall(live_stack):
 
 def restart_postgres(live) -> None:
     live.stack.stop("postgres")
+    # The postmaster removes its lock file last: a start before that fails ("lock file already exists").
+    pid_file = live.stack.path("pg", "data", "postmaster.pid")
+    assert processes.wait_until(lambda: not os.path.exists(pid_file), 60, 0.05)
     live.stack.up()  # starts what is not running: the server alone; the exporters reconnect
 
 
@@ -311,6 +314,7 @@ def test_a_server_restart_under_the_run_is_its_end(live_stack):
     """A fast restart of the server 10 lines into a 25 s run: every client loses its connection and pgbench
     exits 2 at once, before there is any dip to explain (issue 23: explain said "no TPS dip"). explain
     names the end and its cause, and BenchmarkEndedEarly fires."""
+    live_stack.psql("CHECKPOINT")  # the shutdown checkpoint then has little to write: a fast restart
     run = Run(live_stack, 25)
     try:
         run.wait_lines(10)
