@@ -292,6 +292,9 @@ def test_checkpoints_every_few_seconds_explain_no_dip_but_a_rare_one_does():
     # A forced checkpoint keeps its weight among routine ones: its own kind is rare.
     d = only_dip(run_with_dip() + storm + checkpoint("immediate force wait", T0 + 8.6, T0 + 9.2), PG_META)
     assert d["cause"] == "checkpoint" and "immediate" in d["evidence"], d
+    # A checkpoint's own end, after the dip, is not one "elsewhere in the run".
+    d = only_dip(run_with_dip() + checkpoint("immediate force wait", T0 + 9.5, T0 + 19.0), PG_META)
+    assert d["cause"] == "checkpoint" and d["candidates"][0]["details"]["chance"] == 0.0, d
 
 
 def test_a_state_as_common_outside_the_dip_as_in_it_is_no_cause():

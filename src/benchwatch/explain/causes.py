@@ -53,6 +53,7 @@ SQUEEZED = 0.9
 # Pressure stall information: the share of the second some task waited, above its usual by this much.
 PRESSURE_FLOOR = 0.1
 IO_PRESSURE_FLOOR = 0.2
+BUSIEST = 5  # processes named in cpu_contention's evidence (a few busy loops are each a small share)
 
 WEIGHTS = {
     "client_stall": 1.0, "clients_aborted": 1.0, "target_down": 1.0, "lock": 1.0, "checkpoint": 1.0,
@@ -429,6 +430,8 @@ class Signals:
         rest = self._rest(lo, end)
         edges = {True: 0, False: 0}
         for c in self.checkpoints:
+            if c["start"] <= end and c["end"] + AFTERMATH_S >= lo:
+                continue  # one of this window's own: its other edge is not "elsewhere"
             edges[_forced(c)] += sum(1 for t in (c["start"], c["end"])
                                      if self.ctx.run_start <= t <= self.ctx.run_end and not lo <= t <= end)
         under_way = self._usual_spans([(c["start"], c["end"] + AFTERMATH_S) for c in self.checkpoints], lo, end)
@@ -586,7 +589,7 @@ class Signals:
         for _, name, g, v in seen:
             key = (g != first, name) if first == "new" else (False, name)
             used[key] = used.get(key, 0.0) + v
-        return [(n, v / scans) for (_, n), v in sorted(used.items(), key=lambda x: (x[0][0], -x[1]))[:3]]
+        return [(n, v / scans) for (_, n), v in sorted(used.items(), key=lambda x: (x[0][0], -x[1]))[:BUSIEST]]
 
     # -- base rates: how often a signal is on over the rest of the run --------------------------
 
