@@ -153,6 +153,9 @@ def test_lock_is_named_in_explain_the_alert_and_the_annotation(live_stack):
     dip = dip_over(report, locked, unlocked)
     assert dip["cause"] == "lock", json.dumps(dip, indent=1)
     assert "relation" in dip["evidence"]
+    # The statement that waited (of tpcb-like's five) and the session that held the lock.
+    assert "UPDATE pgbench_branches" in dip["evidence"] and "waited on Lock:relation" in dip["evidence"], dip
+    assert "blocked by a session idle in transaction" in dip["evidence"], dip
     assert named, causes
     # The run dashboard's annotation: the exporter wrote the finished dip with its cause.
     spans = query(live.prometheus, f'benchmark_dip_info{{run_id="{run.run_id}",cause="lock"}}[5m]')

@@ -133,6 +133,15 @@ def test_lock_waits_during_the_dip_name_the_lock():
     d = only_dip(run_with_dip() + [waits, routine])
     assert d["cause"] == "lock" and "relation 2" in d["evidence"]
     assert d["candidates"][0]["strength"] > 0.9
+    # With postgres_exporter's sample of the waiting statements: which one waited, and who blocked it.
+    stmt = gauge("pg_stat_activity_lock_waits_sessions",
+                 {"statement": "UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?;", "wait_event": "relation",
+                  "blocker": "idle in transaction: LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE;"},
+                 [(T0 + t, 2) for t in range(10, 16)])
+    d = only_dip(run_with_dip() + [waits, routine, stmt])
+    assert d["cause"] == "lock" and d["evidence"].endswith(
+        "; UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?; waited on Lock:relation, blocked by a "
+        "session idle in transaction: LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE;"), d
 
 
 def test_innodb_flushing_pressure_during_the_dip_is_the_cause():

@@ -29,6 +29,7 @@ import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from benchwatch import engines
 from benchwatch.model import names
@@ -204,6 +205,12 @@ class Signals:
         series = [s for s in series if s.samples and s.samples[-1][0] / 1000 >= in_run[0]]
         self.checkpoints = self._checkpoints(series)
         self.locks = self._waits(series)
+        # (statement, wait_event, blocker) -> sessions waiting in it (postgres_exporter's lock-waits query)
+        self.waiting_statements = {(s.labels.get("statement", "?"), s.labels.get("wait_event", "?"),
+                                    s.labels.get("blocker", "")): _clean(s)
+                                   for s in _named(series, "pg_stat_activity_lock_waits_sessions")
+                                   if self.ctx.engine_series is None
+                                   or "pg_stat_activity_lock_waits_sessions" in self.ctx.engine_series}
         self.autovacuum = _sum_by_time(_clean(s) for s in _named(series, "pg_autovacuum_workers"))
         self.fpi = _sum_by_time(rates(s) for s in _named(series, "pg_stat_wal_wal_fpi"))
         self.disks = self._disks(series)
@@ -391,11 +398,17 @@ class Signals:
                 events = sorted(((max(_window_values(tl, lo, end) or [0.0]), ev) for ev, tl in self.locks.items()),
                                 reverse=True)
                 top = ", ".join(f"{ev} {n:.0f}" for n, ev in events if n > 0)
+                text = (f"up to {peak:.0f} sessions waiting on locks ({top}), {waiting:.1f} on average in the dip, "
+                        f"{usual:.2f} over the run")
+                stmt = self._waiting_statement(lo, end)
+                extra: dict[str, Any] = {"statement": stmt} if stmt else {}
+                if stmt:
+                    text += f"; {stmt['statement']} waited on Lock:{stmt['wait_event']}"
+                    if stmt["blocker"]:
+                        text += f", blocked by a session {stmt['blocker']}"
                 add("lock", _active_seconds(total, lambda v: v >= 1, lo, end),
-                    min(1.0, (waiting - usual) / max(clients, 1)),
-                    f"up to {peak:.0f} sessions waiting on locks ({top}), {waiting:.1f} on average in the dip, "
-                    f"{usual:.2f} over the run", peak_sessions=peak, mean_sessions=round(waiting, 3),
-                    run_mean_sessions=round(usual, 3))
+                    min(1.0, (waiting - usual) / max(clients, 1)), text, peak_sessions=peak,
+                    mean_sessions=round(waiting, 3), run_mean_sessions=round(usual, 3), **extra)
 
         # The disk: the device whose measures (%util, await, writes) rose most, active whenever
         # any of them was up; it goes first, since it also qualifies WAL-requested checkpoints.
@@ -590,6 +603,17 @@ class Signals:
             key = (g != first, name) if first == "new" else (False, name)
             used[key] = used.get(key, 0.0) + v
         return [(n, v / scans) for (_, n), v in sorted(used.items(), key=lambda x: (x[0][0], -x[1]))[:BUSIEST]]
+
+    def _waiting_statement(self, lo: float, end: float) -> dict | None:
+        """The statement most sessions waited in over the window, with its lock and its blocker."""
+        best = None
+        for (statement, event, blocker), tl in self.waiting_statements.items():
+            n = sum(_window_values(tl, lo, end))
+            if n > 0 and (best is None or n > best[0]):
+                best = (n, statement, event, blocker)
+        if best is None:
+            return None
+        return {"statement": best[1], "wait_event": best[2], "blocker": best[3]}
 
     # -- base rates: how often a signal is on over the rest of the run --------------------------
 

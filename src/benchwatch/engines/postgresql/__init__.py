@@ -57,7 +57,8 @@ class PostgreSQL(Engine):
                        "connection_terminated", "out_of_memory", "write_error")
     explain_needs: ClassVar[Mapping[str, str]] = {"wal_fpi": "pg_stat_wal"}
     explain_selectors = ("pg_checkpoint_in_progress", "pg_checkpoint_info", "pg_stat_activity_waits_sessions",
-                         "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up", "pg_server_log_events_total")
+                         "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up", "pg_server_log_events_total",
+                         "pg_stat_activity_lock_waits_sessions")
     up_metric = "pg_up"
     server_processes = frozenset({"postgres", "postmaster"})
 
@@ -101,6 +102,7 @@ class PostgreSQL(Engine):
         '{__name__=~"pg_stat_(wal|bgwriter|checkpointer)_.*|pg_control_checkpoint_.*"}',
         '{__name__=~"pg_stat_database_xact_(commit|rollback)"}',
         "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_up", "pg_server_log_events_total",
+        "pg_stat_activity_lock_waits_sessions",
         *context_selectors,
     )
 
