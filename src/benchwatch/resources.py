@@ -9,7 +9,6 @@ there; an installed package carries a copy under ``<prefix>/share/benchwatch``
 
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import sys
 import sysconfig
@@ -25,6 +24,8 @@ def _checkout_root() -> str | None:
 
 def _recorded_root() -> str | None:
     """Where pip put the data files of this installation, whatever the scheme (venv, --user, --prefix)."""
+    import importlib.metadata  # here: 20-80 ms that a run from the checkout never needs
+
     try:
         dist = importlib.metadata.distribution("benchwatch")
     except importlib.metadata.PackageNotFoundError:

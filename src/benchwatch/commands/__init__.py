@@ -148,7 +148,8 @@ REGISTRY = Registry()
 command = REGISTRY.command
 
 # The modules that register commands, in the order of ``benchwatch --help``.
-COMMAND_MODULES = ("lifecycle", "record", "daemons", "explain", "demo", "psql", "targets", "agent", "env", "share")
+COMMAND_MODULES = ("lifecycle", "record", "daemons", "explain", "demo", "psql", "targets", "agent", "env", "share", "history",
+                   "experiment")
 
 
 def _module_of(c: Command) -> str:

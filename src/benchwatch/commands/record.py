@@ -25,11 +25,6 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
 @command("run", help="run pgbench, sysbench or go-tpc under observation: benchwatch run -- pgbench|sysbench|go-tpc ARGS",
          arguments=_run_arguments)
 def cmd_run(ctx: Context) -> int:
-    from benchwatch import engines, loadgens
-    from benchwatch.alerting.printer import AlertPrinter
-    from benchwatch.record.stream import LineSafeStream
-    from benchwatch.record.wrapper import run_benchmark
-
     args, say = ctx.args, ctx.say
     argv = list(args.pgbench)
     if argv and argv[0] == "--":
@@ -37,6 +32,25 @@ def cmd_run(ctx: Context) -> int:
     if not argv:
         say("usage: benchwatch run -- pgbench|sysbench|go-tpc [ARGS...]")
         return 2
+    info = {"experiment": args.experiment} if args.experiment else {}
+    code, run = record_run(ctx, argv, target_name=args.target, info=info, latency_log=args.latency_log)
+    if run is None:
+        return code
+    say(f"run {run.run_id} ended with exit code {code}")
+    return code
+
+
+def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None, info: dict[str, str] | None = None,
+               latency_log: bool = False, pg_env: dict[str, str] | None = None):
+    """One ordinary run on the stack (``run``, and each run of ``sweep``): (exit code, run directory), or
+    (2, None) when it cannot start, the reason said. ``info``: labels of its run_info series (experiment,
+    sweep, ...); ``pg_env``: the PG* variables of another PostgreSQL than the stack's (a sweep's variant)."""
+    from benchwatch import engines, loadgens
+    from benchwatch.alerting.printer import AlertPrinter
+    from benchwatch.record.stream import LineSafeStream
+    from benchwatch.record.wrapper import run_benchmark
+
+    say = ctx.say
     stack = ctx.stack
     have_stack = os.path.exists(stack.cfg.stack_file)
     generator = loadgens.for_program(argv[0])
@@ -45,21 +59,23 @@ def cmd_run(ctx: Context) -> int:
         say(f"the stack in {stack.cfg.state_dir} runs {stack.engine.title}, which {generator.title} cannot drive "
             f"(it drives {drives}): start a stack for it with benchwatch down, then benchwatch up"
             + ("" if stack.engine.default else " (or --engine NAME)"))
-        return 2
+        return 2, None
     if not stack.healthy("benchwatch_exporter"):
         say("the exporter is not running: the run is saved but not sent to Prometheus "
             "(start the stack with benchwatch up, or import the run later with benchwatch import)")
-    pg_env = stack.server.client_env() if have_stack else {}
+    own_server = pg_env is not None
+    if pg_env is None:
+        pg_env = stack.server.client_env() if have_stack else {}
     server_facts = None
     undo = None
-    info: dict[str, str] = {}
-    targets = stack.server.targets()
+    info = dict(info or {})
+    targets = [] if own_server else stack.server.targets()
     if have_stack and targets and generator.engine_of(argv[1:]) == stack.engine.name:
-        target = next((t for t in targets if t.name == args.target), None) if args.target else targets[0]
+        target = next((t for t in targets if t.name == target_name), None) if target_name else targets[0]
         if target is None:
-            say(f"no {stack.engine.title} target {args.target!r} in this stack (its targets: "
+            say(f"no {stack.engine.title} target {target_name!r} in this stack (its targets: "
                 f"{', '.join(t.name for t in targets)})")
-            return 2
+            return 2, None
         argv, server_facts, undo = _mysql_connection(ctx, target, argv)
         info["target"] = target.name  # the instance this run drives (benchmark_run_info's target)
     elif have_stack and pg_env and generator.engine_of(argv[1:]) == stack.engine.name:
@@ -68,8 +84,6 @@ def cmd_run(ctx: Context) -> int:
             say(f"added {' '.join(added)} to the {generator.title} arguments (the stack's {stack.engine.title}; "
                 "the password stays in its 0600 passfile)")
             argv = [argv[0], *args_in]
-    if args.experiment:
-        info["experiment"] = args.experiment
     terminal = LineSafeStream(ctx.stderr.buffer)
     watches = []
 
@@ -83,7 +97,7 @@ def cmd_run(ctx: Context) -> int:
 
     try:
         code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
-                                latency_log=args.latency_log, stderr_sink=terminal, server_facts=server_facts,
+                                latency_log=latency_log, stderr_sink=terminal, server_facts=server_facts,
                                 info=info)
     finally:
         for watch in watches:
@@ -92,8 +106,7 @@ def cmd_run(ctx: Context) -> int:
         if undo is not None:
             undo()  # e.g. go-tpc's throwaway user, dropped however the run ended
     _record_targets(ctx, stack, run, since=run.read_meta().get("started_at"))
-    say(f"run {run.run_id} ended with exit code {code}")
-    return code
+    return code, run
 
 
 def _record_targets(ctx: Context, stack: Stack, run, since: float | None = None) -> None:
@@ -184,7 +197,7 @@ def cmd_import(ctx: Context) -> int:
             say(f"--start {args.start!r} is not a time: use RFC 3339 like 2016-01-06T10:00:00Z or Unix seconds")
             return 2
     # Read every file first: nothing is written unless all of them can be.
-    files: list[tuple[str, bytes, list[replay.ReadRun], list[tuple[int, str]]]] = []
+    files: list[tuple[str, bytes, list[replay.ReadRun], list[tuple[int, str]], str | None]] = []
     reports: list[dict[str, object]] = []
     code = 0
     for path in args.file:
@@ -194,11 +207,14 @@ def cmd_import(ctx: Context) -> int:
             say(f"cannot read {path}: {e.strerror or e}")
             return 2
         start = start_arg if start_arg is not None else recorded_start
+        placed_by = importer.BY_START if start_arg is not None else (
+            "the run directory's recorded start" if recorded_start is not None else None)
         if start is None:
-            start, note = importer.default_start(path, data)
+            start, placed_by, note = importer.placement(path, data)
             if note:
                 say(f"{path}: {note}")
-        runs_found, _ = replay.read_saved(data)
+        saved = replay.read_saved(data)
+        runs_found = saved[0]
         if args.run_id and len(runs_found) > 1:
             say(f"{path} holds {len(runs_found)} runs: --run-id names one run (each run gets its own id)")
             return 2
@@ -206,9 +222,9 @@ def cmd_import(ctx: Context) -> int:
         def name(k: int, run_start: float | None) -> str:
             return args.run_id or rundir.new_run_id(run_start)
 
-        reads, set_aside = replay.replay_saved(data, name, start)
+        reads, set_aside = replay.replay_saved(data, name, start, saved=saved)
         report = {"file": path, "runs": [importer.run_report(r, len(r.samples)) for r in reads],
-                  "set_aside": [{"line": n, "reason": why} for n, why in set_aside]}
+                  "set_aside": [{"line": n, "reason": why} for n, why in set_aside], "placed_by": placed_by}
         reports.append(report)
         if not reads or all(r.read_nothing for r in reads):
             say(f"{path}: nothing read: {importer.EXPECTED}")
@@ -242,7 +258,7 @@ def cmd_import(ctx: Context) -> int:
             report["error"] = "partial read"
             code = 1
             continue
-        files.append((path, data, reads, set_aside))
+        files.append((path, data, reads, set_aside, placed_by))
     if args.json:
         print(json.dumps({"files": reports}, indent=2, default=str), file=ctx.stdout)
     if args.list or code:
@@ -250,21 +266,22 @@ def cmd_import(ctx: Context) -> int:
             say("nothing written")
         return code
     if args.openmetrics:
-        samples = [s for _, _, reads, _ in files for r in reads for s in r.samples]
+        samples = [s for _, _, reads, _, _ in files for r in reads for s in r.samples]
         write_openmetrics(samples, ctx.stdout, types={k: v[0] for k, v in replay.run_metrics().items()},
                           help={k: v[1] for k, v in replay.run_metrics().items()})
         return 0
     stack = ctx.stack
     try:
         RemoteWriter(stack.cfg.remote_write_url).send(
-            [s for _, _, reads, _ in files for r in reads for s in r.samples + r.model.end_markers()])
+            [s for _, _, reads, _, _ in files for r in reads for s in r.samples + r.model.end_markers()])
     except (RemoteWriteError, OSError) as e:
         say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? benchwatch up)")
         return 1
-    for path, data, reads, _ in files:
+    for path, data, reads, _, placed_by in files:
         for r in reads:
             chunk = data if len(reads) == 1 else importer.run_lines(data, r)
-            run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model)
+            run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model, r.samples,
+                                       "after the previous run of the file" if r.placed_after_previous else placed_by)
             say(f"imported run {r.run_id}; saved in {run.path}")
             if not args.json:
                 print(r.run_id, file=ctx.stdout)

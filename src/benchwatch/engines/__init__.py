@@ -101,6 +101,11 @@ class Engine:
         return {signal: self.capability_missing(need, facts) for signal in self.explain_signals
                 if (need := self.explain_needs.get(signal)) and caps.get(need) is False}
 
+    # -- its part of the evidence of a difference (benchwatch.evidence: sweep's report, the history) --
+    # Plain data, each the fields of a benchwatch.evidence.Signal: (name, PromQL with {w} for the run's
+    # window, kind, unit, scale): its server's counters per transaction, its wait events.
+    evidence_signals: ClassVar[tuple[tuple[Any, ...], ...]] = ()
+
     # -- its part of the dashboards (benchwatch.grafana.dashboards) ----------------------------
     server_transactions_text: ClassVar[str] = "commits+rollbacks per second counted by the selected targets' servers"
     regions_text: ClassVar[str] = ""         # what the shaded regions over the TPS curve are
@@ -231,6 +236,66 @@ class StackPart:
     def targets(self) -> list[Any]:
         """The server instances the stack watches, each with a ``name`` (its target label)."""
         return []
+
+    def variant_server(self, kind: str, value: str, home: str) -> VariantServer | None:
+        """A server of an experiment's variant that is not the stack's: ``kind`` "bindir" (another build,
+        started from its own data directory in ``home``) or "dsn" (one that already runs); None: this engine
+        has no such variant."""
+        return None
+
+    def server_control(self, target: str | None = None) -> ServerControl | None:
+        """Its server (or the target so named) for experiments: settings changed and restored, the state
+        between runs; None when benchwatch cannot act on it."""
+        return None
+
+
+class VariantServer:
+    """A server one of an experiment's variants runs on, beside the stack's (benchwatch sweep)."""
+
+    def start(self) -> list[str]:
+        """Up and answering (made first where it has no data directory yet): what was done."""
+        return []
+
+    def stop(self) -> None:
+        """Stopped if it was started here."""
+
+    def client_env(self) -> dict[str, str]:
+        """The variables a tool gets to reach it (the password in a 0600 file)."""
+        raise NotImplementedError
+
+    def control(self) -> ServerControl | None:
+        return None
+
+
+class SettingsError(Exception):
+    """A setting that cannot be applied: the message says which and why."""
+
+
+class ServerControl:
+    """One server for ``benchwatch sweep`` (benchwatch.experiment): its settings read, changed and put back,
+    and what is done before each run so that one run does not weigh on the next. Each method returns
+    what it did, in a few words each, for the experiment's record."""
+
+    def settings(self, names: list[str]) -> dict[str, dict[str, Any] | None]:
+        """name -> {"value": as the server shows it, "restart": whether a change needs a restart, "persisted":
+        whether it was set by benchwatch's means before (restored as that value)}; None: no such setting."""
+        raise NotImplementedError
+
+    def apply(self, values: Mapping[str, str]) -> list[str]:
+        """Set the settings (reload, or restart when one needs it); SettingsError if the server refuses."""
+        raise NotImplementedError
+
+    def restore(self, originals: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        """The settings back as ``settings()`` read them before the experiment."""
+        raise NotImplementedError
+
+    def before_run(self, checkpoint: bool = True) -> list[str]:
+        """Before each run: dirty pages written (a checkpoint), the tool's growing tables emptied."""
+        return []
+
+    def facts(self) -> dict[str, Any]:
+        """server_version and whether the build checks assertions (``debug_assertions``)."""
+        return {}
 
 
 _LOADED: dict[str, Engine] = {}

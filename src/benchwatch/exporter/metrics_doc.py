@@ -12,6 +12,7 @@ from benchwatch import loadgens
 from benchwatch.engines.postgresql import checkpoints as checkpoint_model
 from benchwatch.exporter import checkpoints, dips, processes
 from benchwatch.exporter.self_metrics import SELF_METRICS
+from benchwatch.history import series as history_series
 from benchwatch.model.run import METRICS
 
 HEADER = """# Metrics
@@ -83,6 +84,21 @@ exporter's `target` and `host` labels; the processes are told apart by name.
 """
 
 
+HISTORY_HEADER = """
+## Run history (`benchwatch history`, `benchwatch annotate`)
+
+Written by remote write when `benchwatch history WORKLOAD` runs (and `benchwatch annotate`), for the History
+dashboard ([history.md](history.md)); never on /metrics. `benchmark_history_value` and
+`benchmark_history_change_point_info` carry `workload` (its id; `workload_name` when it has a name) and
+`metric` (`tps`, `latency_avg`, `latency_p50`, `latency_p95`, `latency_p99`); the change points also
+`run_id` (the first run after the change), `verdict` (`regression`, `improvement`), `step` (the step with
+its 95 % interval and p-value, as text) and `changed` (what differs between the runs around it).
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
+
 SELF_HEADER = """
 ## The exporter itself (on its /metrics only)
 
@@ -108,6 +124,7 @@ def render() -> str:
             + CHECKPOINTS_HEADER + _rows({**checkpoint_model.METRICS, **checkpoints.EVENT_METRICS})
             + DIPS_HEADER + _rows(dips.DIP_METRICS)
             + PROCESSES_HEADER + _rows(processes.METRICS)
+            + HISTORY_HEADER + _rows(history_series.METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
 
 

@@ -35,8 +35,8 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 
 from benchwatch import engines, loadgens
 from benchwatch.explain import annotation as dip
+from benchwatch.grafana import experiment, history, rules
 from benchwatch.grafana import panels as P
-from benchwatch.grafana import rules
 from benchwatch.grafana.panels import (
     DATASOURCE_UID,
     DISKS,
@@ -347,6 +347,8 @@ def generators() -> dict[str, Callable[[], dict]]:
     """File name -> builder of every dashboard: the run dashboards, Host I/O, each engine's own."""
     out: dict[str, Callable[[], dict]] = {d.file: functools.partial(run_dashboard, d) for d in run_dashboards()}
     out[HOST_IO[1]] = host_io
+    out[history.FILE] = history.history_dashboard
+    out[experiment.EXPERIMENT[1]] = experiment.experiment_dashboard
     for engine in engines.load_engines().values():
         out.update(engine.dashboards())
     return dict(sorted(out.items()))

@@ -138,6 +138,31 @@ class LoadGenerator:
     def read_argv(self, argv: list[str]) -> ArgvFacts:
         raise NotImplementedError
 
+    # -- experiments (benchwatch sweep): the cells of a sweep as options of the tool ------------
+
+    def clients_option(self, argv: list[str]) -> str | None:
+        """The option of ``argv`` that already sets the number of clients (as typed), None if none does:
+        ``sweep --clients`` refuses an argv that sets it too."""
+        return None
+
+    def with_clients(self, argv: list[str], clients: int, cores: int) -> list[str]:
+        """argv running ``clients`` clients (and, where the tool has them, no more threads than clients or
+        cores); NotImplementedError: the tool has no client count benchwatch knows."""
+        raise NotImplementedError(f"{self.title} has no client count benchwatch can set")
+
+    def with_option(self, argv: list[str], option: str, value: str) -> list[str]:
+        """argv with ``option`` set to ``value`` (``sweep --arg``), the tool reading the last one given."""
+        return [f"{option}={value}" if option.startswith("--") else option, *([] if option.startswith("--") else [value]),
+                *argv]
+
+    # The option that sets the run's length in seconds, for a warmup run (None: no warmup).
+    duration_option: ClassVar[str | None] = None
+
+    def init_argvs(self, argv: list[str], scale: int | None) -> list[list[str]]:
+        """The tool's arguments that re-create the tables of a run of ``argv`` (at ``scale``, where the tool
+        has one), run in turn; [] when benchwatch does not know how (``--reinit``, ``--scale``)."""
+        return []
+
     def parse_version(self, text: str) -> str | None:
         m = re.search(r"(\d+(?:\.\d+)+)", text)
         return m.group(1) if m else None

@@ -3,6 +3,8 @@ log, sysbench's --histogram), so histograms of different tools compare bucket fo
 
 from __future__ import annotations
 
+import math
+
 
 def _ladder() -> tuple[float, ...]:
     steps = (100, 125, 150, 200, 250, 300, 400, 500, 600, 800)  # x 10^k microseconds
@@ -23,3 +25,27 @@ is as fine as a per-second p99 read from a few thousand transactions needs,
 at 52 bucket series per run.  The bounds are round numbers of microseconds, the unit
 of the log, so comparisons are exact integer ones.  Latencies under 0.1 ms
 fall in the first bucket, over 10 s in ``+Inf``."""
+
+
+def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Prometheus' histogram_quantile over cumulative (le, count) buckets: linear within a bucket,
+    the lower bound of the first bucket is 0, a quantile in the +Inf bucket is the last finite bound."""
+    buckets = sorted(buckets)
+    if not buckets or not math.isinf(buckets[-1][0]):
+        return None
+    total = buckets[-1][1]
+    if total <= 0:
+        return None
+    rank = q * total
+    prev_le, prev_count = 0.0, 0.0
+    for i, (le, count) in enumerate(buckets):
+        if count >= rank:
+            if math.isinf(le):
+                return buckets[-2][0] if len(buckets) > 1 else None
+            if i == 0 and le <= 0:
+                return le
+            if count == prev_count:
+                return le
+            return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count)
+        prev_le, prev_count = le, count
+    return None

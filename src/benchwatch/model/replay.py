@@ -10,6 +10,7 @@ run is sample for sample the run Prometheus had live.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -112,6 +113,10 @@ class SavedRun:
     lines: list[bytes]
     numbers: list[int]
     length_s: float | None = None   # its last progress time or its summary's duration, the longer; None: epochs
+    # The file's only run: the parser that cut the file, fed every line, and its events per line, so
+    # that the replay does not parse the lines again (a third of a 12-hour import's time).
+    parser: object | None = None
+    events: list[list[object]] | None = None
 
 
 @dataclass
@@ -174,11 +179,16 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
     seen: set[str] = set()
     has_progress = has_end = False
     last_time: float | None = None
+    first_run_events: list[list[object]] | None = []
     for i, line in enumerate(pasted.lines):
         events = parser.feed(line)
+        if first_run_events is not None:
+            first_run_events.append(events)
         cut = False
+        times = []             # each event's kind and, for progress, its time: worked out once
         for event in events:
             kind = _kind(event)
+            time_s = None
             if kind == "Progress":
                 time_s = _progress_time(event)
                 if has_end or (last_time is not None and time_s is not None and time_s < last_time):
@@ -187,19 +197,20 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
                 key = str(getattr(event, "key", ""))
                 if key in seen and (has_progress or has_end):
                     cut = True
+            times.append((kind, time_s))
         if cut and last_read >= begin:
             runs.append((begin, last_read + 1, length))
             begin = last_read + 1
             seen, has_progress, has_end, last_time, length = set(), False, False, None, 0.0
             parser = generator.output_model([], "split", None, {}).model.new_parser()
             events = parser.feed(line)
-        for event in events:
-            kind = _kind(event)
+            first_run_events = None
+            times = [(_kind(e), _progress_time(e) if _kind(e) == "Progress" else None) for e in events]
+        for event, (kind, time_s) in zip(events, times, strict=True):
             if kind not in ("Ignored", "Unparsed"):
                 last_read = i
             if kind == "Progress":
                 has_progress = True
-                time_s = _progress_time(event)
                 last_time = time_s if time_s is not None else last_time
                 if time_s is not None and length is not None:
                     length = None if time_s > 1e8 else max(length, time_s)
@@ -212,7 +223,10 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
                 if key in _DURATION_KEYS and isinstance(value, (int, float)) and 0 <= value < 1e8 and length is not None:
                     length = max(length, float(value))
     runs.append((begin, len(pasted.lines), length))
-    return [SavedRun(generator, pasted.lines[a:b], pasted.numbers[a:b], n) for a, b, n in runs if b > a]
+    saved = [SavedRun(generator, pasted.lines[a:b], pasted.numbers[a:b], n) for a, b, n in runs if b > a]
+    if len(saved) == 1 and first_run_events is not None:
+        saved[0].parser, saved[0].events = parser, first_run_events
+    return saved
 
 
 def read_saved(data: bytes) -> tuple[list[SavedRun], list[tuple[int, str]]]:
@@ -240,20 +254,32 @@ def _duration(model: RunModel) -> float:
     return 0.0
 
 
+# How often a replayed run repeats its heartbeat series (RunModel.heartbeat_every_ms): well within
+# Prometheus' 5-minute lookback, so every instant of the run still finds its run info.
+REPLAY_HEARTBEAT_MS = 60_000
+
+
 def replay_run(run: SavedRun, index: int, run_id: str, start_epoch: float | None, *,
                extra_labels: Mapping[str, str] | None = None) -> ReadRun:
     """One run of a saved output as the series of a live run, ended with the run (markers excluded:
     ``model.end_markers()`` adds them for Prometheus; OpenMetrics has no staleness)."""
     read = run.generator.output_model(run.lines, run_id, start_epoch, {"mode": "import", **(extra_labels or {})})
     model = read.model
+    model.heartbeat_every_ms = REPLAY_HEARTBEAT_MS
     samples: list[Sample] = []
     unread: list[tuple[int, str, str]] = []
     # A run model that says why it could not use a line (a bad figure, e.g. nan tps) keeps (its line number,
     # reason) in ``bad_lines``; that reason is the better one, our line number the file's.
     told = getattr(model, "bad_lines", None)
-    for number, line in zip(run.numbers, run.lines, strict=True):
+    parsed: Iterable[list[object] | None] = itertools.repeat(None)
+    if run.parser is not None and run.events is not None:
+        # Parsed already by the cut into runs: the model takes that parser over (its flush at the
+        # end included). Once only: the parser is the model's now.
+        model.parser, parsed = run.parser, run.events
+        run.parser = run.events = None
+    for number, line, events in zip(run.numbers, run.lines, parsed):
         before, said = model.unparsed_lines, len(told) if isinstance(told, list) else 0
-        samples.extend(model.feed_line(line, None))
+        samples.extend(model.feed_line(line, None, events))
         if model.unparsed_lines != before:
             reason = _unread_reason(line, run.generator)
             if isinstance(told, list) and len(told) > said and told[-1][1] != "not understood":
@@ -274,11 +300,14 @@ def replay_run(run: SavedRun, index: int, run_id: str, start_epoch: float | None
 
 
 def replay_saved(data: bytes, run_ids: Callable[[int, float | None], str], start_epoch: float | None, *,
-                 extra_labels: Mapping[str, str] | None = None) -> tuple[list[ReadRun], list[tuple[int, str]]]:
+                 extra_labels: Mapping[str, str] | None = None,
+                 saved: tuple[list[SavedRun], list[tuple[int, str]]] | None = None,
+                 ) -> tuple[list[ReadRun], list[tuple[int, str]]]:
     """Every run of a saved output replayed in file order: the first at ``start_epoch`` (or its own
     timestamps), each next one at its own timestamps or else right after the one before ended.
-    ``run_ids(k, start)`` names run k (1-based). Also the lines set aside as a paste's."""
-    runs, set_aside = read_saved(data)
+    ``run_ids(k, start)`` names run k (1-based). Also the lines set aside as a paste's.
+    ``saved``: what :func:`read_saved` gave for ``data``, when the caller has it already."""
+    runs, set_aside = saved if saved is not None else read_saved(data)
     out: list[ReadRun] = []
     start = start_epoch
     for k, run in enumerate(runs, 1):
@@ -288,6 +317,11 @@ def replay_saved(data: bytes, run_ids: Callable[[int, float | None], str], start
         # Right after it: its end, and after its last sample (written 1 ms after a line at the end itself).
         start = max(read.end_epoch, ((read.model.last_ts_ms or 0) + 1) / 1000.0)
     return out, set_aside
+
+
+def carries_epochs(run: SavedRun) -> bool:
+    """Whether a saved run's progress lines carry Unix times (pgbench --progress-timestamp): it places itself."""
+    return _absolute(run)
 
 
 def _absolute(run: SavedRun) -> bool:
@@ -326,10 +360,15 @@ def replay_output(data: bytes, run_id: str, start_epoch: float | None, *,
 
 def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
     """Every pgbench sample of a finished run directory, end markers included, as Prometheus got them."""
+    model, samples = replay_run_dir_model(path, meta)
+    return samples + model.end_markers()
+
+
+def replay_run_dir_model(path: str, meta: Mapping[str, Any]) -> tuple[RunModel, list[Sample]]:
+    """A finished run directory read again: its model (its summary) and its samples, end markers excluded."""
     run_id = run_id_of(meta, os.path.basename(os.path.normpath(path)))
     if meta.get("mode") == "import":
-        model, samples = replay_output(saved_output(path), run_id, meta.get("clock_start_epoch"))
-        return samples + model.end_markers()  # as import wrote them
+        return replay_output(saved_output(path), run_id, meta.get("clock_start_epoch"))  # as import wrote them
     model = model_for_run(run_id, meta)
     model.add_arrivals(read_arrivals(_read(os.path.join(path, ARRIVALS)) or b""))
     end = meta.get("ended_at")
@@ -338,7 +377,7 @@ def replay_run_dir(path: str, meta: Mapping[str, Any]) -> list[Sample]:
         chunk = _read(os.path.join(path, name))
         if chunk is not None:
             out.extend(feed_lines(model, split_lines(chunk), end))
-    return out + close(model, end, meta.get("exit_code"))
+    return model, out + model.finish(end, meta.get("exit_code"))
 
 
 def read_arrivals(data: bytes) -> list[float]:

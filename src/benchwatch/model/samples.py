@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 import struct
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from operator import attrgetter
+from operator import itemgetter
+from typing import NamedTuple
 
 __all__ = [
     "Sample",
@@ -29,13 +29,15 @@ LABEL_NAME_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 SeriesKey = tuple[str, tuple[tuple[str, str], ...]]
 
 
-@dataclass(frozen=True, slots=True)
-class Sample:
+class Sample(NamedTuple):
     """One value of one series.
 
     ``labels`` holds ``(name, value)`` pairs sorted by name, without
     ``__name__`` (the metric name is ``name``).  Build instances with
     :func:`sample` unless the labels are already normalised.
+
+    A named tuple, not a frozen dataclass: as immutable, and built in less than half the time
+    (a 12-hour import builds 400,000 of them).
     """
 
     name: str
@@ -102,7 +104,7 @@ def validate_series(name: str, labels: Iterable[tuple[str, str]]) -> None:
         seen.add(label_name)
 
 
-_BY_TIMESTAMP = attrgetter("timestamp_ms")
+_BY_TIMESTAMP = itemgetter(3)  # Sample.timestamp_ms
 
 
 def group_by_series(samples: Iterable[Sample]) -> dict[SeriesKey, list[Sample]]:
@@ -115,7 +117,7 @@ def group_by_series(samples: Iterable[Sample]) -> dict[SeriesKey, list[Sample]]:
     groups: dict[SeriesKey, list[Sample]] = {}
     get = groups.get
     for s in samples:
-        key = (s.name, s.labels)
+        key = (s[0], s[1])  # (name, labels), by index: faster than a named tuple's names
         lst = get(key)
         if lst is None:
             groups[key] = [s]
@@ -128,7 +130,10 @@ def group_by_series(samples: Iterable[Sample]) -> dict[SeriesKey, list[Sample]]:
 
 
 def _sorted_last_wins(lst: list[Sample]) -> list[Sample]:
-    lst.sort(key=_BY_TIMESTAMP)  # stable: equal timestamps keep input order
+    if not all(a[3] < b[3] for a, b in zip(lst, lst[1:])):  # mostly in order already, no timestamp twice
+        lst.sort(key=_BY_TIMESTAMP)  # stable: equal timestamps keep input order
+    else:
+        return lst
     prev = lst[0].timestamp_ms
     for s in lst[1:]:
         ts = s.timestamp_ms

@@ -55,3 +55,36 @@ def host_facts() -> dict[str, Any]:
         host["memory_bytes"] = int(total) * 1024
     host["disks"] = disks()
     return host
+
+
+def _unescape(field: str) -> str:
+    """mountinfo writes space, tab, newline and backslash in paths as octal escapes (\\040)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def filesystem(path: str, mountinfo: str = "/proc/self/mountinfo") -> dict[str, Any] | None:
+    """The filesystem holding ``path`` on this machine: mount point, type, device and mount options
+    (per mount and per superblock, as the kernel lists them); None when the path or the mount table
+    cannot be read (a server on another machine: its data directory is not ours to look at)."""
+    try:
+        real = os.path.realpath(path)
+        if not os.path.exists(real):
+            return None
+        with open(mountinfo, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    best: dict[str, Any] | None = None
+    for line in lines:
+        # id parent major:minor root mount_point mount_options [optional...] - fstype source super_options
+        left, sep, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if not sep or len(fields) < 6 or len(tail) < 3:
+            continue
+        point = _unescape(fields[4])
+        inside = real == point or real.startswith(point.rstrip("/") + "/")
+        # The last mount over a point wins (it hides those before), hence >=.
+        if inside and (best is None or len(point) >= len(best["mount_point"])):
+            best = {"mount_point": point, "type": tail[0], "device": _unescape(tail[1]),
+                    "mount_options": fields[5], "super_options": tail[2]}
+    return best

@@ -10,7 +10,8 @@ import re
 
 from benchwatch.model import replay
 from benchwatch.model.run import RunModel
-from benchwatch.record import rundir
+from benchwatch.model.samples import Sample
+from benchwatch.record import outcome, rundir
 
 
 def parse_time(text: str) -> float:
@@ -35,26 +36,75 @@ def read_source(path: str) -> tuple[bytes, float | None]:
     return data, rundir.RunDir(path).read_meta().get("clock_start_epoch")
 
 
-def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:
-    """Without --start: absolute progress timestamps need none; else the file's mtime minus the run length."""
+# A date (and time) in a file name: 2024-01-05, 20240105, 2024-01-05T02:00:00, 2024-01-05_0200, 20240105T020000.
+_NAME_DATE = re.compile(r"(?<!\d)((?:19|20)\d\d)-?(0[1-9]|1[0-2])-?(0[1-9]|[12]\d|3[01])"
+                        r"(?:[T_ -]?([01]\d|2[0-3])[:-]?([0-5]\d)(?:[:-]?([0-5]\d))?)?(?!\d)")
+
+# How an imported run was placed in time (meta.json "placed_by", import's notes).
+BY_START, BY_TIMESTAMPS, BY_NAME, BY_MTIME = "--start", "progress timestamps", "file name", "file mtime"
+
+
+def name_date(path: str) -> float | None:
+    """The start a file's name gives (UTC; the last date in the name, a directory's too), or None."""
+    found = list(_NAME_DATE.finditer(path))
+    if not found:
+        return None
+    y, mo, d, h, mi, sec = found[-1].groups()
+    try:
+        when = dt.datetime(int(y), int(mo), int(d), int(h or 0), int(mi or 0), int(sec or 0), tzinfo=dt.UTC)
+    except ValueError:  # 2023-02-30
+        return None
+    return when.timestamp()
+
+
+def placement(path: str, data: bytes) -> tuple[float | None, str | None, str | None]:
+    """Without --start: (start, how, note). Absolute progress timestamps (``--progress-timestamp``) place
+    the runs themselves; else a date in the file name is the (first) run's start; else the file's mtime
+    is taken for the end of its last run."""
     length = replay.saved_length(data)
     if length is None:
-        return None, None
+        runs, _ = replay.read_saved(data)
+        if runs and any(replay.carries_epochs(r) for r in runs):
+            return None, BY_TIMESTAMPS, "placed by its own progress timestamps (--progress-timestamp)"
+        return None, None, None
+    named = name_date(path)
+    if named is not None:
+        return named, BY_NAME, (f"no --start given: the date in the file name places its (first) run at "
+                                f"{dt.datetime.fromtimestamp(named, dt.UTC).isoformat()}")
     start = os.path.getmtime(path) - length
-    return start, f"no --start given: assuming the (last) run ended when the file was last modified ({dt.datetime.fromtimestamp(start, dt.UTC).isoformat()} start)"
+    return start, BY_MTIME, f"no --start given: assuming the (last) run ended when the file was last modified ({dt.datetime.fromtimestamp(start, dt.UTC).isoformat()} start)"
+
+
+def default_start(path: str, data: bytes) -> tuple[float | None, str | None]:
+    """Without --start: absolute progress timestamps need none; else a date in the file name, else the file's
+    mtime minus the run length (:func:`placement`)."""
+    start, _, note = placement(path, data)
+    return start, note
+
+
+# What a run recorded live keeps and a saved output cannot tell (meta.json's "lacks" of an imported run):
+# history's "what changed" has nothing to compare for these.
+IMPORT_LACKS = ("argv", "server_version", "server_settings", "data_filesystem", "host")
 
 
 def save_import(runs_dir: str, run_id: str, source: str, data: bytes, start_epoch: float | None,
-                model: RunModel) -> rundir.RunDir:
+                model: RunModel, samples: list[Sample] | None = None, placed_by: str | None = None) -> rundir.RunDir:
+    """The run directory of one imported run: its lines, meta.json and summary.json (``samples``: the run's
+    progress samples, for a TPS when the output has no summary). ``placed_by`` says where its start came from."""
     run = rundir.create_run_dir(runs_dir, run_id)
     with open(run.file("output.log"), "wb") as f:
         f.write(data)
-    run.write_meta({
+    meta = {
         "run_id": run_id, "mode": "import", "tool": model.tool, "state": rundir.FINISHED, "source_file": os.path.abspath(source),
         "clock_start_epoch": model.start_epoch, "started_at": model.start_epoch,
         "ended_at": (model.last_ts_ms or 0) / 1000.0, "progress_interval": model.interval_s,
         "summary": {k: v for k, v in model.summary.items()}, "output": "output.log",
-    })
+        "info_labels": dict(model.info_labels), "lacks": list(IMPORT_LACKS),
+    }
+    if placed_by:
+        meta["placed_by"] = placed_by
+    run.write_meta(meta)
+    outcome.keep(run, outcome.summarize(model, samples or []))  # history computes it again if it cannot be
     return run
 
 

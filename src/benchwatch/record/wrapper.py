@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from benchwatch import engines, loadgens
-from benchwatch.record import rundir
+from benchwatch.record import outcome, rundir
 from benchwatch.record.host import host_facts
 from benchwatch.record.stream import ClockStamper, LineSafeStream, SavedCopy, SaveFailures, pump
 from benchwatch.util import secrets
@@ -139,6 +139,7 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
         run.update_meta(state=rundir.FINISHED, exit_code=exit_code, ended_at=time.time(), **ended)
     except OSError as e:  # the exporter then ends the run when this process is gone
         failures.failure(run.file(rundir.META), e)
+    outcome.save(run, notice=notice)  # what the run achieved, for history and sweeps
     return exit_code, run
 
 
@@ -173,4 +174,5 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgben
         pump(source_fd, [echo] if echo else [], saved, stamper)
         stamper.close()
     run.update_meta(state=rundir.FINISHED, ended_at=time.time())
+    outcome.save(run)  # what the run achieved, for history and sweeps
     return run

@@ -24,6 +24,7 @@ from typing import NamedTuple
 from benchwatch import engines, loadgens
 from benchwatch.explain import report as explain_report
 from benchwatch.model import replay
+from benchwatch.model.histogram import histogram_quantile
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
@@ -84,30 +85,6 @@ def _stall(first_ms: int, last_ms: int, interval_s: float) -> dict:
     start = first_ms / 1000 - interval_s
     end = last_ms / 1000
     return {"start": start, "end": end, "seconds": round(end - start, 3)}
-
-
-def histogram_quantile(q: float, buckets: list[tuple[float, float]]) -> float | None:
-    """Prometheus' histogram_quantile over cumulative (le, count) buckets: linear within a bucket,
-    the lower bound of the first bucket is 0, a quantile in the +Inf bucket is the last finite bound."""
-    buckets = sorted(buckets)
-    if not buckets or not math.isinf(buckets[-1][0]):
-        return None
-    total = buckets[-1][1]
-    if total <= 0:
-        return None
-    rank = q * total
-    prev_le, prev_count = 0.0, 0.0
-    for i, (le, count) in enumerate(buckets):
-        if count >= rank:
-            if math.isinf(le):
-                return buckets[-2][0] if len(buckets) > 1 else None
-            if i == 0 and le <= 0:
-                return le
-            if count == prev_count:
-                return le
-            return prev_le + (le - prev_le) * (rank - prev_count) / (count - prev_count)
-        prev_le, prev_count = le, count
-    return None
 
 
 def mean_over(samples: list[tuple[int, float]], start_s: float, end_s: float, interval_s: float) -> float | None:

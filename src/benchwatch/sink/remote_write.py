@@ -106,19 +106,21 @@ def encode_write_request(samples: Iterable[Sample]) -> bytes:
     groups = group_by_series(samples)
     pack_double = _PACK_DOUBLE
     head = _SAMPLE_HEAD
-    ts_cache: dict[int, bytes] = {}
+    # A timestamp's encoding, and the head of a sample that carries it (its length depends on it):
+    # every series of a progress line shares the line's timestamp.
+    ts_cache: dict[int, tuple[bytes, bytes]] = {}
     out = []
     for (name, labels), series_samples in groups.items():
         parts = [_encode_labels(name, labels)]
         append = parts.append
-        for s in series_samples:
-            ts = s.timestamp_ms
-            tsb = ts_cache.get(ts)
-            if tsb is None:
-                tsb = ts_cache[ts] = _K_SAMPLE_TS + _varint(ts)
-            append(head[len(tsb)])
-            append(pack_double(s.value))
-            append(tsb)
+        for _, _, value, ts in series_samples:  # unpacked: a named tuple's fields by name cost more
+            cached = ts_cache.get(ts)
+            if cached is None:
+                tsb = _K_SAMPLE_TS + _varint(ts)
+                cached = ts_cache[ts] = (head[len(tsb)], tsb)
+            append(cached[0])
+            append(pack_double(value))
+            append(cached[1])
         body = b"".join(parts)
         out.append(_K_TIMESERIES)
         out.append(_varint(len(body)))

@@ -192,6 +192,18 @@ class ProcessManager:
                     self.stop(component)
                 raise
 
+    def restart(self, component: str) -> None:
+        """Stop and start one component, the supervisor paused meanwhile (it would race us): a server whose
+        new settings need a restart (benchwatch sweep)."""
+        with supervisor.paused(self.path(SUPERVISOR)):
+            if self.pid(component) is not None:
+                self.stop(component)
+            self.start_component(component)
+            if not self.wait_healthy(component, START_TIMEOUT_S):
+                raise StackError(f"{component} failed to restart: {self.log_tail(component)} "
+                                 f"(log: {self.log_file(component)})")
+            self.after_start(component)
+
     def wait_healthy(self, component: str, timeout: float) -> bool:
         return processes.wait_until(lambda: self.healthy(component), timeout, interval=0.1,
                                     abort=lambda: self.pid(component) is None and not self._starting(component))

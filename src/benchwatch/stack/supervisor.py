@@ -164,9 +164,20 @@ def spawn(spec: ComponentSpec) -> subprocess.Popen:
         if spec.log_file:
             log_f.close()  # type: ignore[union-attr]
     if spec.pid_file:
-        with open(spec.pid_file, "w", encoding="ascii") as f:
+        # Replaced at once, never truncated then written: a supervisor that looks in between would
+        # read no pid, take the component for dead and start a second one.
+        tmp = f"{spec.pid_file}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="ascii") as f:
             f.write(f"{proc.pid}\n")
+        os.replace(tmp, spec.pid_file)
     return proc
+
+
+def _empty(path: str) -> bool:
+    try:
+        return os.path.getsize(path) == 0
+    except OSError:
+        return False
 
 
 @dataclass
@@ -231,6 +242,8 @@ class Supervisor:
             return watch.child.pid  # our own child: poll() reaps it when it dies
         path = spec.pid_path
         pid = processes.read_pid(path) if path else None
+        if pid is None and path and watch and processes.process_alive(watch.pid) and _empty(path):
+            return watch.pid  # a pid file being written by another starter (truncated, not yet written)
         return pid if processes.process_alive(pid) else None
 
     def tick(self) -> None:

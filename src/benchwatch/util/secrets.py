@@ -18,3 +18,19 @@ def redact_argv(argv: list[str]) -> list[str]:
             arg = _KEYWORD.sub(r"\1<redacted>", arg)
         out.append(_URL_AUTH.sub(r"\1<redacted>@", arg))
     return out
+
+
+# Server settings whose whole value is a secret (MariaDB's wsrep_sst_auth "user:password", a passphrase command).
+_SECRET_SETTING = re.compile(r"password|passwd|passphrase|secret|_auth$", re.I)
+
+
+def redact_settings(settings: dict[str, str]) -> dict[str, str]:
+    """A server's settings as meta.json keeps them: a setting that is a secret replaced whole, passwords in
+    connection strings (primary_conninfo) and URLs replaced within the value."""
+    out = {}
+    for name, value in settings.items():
+        if _SECRET_SETTING.search(name) and value not in ("", None):
+            out[name] = "<redacted>"
+        else:
+            out[name] = redact_argv([value])[0] if isinstance(value, str) else value
+    return out

@@ -49,6 +49,14 @@ class MySQL(Engine):
     # (Innodb_row_lock_current_waits) and the processlist's threads waiting on a lock (a LOCK TABLES
     # shows as "Waiting for table metadata lock"), without performance_schema.
     explain_signals = ("innodb_flushing", "lock", "target_down")
+    evidence_signals = (
+        ("redo log fsyncs per transaction", "sum(increase(mysql_global_status_innodb_os_log_fsyncs[{w}]))"),
+        ("redo bytes per transaction", "sum(increase(mysql_global_status_innodb_os_log_written[{w}]))", "per_tx", "B"),
+        ("data fsyncs per transaction", "sum(increase(mysql_global_status_innodb_data_fsyncs[{w}]))"),
+        ("pages flushed per transaction", "sum(increase(mysql_global_status_innodb_buffer_pool_pages_flushed[{w}]))"),
+        ("InnoDB flushing pressure (share of the run)",
+         "avg(avg_over_time(instance:mysql_innodb_flushing_pressure:bool[{w}]))", "value", "%", 100.0),
+    )
     explain_selectors = ("instance:mysql_innodb_flushing_pressure:bool", "mysql_up",
                          "mysql_global_status_innodb_row_lock_current_waits", "mysql_info_schema_processlist_threads")
     up_metric = "mysql_up"

@@ -61,6 +61,12 @@ class MySQLPart(StackPart):
     def target_named(self, name: str) -> mysql_server.MySQLTarget | None:
         return next((t for t in self.targets() if t.name == name), None)
 
+    def server_control(self, target: str | None = None):
+        from benchwatch.engines.mysql.control import MySQLControl
+
+        chosen = self.target_named(target) if target else self.first
+        return MySQLControl(chosen) if chosen is not None else None
+
     def servers(self) -> list[str]:
         return [instance_component(SERVER, t.index) for t in self.targets() if t.embedded]
 

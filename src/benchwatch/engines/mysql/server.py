@@ -32,7 +32,9 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from benchwatch.record.host import filesystem
 from benchwatch.util import processes
+from benchwatch.util.secrets import redact_settings
 
 LISTEN_HOST = "127.0.0.1"
 BENCH_USER = "bench"
@@ -308,14 +310,10 @@ class MySQLTarget:
                "WHERE VARIABLE_NAME IN ('INNODB_BUFFER_POOL_SIZE','INNODB_LOG_FILE_SIZE','INNODB_IO_CAPACITY',"
                "'INNODB_IO_CAPACITY_MAX','INNODB_ADAPTIVE_FLUSHING','INNODB_MAX_DIRTY_PAGES_PCT',"
                "'INNODB_MAX_DIRTY_PAGES_PCT_LWM','INNODB_FLUSH_LOG_AT_TRX_COMMIT','PERFORMANCE_SCHEMA')")
-        try:
-            r = subprocess.run([client, f"--defaults-file={self.client_file}", "-N", "-B", "--connect-timeout=3"],
-                               input=sql, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+        output = self._client_query(client, sql)
+        if output is None:
             return {}
-        if r.returncode != 0:
-            return {}
-        rows = [line.split("\t") for line in r.stdout.splitlines() if line]
+        rows = [line.split("\t") for line in output.splitlines() if line]
         out: dict = {"server": "mariadb"}
         if rows and len(rows[0]) == 1:
             out["server_version"] = rows.pop(0)[0]
@@ -323,6 +321,36 @@ class MySQLTarget:
         caps = capabilities(out["settings"])
         if caps:
             out["capabilities"] = caps
+        out.update(self._all_settings(client))
+        return out
+
+    def _client_query(self, client: str, sql: str) -> str | None:
+        """The tab-separated rows the server answers ``sql`` with; None when it does not answer in time."""
+        try:
+            r = subprocess.run([client, f"--defaults-file={self.client_file}", "-N", "-B", "--connect-timeout=3"],
+                               input=sql, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return r.stdout if r.returncode == 0 else None
+
+    def _all_settings(self, client: str) -> dict:
+        """Every global variable (what "what changed" between two runs compares) and the data directory's
+        filesystem; {} when the server does not answer."""
+        sql = "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES ORDER BY 1"
+        output = self._client_query(client, sql)
+        if output is None:
+            return {}
+        found = dict(row for row in (line.split("\t", 1) for line in output.splitlines()) if len(row) == 2)
+        # The server's clock and counters are no setting: they would differ between any two runs.
+        for name in ("timestamp", "gtid_binlog_pos", "gtid_current_pos", "gtid_binlog_state", "gtid_slave_pos"):
+            found.pop(name, None)
+        out: dict = {"server_settings": redact_settings(found)} if found else {}
+        datadir = found.get("datadir")
+        if datadir:
+            out["data_directory"] = datadir
+            fs = filesystem(datadir)
+            if fs:
+                out["data_filesystem"] = fs
         return out
 
 

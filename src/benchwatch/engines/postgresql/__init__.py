@@ -56,6 +56,20 @@ class PostgreSQL(Engine):
     explain_signals = ("checkpoint", "wal_fpi", "autovacuum", "lock", "target_down", "deadlock", "lock_timeout",
                        "connection_terminated", "out_of_memory", "write_error")
     explain_needs: ClassVar[Mapping[str, str]] = {"wal_fpi": "pg_stat_wal"}
+    evidence_signals = (
+        ("WAL syncs per transaction", "sum(increase(pg_stat_wal_wal_sync[{w}]))"),
+        ("WAL writes per transaction", "sum(increase(pg_stat_wal_wal_write[{w}]))"),
+        ("WAL bytes per transaction", "sum(increase(pg_stat_wal_wal_bytes[{w}]))", "per_tx", "B"),
+        ("WAL full-page images per transaction", "sum(increase(pg_stat_wal_wal_fpi[{w}]))"),
+        ("WAL sync time per transaction", "sum(increase(pg_stat_wal_wal_sync_time[{w}]))", "per_tx", "µs", 1000.0),
+        ("checkpoints", "sum(increase(pg_stat_checkpointer_num_timed[{w}]) + increase(pg_stat_checkpointer_num_requested[{w}]))",
+         "value"),
+        ("buffers written by checkpoints per transaction", "sum(increase(pg_stat_checkpointer_buffers_written[{w}]))"),
+        ("buffers written by backends per transaction", "sum(increase(pg_stat_checkpointer_buffers_backend[{w}]))"),
+        # Mean active sessions waiting on each wait event over the run (scraped every second).
+        ("wait", "sum by (wait_event_type, wait_event) (sum_over_time(pg_stat_activity_waits_sessions[{w}]))",
+         "waits", "sessions"),
+    )
     explain_selectors = ("pg_checkpoint_in_progress", "pg_checkpoint_info", "pg_stat_activity_waits_sessions",
                          "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up", "pg_server_log_events_total",
                          "pg_stat_activity_lock_waits_sessions")

@@ -63,6 +63,32 @@ def binary(component: str) -> str | None:
     return None
 
 
+def init_data_dir(bindir: str, data: str, password: str, home: str, user: str | None,
+                  env: Mapping[str, str], timeout: float = 300) -> None:
+    """initdb of ``bindir`` into ``data`` (scram, superuser postgres with ``password``), including the
+    benchwatch.conf that every start rewrites. Raises StackError with initdb's last line."""
+    # initdb reads the password from a file the postgres user can read; removed right after.
+    pwfile = os.path.join(home, ".pwfile")
+    fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(password + "\n")
+    if user:
+        shutil.chown(pwfile, user, user)
+    try:
+        result = subprocess.run(
+            [os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=scram-sha-256",
+             f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C"],
+            stdin=subprocess.DEVNULL, capture_output=True, text=True, user=user, group=user,
+            extra_groups=[] if user else None, env=dict(env), cwd=home, timeout=timeout)
+    finally:
+        os.unlink(pwfile)
+    if result.returncode != 0:
+        tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or [str(result.returncode)]
+        raise StackError(f"initdb failed: {tail[0]}")
+    with open(os.path.join(data, "postgresql.conf"), "a", encoding="utf-8") as f:
+        f.write("\ninclude_if_exists = 'benchwatch.conf'\n")
+
+
 def os_user() -> str | None:
     """initdb and postgres refuse to run as root: as root they run as postgres."""
     return "postgres" if os.geteuid() == 0 else None
@@ -116,6 +142,21 @@ class PostgreSQLPart(StackPart):
     def client_env(self) -> dict[str, str]:
         return self.stack.pg_env()
 
+    def variant_server(self, kind: str, value: str, home: str):
+        from benchwatch.engines.postgresql.builds import BuildServer, ExistingServer
+
+        if kind == "bindir":
+            return BuildServer(value, home, self.stack.cfg.pg_database, self.stack.base_env())
+        if kind == "dsn":
+            return ExistingServer(value, home)
+        return None
+
+    def server_control(self, target: str | None = None):
+        from benchwatch.engines.postgresql.control import PostgreSQLControl
+
+        return PostgreSQLControl(self.stack.pg_params(),
+                                 restart=(lambda: self.stack.restart(SERVER)) if self.embedded else None)
+
     def scrape_targets(self) -> list[dict]:
         external = self.stack.external_dsn()
         server = dsn.parse_dsn(external).get("host", "external") if external else "embedded"
@@ -167,25 +208,7 @@ class PostgreSQLPart(StackPart):
             os.chmod(self.stack.path("pg"), 0o700)
         password = secrets.token_urlsafe(24)
         self.stack.write_secret("pg_password", password)
-        # initdb reads the password from a file the postgres user can read; removed right after.
-        pwfile = self.stack.path("pg", ".pwfile")
-        fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(password + "\n")
-        if user:
-            shutil.chown(pwfile, user, user)
-        try:
-            result = subprocess.run(
-                [os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=scram-sha-256",
-                 f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C"],
-                stdin=subprocess.DEVNULL, capture_output=True, text=True, user=user, group=user,
-                extra_groups=[] if user else None, env=self.stack.base_env(), cwd=self.stack.path("pg"))
-        finally:
-            os.unlink(pwfile)
-        if result.returncode != 0:
-            raise StackError(f"initdb failed: {result.stderr.strip().splitlines()[-1] if result.stderr.strip() else result.returncode}")
-        with open(os.path.join(data, "postgresql.conf"), "a", encoding="utf-8") as f:
-            f.write("\ninclude_if_exists = 'benchwatch.conf'\n")
+        init_data_dir(bindir, data, password, self.stack.path("pg"), user, self.stack.base_env())
 
     def _ensure_database(self) -> None:
         import psycopg

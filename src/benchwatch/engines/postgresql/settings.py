@@ -6,6 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from benchwatch.record.host import filesystem
+from benchwatch.util import secrets
+
 # Settings that explain a TPS curve: checkpoint spacing, cache size, WAL volume.
 SETTINGS = ("shared_buffers", "max_wal_size", "min_wal_size", "checkpoint_timeout", "checkpoint_completion_target",
             "wal_buffers", "full_page_writes", "synchronous_commit", "fsync", "wal_compression", "work_mem",
@@ -78,6 +81,19 @@ def describe_server(env: Mapping[str, str]) -> dict:
                                 "WHERE name = ANY(%s) ORDER BY 1", (list(SETTINGS),)).fetchall()
             if rows:
                 out["settings"] = dict(rows)
+            # Every setting someone chose (config file, command line, ALTER SYSTEM, a role's default...):
+            # what "what changed" between two runs compares. 'override' is initdb's or the platform's choice;
+            # 'client' and 'session' are this connection's own (its application_name, the SET above).
+            rows = conn.execute("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings "
+                                "WHERE source NOT IN ('default', 'override', 'client', 'session') ORDER BY 1").fetchall()
+            if rows:
+                out["server_settings"] = secrets.redact_settings(dict(rows))  # primary_conninfo's password
+            datadir = _one(conn, "SELECT setting FROM pg_settings WHERE name = 'data_directory'")  # superusers only
+            if datadir:
+                out["data_directory"] = str(datadir)
+                fs = filesystem(str(datadir))
+                if fs:
+                    out["data_filesystem"] = fs
             try:
                 scale = _one(conn, "SELECT count(*) FROM pgbench_branches")
             except psycopg.errors.UndefinedTable:

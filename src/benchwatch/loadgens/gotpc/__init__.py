@@ -82,6 +82,16 @@ module version: a `go install` build prints `Release version: dev`), `server_ver
     def ensure_progress(self, argv: list[str]) -> tuple[list[str], list[str]]:
         return gotpc_args.ensure_interval(argv)
 
+    def clients_option(self, argv: list[str]) -> str | None:
+        return "--threads/-T" if "threads" in gotpc_args.parse_gotpc_args(argv).options else None
+
+    def with_clients(self, argv: list[str], clients: int, cores: int) -> list[str]:
+        # A persistent flag: cobra reads it after the subcommands too.
+        return [*argv, "--threads", str(clients)]
+
+    def with_option(self, argv: list[str], option: str, value: str) -> list[str]:
+        return [*argv, option, value]
+
     def read_argv(self, argv: list[str]) -> ArgvFacts:
         parsed = gotpc_args.parse_gotpc_args(argv)
         labels = {"command": " ".join(parsed.command)}

@@ -23,7 +23,7 @@ percentiles and errors, and the summary's figures per type.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -109,12 +109,13 @@ class GotpcRunModel(RunModel):
 
     # -- lines and events ------------------------------------------------------------
 
-    def feed_line(self, line: bytes | str, arrival_epoch: float | None = None) -> list[Sample]:
+    def feed_line(self, line: bytes | str, arrival_epoch: float | None = None,
+                  events: Iterable[object] | None = None) -> list[Sample]:
         raw = line.encode("utf-8", "replace") if isinstance(line, str) else line
         self._line_arrival = None
         if raw.rstrip(b"\r").startswith(REPORT_PREFIX) and self.arrivals:
             self._line_arrival = self.arrivals.pop(0)  # the wrapper's clock: when this line arrived
-        return super().feed_line(line, arrival_epoch)
+        return super().feed_line(line, arrival_epoch, events)
 
     def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
         if isinstance(event, (gt.Current, gt.Summary)) and (problem := _report_problem(event)) is not None:

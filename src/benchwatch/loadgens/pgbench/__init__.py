@@ -65,6 +65,20 @@ See [latency-percentiles.md](latency-percentiles.md).
         args, added = pgbench_args.ensure_progress(argv)
         return args, (["-P", "1"] if added else [])
 
+    duration_option = "-T"
+
+    def clients_option(self, argv: list[str]) -> str | None:
+        return pgbench_args.clients_option(argv)
+
+    def with_clients(self, argv: list[str], clients: int, cores: int) -> list[str]:
+        return pgbench_args.insert_options(argv, ["-c", str(clients), "-j", str(max(1, min(clients, cores)))])
+
+    def with_option(self, argv: list[str], option: str, value: str) -> list[str]:
+        return pgbench_args.insert_options(argv, [option, value])
+
+    def init_argvs(self, argv: list[str], scale: int | None) -> list[list[str]]:
+        return [pgbench_args.init_argv(argv, scale)]
+
     def read_argv(self, argv: list[str]) -> ArgvFacts:
         parsed = pgbench_args.parse_pgbench_args(argv)
         return ArgvFacts(parsed.error, parsed.progress_interval, parsed.info_labels(),

@@ -202,3 +202,24 @@ def _first_positional_index(argv: list[str]) -> int:
         except getopt.GetoptError:
             pass
     return idx
+
+
+def clients_option(argv: list[str]) -> str | None:
+    """"-c/--client" when argv sets the number of clients itself (sweep --clients sets it per cell)."""
+    parsed = parse_pgbench_args(argv)
+    return "-c/--client" if "client" in parsed.options else None
+
+
+def init_argv(argv: list[str], scale: int | None) -> list[str]:
+    """``pgbench -i`` for the database a run of ``argv`` uses (its connection options and database name),
+    at ``scale`` (else argv's own -s, else pgbench's default); quiet, as a sweep prints it."""
+    parsed = parse_pgbench_args(argv)
+    out = ["-i", "-q"]
+    size = str(scale) if scale is not None else parsed.last("scale")
+    if size:
+        out += ["-s", size]
+    for name in ("host", "port", "username"):
+        value = parsed.last(name)
+        if value is not None:
+            out.append(f"--{name}={value}")
+    return out + parsed.positional[:1]

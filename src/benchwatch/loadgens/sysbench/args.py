@@ -81,3 +81,34 @@ def ensure_progress(argv: list[str], interval: int = 1) -> tuple[list[str], list
         return list(argv), []
     added = [f"--report-interval={interval}"]
     return added + list(argv), added
+
+
+def threads_option(argv: list[str]) -> str | None:
+    """"--threads" when argv sets the number of threads itself (sweep --clients sets it per cell)."""
+    return "--threads" if "threads" in parse_sysbench_args(argv).options else None
+
+
+def with_option(argv: list[str], option: str, value: str) -> list[str]:
+    """argv with ``--option=value`` first and any other value of that option removed."""
+    name = option.lstrip("-")
+    kept = [a for a in argv if not (a.startswith("--") and _ALIASES.get(a[2:].partition("=")[0], a[2:].partition("=")[0])
+                                    == _ALIASES.get(name, name))]
+    return [f"--{name}={value}", *kept]
+
+
+def reinit_argvs(argv: list[str]) -> list[list[str]]:
+    """The test's ``cleanup`` then ``prepare`` with argv's options: its tables made again."""
+    parsed = parse_sysbench_args(argv)
+    if parsed.error or parsed.test is None or parsed.command is None:
+        return []
+    out = []
+    for command in ("cleanup", "prepare"):
+        replaced, done = [], False
+        for a in argv:
+            if not done and not a.startswith("--") and a == parsed.command:
+                replaced.append(command)
+                done = True
+            else:
+                replaced.append(a)
+        out.append(replaced)
+    return out

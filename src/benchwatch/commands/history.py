@@ -1,0 +1,156 @@
+"""``benchwatch history`` (workloads, a workload's runs and change points, CI's verdict) and
+``benchwatch annotate`` (an external event, for "what changed" and the dashboards)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from benchwatch.commands import Context, command
+from benchwatch.record.outcome import METRICS
+
+
+def _history_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", nargs="*", metavar="WORKLOAD",
+                   help="a workload (its id, its name or any run id of it); 'accept RUN_ID' accepts a change as the new "
+                   "baseline; none: list the workloads")
+    p.add_argument("--workload", help="the workload, as WORKLOAD")
+    p.add_argument("--metric", choices=sorted(METRICS), default="tps", help="the figure followed (default tps)")
+    p.add_argument("--json", action="store_true", help="as JSON on stdout")
+    p.add_argument("--name", help="give the workload this name (usable as WORKLOAD from then on)")
+    p.add_argument("--fail-on-regression", type=float, metavar="PCT",
+                   help="exit 1, saying why, when the latest change point is a regression of more than PCT percent, "
+                   "or the latest --recent runs are worse than those before them by more than PCT percent")
+    p.add_argument("--recent", type=int, default=3, metavar="K",
+                   help="with --fail-on-regression: how many latest runs to compare with those before them (default 3)")
+
+
+@command("history", help="runs of one workload over time: change points, what changed, regressions for CI",
+         arguments=_history_arguments)
+def cmd_history(ctx: Context) -> int:
+    from benchwatch.history import events, report, series
+
+    args, say = ctx.args, ctx.say
+    stack = ctx.stack
+    hist = report.History.of_state(stack.cfg.state_dir, stack.cfg.runs_dir)
+    target = list(args.target)
+    if target[:1] == ["accept"]:
+        return _accept(ctx, hist, target[1:])
+    if args.workload:
+        target = [args.workload, *target]
+    if len(target) > 1:
+        say(f"one workload at a time: got {' '.join(target)}")
+        return 2
+    if args.recent < 1:
+        say("--recent must be 1 or more")
+        return 2
+    try:
+        entries = hist.entries()
+        if not target:
+            if args.name:
+                say("--name names a workload: give it (benchwatch history WORKLOAD --name NAME)")
+                return 2
+            listing = hist.workloads(entries)
+            if args.json:
+                print(json.dumps({"workloads": listing}, indent=2), file=ctx.stdout)
+            else:
+                _print_workloads(ctx, listing)
+            return 0
+        wid = hist.resolve(target[0], entries)
+        if wid is None:
+            say(f"no workload or run {target[0]!r} in {stack.cfg.runs_dir} (benchwatch history lists the workloads)")
+            return 2
+        if args.name:
+            events.name(hist.hdir, wid, args.name)
+            say(f"workload {wid} is named {args.name}")
+        result = report.series(hist, wid, args.metric, entries)
+        if not result["runs"]:
+            say(f"no run of workload {wid} has {args.metric}" + (
+                " (latency percentiles need pgbench's per-transaction log: benchwatch run --latency-log)"
+                if args.metric.startswith("latency_p") else ""))
+    except ValueError as e:  # a damaged names.json or accepted.json
+        say(str(e))
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=2), file=ctx.stdout)
+    else:
+        _print_series(ctx, result)
+    if stack.healthy("prometheus"):  # the History dashboard's series (and the annotations, sent again)
+        error = series.send(stack.cfg.remote_write_url, series.history_samples(result)
+                            + series.annotation_samples(events.read_annotations(hist.hdir)))
+        if error:
+            say(f"{error}: the History dashboard does not show this yet")
+    if args.fail_on_regression is not None:
+        why = report.regression(result, args.fail_on_regression, args.recent)
+        if why:
+            say(why)
+            return 1
+        say(f"no regression of more than {args.fail_on_regression:g} % in {args.metric} "
+            f"({len(result['runs'])} runs, {len(result['change_points'])} change points)")
+    return 0
+
+
+def _accept(ctx: Context, hist, rest: list[str]) -> int:
+    from benchwatch.history import events
+
+    if len(rest) != 1:
+        ctx.say("usage: benchwatch history accept RUN_ID")
+        return 2
+    entries = hist.entries()
+    run = next((e for e in entries if e.run_id == rest[0]), None)
+    if run is None:
+        ctx.say(f"no run {rest[0]!r} in {hist.runs_dir}")
+        return 2
+    events.accept(hist.hdir, run.workload, run.run_id)
+    ctx.say(f"run {run.run_id} accepted as the new baseline of workload {run.workload}: "
+            "--fail-on-regression no longer fails on changes up to it")
+    return 0
+
+
+def _print_workloads(ctx: Context, listing: list[dict]) -> None:
+    if not listing:
+        ctx.say("no runs yet")
+        return
+    for w in listing:
+        name = f" ({w['name']})" if w["name"] else ""
+        print(f"{w['workload']}{name}: {w['runs']} runs, {w['first']} .. {w['last']}: {w['description']}", file=ctx.stdout)
+
+
+def _print_series(ctx: Context, result: dict) -> None:
+    from benchwatch.history import report
+
+    print(f"{result['workload']}: {result['description'] or ''}", file=ctx.stdout)
+    starts = {cp["index"]: cp for cp in result["change_points"]}
+    for i, r in enumerate(result["runs"]):
+        if i in starts:
+            print(f"  --- {report.describe_change(result['metric'], starts[i])}", file=ctx.stdout)
+        print(f"  {r['started_at']}  {r['run_id']}  {result['metric']} {r['value']:.6g}", file=ctx.stdout)
+    if not result["change_points"]:
+        print(f"  no change point in {len(result['runs'])} runs", file=ctx.stdout)
+
+
+def _annotate_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("text", help="what happened (a deploy, a remount, a firmware update)")
+    p.add_argument("--run", metavar="RUN_ID", help="the run it concerns")
+
+
+@command("annotate", help="record an external event at now, for history's what-changed and the dashboards",
+         arguments=_annotate_arguments)
+def cmd_annotate(ctx: Context) -> int:
+    from benchwatch.history import events, series
+
+    args = ctx.args
+    stack = ctx.stack
+    if not args.text.strip():
+        ctx.say("an annotation needs some text")
+        return 2
+    event = events.annotate(events.history_dir(stack.cfg.state_dir), args.text, args.run)
+    ctx.say(f"annotation recorded at {event['at']:.3f}")
+    if not stack.healthy("prometheus"):
+        ctx.say("not on the dashboards yet: the stack's Prometheus is not running (kept; benchwatch history "
+                "WORKLOAD sends it once it is)")
+        return 0
+    error = series.send_annotation(stack.cfg.remote_write_url, event)
+    if error:
+        ctx.say(f"not on the dashboards yet: {error} (kept; benchwatch history sends it again)")
+    return 0

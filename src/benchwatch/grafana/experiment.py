@@ -1,0 +1,79 @@
+"""The "Experiment" dashboard: an experiment's report (benchwatch sweep, then report, which writes the
+series of benchwatch.experiment.series) as Grafana shows it, picked by the experiment variable: TPS per
+cell and variant with its 95 % interval, and each variant against the baseline with its verdict."""
+
+from __future__ import annotations
+
+from grafana_foundation_sdk.builders import barchart as barchart_b
+from grafana_foundation_sdk.builders import common as common_b
+from grafana_foundation_sdk.builders import dashboard as dash_b
+from grafana_foundation_sdk.builders import table as table_b
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as dash_m
+
+from benchwatch.grafana import panels as P
+from benchwatch.grafana.panels import DS, Layout
+
+EXPERIMENT = ("benchwatch-experiment", "experiment.json", "Experiment")
+SEL = 'experiment="$experiment"'
+
+
+def _last(metric: str) -> str:
+    # The newest report of the experiment within the dashboard's range.
+    return f"last_over_time({metric}{{{SEL}}}[$__range])"
+
+
+def experiment_variable() -> dash_b.QueryVariable:
+    query = "label_values(benchwatch_experiment_tps_median, experiment)"
+    return (dash_b.QueryVariable("experiment").label("Experiment").datasource(DS)
+            .description("The sweep (benchwatch sweep --name NAME) whose latest report (benchwatch report NAME) to show.")
+            .query({"query": query, "refId": "experiment"}).regex("")
+            .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.ALPHABETICAL_ASC)
+            .hide(dash_m.VariableHide.DONT_HIDE).multi(False).include_all(False).options([]))
+
+
+def _table(L: Layout, title: str, description: str, columns: list[tuple[str, str]], w: int = 24,
+           h: int = 9) -> table_b.Panel:
+    """One instant query per column (metric, its header), merged on their labels into one row per series."""
+    queries = [P.query(_last(metric), instant=True, fmt="table") for metric, _ in columns]
+    rename = {f"Value #{chr(ord('A') + i)}": header for i, (_, header) in enumerate(columns)}
+    return (table_b.Panel().id(L.take_id()).title(title).description(description).unit("short").datasource(DS)
+            .grid_pos(L.place(w, h)).targets(P._queries(queries)).show_header(True)
+            .with_transformation(dash_m.DataTransformerConfig(id_val="merge", options={}))
+            .with_transformation(dash_m.DataTransformerConfig(id_val="organize", options={
+                "excludeByName": {"Time": True, "__name__": True, "experiment": True}, "renameByName": rename})))
+
+
+def experiment_dashboard() -> dict:
+    L = Layout()
+    chart = (barchart_b.Panel().id(L.take_id()).title("TPS per cell and variant (median of the runs)")
+             .description("Each variant's median TPS in each cell of the experiment (clients, scale, --arg values), "
+                          "side by side; the 95 % intervals are in the table below. From the latest benchwatch report.")
+             .unit("reqps").datasource(DS).grid_pos(L.place(24, 10))
+             .targets(P._queries([P.query(_last("benchwatch_experiment_tps_median"), instant=True, fmt="table")]))
+             .with_transformation(dash_m.DataTransformerConfig(id_val="groupingToMatrix", options={
+                 "columnField": "variant", "rowField": "cell", "valueField": "Value"}))
+             .x_field("cell\\variant").show_value(common.VisibilityMode.AUTO).min(0)
+             .legend(common_b.VizLegendOptions().display_mode(common.LegendDisplayMode.LIST)
+                     .placement(common.LegendPlacement.BOTTOM).show_legend(True)))
+    L.new_row()
+    cells = _table(L, "Cells: median TPS, 95 % interval, runs", "Per variant and cell: the median TPS of its runs, "
+                   "the 95 % interval (Student's t), the runs that count (n) and the median of their average latency.",
+                   [("benchwatch_experiment_tps_median", "TPS median"), ("benchwatch_experiment_tps_ci_low", "95 % low"),
+                    ("benchwatch_experiment_tps_ci_high", "95 % high"), ("benchwatch_experiment_runs", "n"),
+                    ("benchwatch_experiment_latency_avg_seconds_median", "latency avg s")])
+    L.new_row()
+    diffs = _table(L, "Against the baseline: ratio and verdict", "Each variant's TPS over the baseline's in each cell "
+                   "(geometric means) with its 95 % interval, and the verdict of Welch's t on the logs, Holm-adjusted "
+                   "across the report, ignoring changes below --min-effect: 1 faster, -1 slower, 0 no difference shown.",
+                   [("benchwatch_experiment_tps_ratio", "ratio"), ("benchwatch_experiment_tps_ratio_ci_low", "95 % low"),
+                    ("benchwatch_experiment_tps_ratio_ci_high", "95 % high"), ("benchwatch_experiment_verdict", "verdict")])
+    uid, _, title = EXPERIMENT
+    return _dashboard(uid, title, "An experiment's report (benchwatch sweep, benchwatch report NAME): TPS per cell "
+                       "and variant with 95 % intervals, and each variant against the baseline.", [chart, cells, diffs])
+
+
+def _dashboard(uid: str, title: str, description: str, items: list) -> dict:
+    from benchwatch.grafana.dashboards import dashboard, datasource_variable
+
+    return dashboard(uid, title, description, items, [datasource_variable(), experiment_variable()], [])

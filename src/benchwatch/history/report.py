@@ -1,0 +1,161 @@
+"""``benchwatch history``'s answers: the workloads, one workload's series with its change points, and
+whether CI should fail (``--fail-on-regression``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from benchwatch.history import changed, changepoints, events, workload
+from benchwatch.history.index import Entry, Index, by_workload
+from benchwatch.record import outcome, rundir
+
+RECENT = 3             # --recent: the latest runs compared with those before them
+RECENT_ALPHA = 0.05    # how sure that comparison must be before it fails CI
+
+
+def when(epoch: float | None) -> str | None:
+    if epoch is None:
+        return None
+    return dt.datetime.fromtimestamp(epoch, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class History:
+    """The runs of one state directory, as history sees them."""
+
+    runs_dir: str
+    hdir: str
+
+    @classmethod
+    def of_state(cls, state_dir: str, runs_dir: str) -> History:
+        return cls(runs_dir, events.history_dir(state_dir))
+
+    def entries(self) -> list[Entry]:
+        return Index(self.runs_dir, self.hdir).entries()
+
+    def workloads(self, entries: list[Entry] | None = None) -> list[dict[str, Any]]:
+        """``history --json``'s list: each workload with its number of runs and date range."""
+        named = {w: n for n, w in events.names(self.hdir).items()}
+        out = []
+        for wid, runs in by_workload(self.entries() if entries is None else entries).items():
+            starts = [e.started_at for e in runs if e.started_at is not None]
+            out.append({"workload": wid, "runs": len(runs), "first": when(min(starts) if starts else None),
+                        "last": when(max(starts) if starts else None), "name": named.get(wid),
+                        "description": workload.describe(runs[0].key), "key": runs[0].key,
+                        "latest_run": runs[-1].run_id})
+        return sorted(out, key=lambda w: (w["last"] or "", w["workload"]), reverse=True)
+
+    def resolve(self, given: str, entries: list[Entry]) -> str | None:
+        """A workload from its name, its id or the id of any of its runs."""
+        named = events.names(self.hdir)
+        if given in named:
+            return named[given]
+        ids = {e.workload for e in entries}
+        if given in ids:
+            return given
+        return next((e.workload for e in entries if e.run_id == given), None)
+
+
+def _meta(runs_dir: str, run_id: str) -> dict[str, Any]:
+    try:
+        return rundir.RunDir(os.path.join(runs_dir, run_id)).read_meta()
+    except rundir.CorruptMeta:
+        return {}
+
+
+def series(history: History, wid: str, metric: str, entries: list[Entry]) -> dict[str, Any]:
+    """``history WORKLOAD --json``: the runs in time order with the metric, the change points found, and
+    what changed at each. Runs without the metric (cut short, still running) are left out."""
+    runs = [e for e in entries if e.workload == wid and e.state != rundir.RUNNING and e.value(metric) is not None]
+    values = [float(e.value(metric)) for e in runs]  # type: ignore[arg-type]
+    direction = outcome.METRICS[metric][1]
+    baseline = _baseline(history, wid, runs)
+    notes = events.read_annotations(history.hdir)
+    cps = []
+    for cp in changepoints.detect(values):
+        before, after = _meta(history.runs_dir, runs[cp.index - 1].run_id), _meta(history.runs_dir, runs[cp.index].run_id)
+        what = changed.diff(before, after)
+        said = changed.between(notes, {**before, "started_at": runs[cp.index - 1].started_at},
+                               {**after, "run_id": runs[cp.index].run_id, "started_at": runs[cp.index].started_at})
+        if said:
+            what["annotations"] = [None, said]
+        cps.append({"run_id": runs[cp.index].run_id, "index": cp.index, "step_pct": round(cp.step_pct, 3),
+                    "step_ci": [round(cp.step_ci[0], 3), round(cp.step_ci[1], 3)], "p_value": cp.p_value,
+                    "verdict": "regression" if cp.step_pct * direction < 0 else "improvement", "changed": what,
+                    "before": cp.mean_before, "after": cp.mean_after,
+                    "confidence": changepoints.CONFIDENCE, "accepted": baseline is not None and cp.index <= baseline})
+    return {"workload": wid, "metric": metric,
+            "runs": [{"run_id": e.run_id, "started_at": when(e.started_at), "value": v} for e, v in zip(runs, values, strict=True)],
+            "change_points": cps, "name": next((n for n, w in events.names(history.hdir).items() if w == wid), None),
+            "description": workload.describe(runs[0].key) if runs else None,
+            "baseline": runs[baseline].run_id if baseline is not None else None,
+            "method": {"change_points": "ruptures Binseg (l2 on ranks) + scipy permutation test", "alpha": changepoints.ALPHA,
+                       "min_runs": changepoints.MIN_RUNS, "window": changepoints.WINDOW}}
+
+
+def _baseline(history: History, wid: str, runs: list[Entry]) -> int | None:
+    """Index of the newest accepted run of the workload."""
+    ok = set(events.accepted(history.hdir).get(wid, []))
+    found = [i for i, e in enumerate(runs) if e.run_id in ok]
+    return found[-1] if found else None
+
+
+def describe_change(metric: str, cp: dict[str, Any]) -> str:
+    """"tps -12.0 % (95 % CI -13.1 … -10.9 %, p = 0.0005) from run X; between the runs: server_version 17.2 → 17.3"."""
+    lo, hi = cp["step_ci"]
+    text = (f"{metric} {cp['step_pct']:+.1f} % ({round(cp['confidence'] * 100)} % CI {lo:+.1f} … {hi:+.1f} %, "
+            f"p = {cp['p_value']:.2g}) from run {cp['run_id']}, a {cp['verdict']}")
+    if cp["changed"]:
+        text += "; between the runs: " + ", ".join(
+            f"{k} {_short(v[0])} → {_short(v[1])}" for k, v in cp["changed"].items())
+    else:
+        text += "; nothing recorded differs between the runs"
+    return text
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, list):
+        return "; ".join(str(v) for v in value)
+    return "(none)" if value is None else str(value)
+
+
+def regression(report: dict[str, Any], pct: float, recent: int = RECENT) -> str | None:
+    """Why CI should fail, or None: the latest change point is a regression of more than ``pct`` percent
+    (not accepted), or the latest ``recent`` runs are worse than the runs before them (since the latest
+    change point or accepted run) by more than ``pct`` percent, with p < RECENT_ALPHA."""
+    metric = report["metric"]
+    cps = report["change_points"]
+    latest = cps[-1] if cps else None
+    if latest and latest["verdict"] == "regression" and not latest["accepted"] and abs(latest["step_pct"]) > pct:
+        return f"regression of more than {pct:g} %: " + describe_change(metric, latest)
+    values = [r["value"] for r in report["runs"]]
+    n = len(values)
+    if recent < 1 or n - recent < changepoints.MIN_RUNS:
+        return None
+    start = 0
+    for cp in cps:
+        if cp["index"] <= n - recent:
+            start = cp["index"]
+    if report.get("baseline"):
+        start = max(start, next(i for i, r in enumerate(report["runs"]) if r["run_id"] == report["baseline"]))
+    before, after = np.asarray(values[start:n - recent]), np.asarray(values[n - recent:])
+    if len(before) < changepoints.MIN_RUNS or before.mean() == 0:
+        return None
+    step = (after.mean() / before.mean() - 1) * 100
+    direction = outcome.METRICS[metric][1]
+    if step * direction >= 0 or abs(step) <= pct:
+        return None
+    res = stats.permutation_test((before, after), lambda a, b, axis=-1: np.mean(b, axis=axis) - np.mean(a, axis=axis),
+                                 vectorized=True, n_resamples=9999, alternative="less" if direction > 0 else "greater",
+                                 rng=np.random.default_rng(changepoints.SEED))
+    if res.pvalue >= RECENT_ALPHA:
+        return None
+    return (f"regression of more than {pct:g} %: the latest {recent} runs' {metric} is {step:+.1f} % against the "
+            f"{len(before)} runs before them (from run {report['runs'][start]['run_id']}; permutation test "
+            f"p = {res.pvalue:.2g})")

@@ -1,0 +1,192 @@
+"""What a run achieved, kept in its run directory when it ends: ``summary.json``.
+
+One home for a run's result figures: ``run``, ``attach`` and ``import`` write it
+(:func:`save`), and whatever compares runs (``history``, sweeps) reads it back
+with :func:`outcome` — per-run TPS is ``outcome(run)["tps"]``. The figures come
+from the run's raw output through the same run model the exporter uses
+(benchwatch.model.replay), so they are the figures Prometheus got; a run
+directory from before summary.json existed gets them the same way when asked.
+
+Layout (``version`` 1)::
+
+    {"version": 1, "tps": 1234.5, "tps_source": "summary",
+     "latency_avg_s": 0.0081, "latency_p50_s": null, "latency_p95_s": 0.012, "latency_p99_s": null,
+     "percentile_source": "sysbench summary (95th percentile)",
+     "progress_lines": 60, "tool_summary": {...the tool's own summary figures...}}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import statistics
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from benchwatch import loadgens
+from benchwatch.model import replay
+from benchwatch.model.histogram import histogram_quantile
+from benchwatch.model.run import RunModel
+from benchwatch.model.samples import Sample
+from benchwatch.record import rundir
+
+SUMMARY = "summary.json"
+VERSION = 1
+
+# The figures a history can follow: name -> (summary.json key, +1 higher is better / -1 lower is better).
+METRICS: dict[str, tuple[str, int]] = {
+    "tps": ("tps", +1),
+    "latency_avg": ("latency_avg_s", -1),
+    "latency_p50": ("latency_p50_s", -1),
+    "latency_p95": ("latency_p95_s", -1),
+    "latency_p99": ("latency_p99_s", -1),
+}
+
+_PERCENTILES = (("latency_p50_s", 0.5), ("latency_p95_s", 0.95), ("latency_p99_s", 0.99))
+
+
+def _figure(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _progress_tps(samples: list[Sample]) -> list[float]:
+    return [s.value for s in samples if s.name == "benchmark_progress_tps" and math.isfinite(s.value)]
+
+
+def _latency_log_percentiles(run: rundir.RunDir, meta: Mapping[str, Any]) -> dict[str, float | None]:
+    """p50/p95/p99 from the tool's per-transaction log (pgbench -l, ``run --latency-log``), through the reader
+    the exporter follows it with, as the dashboards compute them (histogram_quantile of the final buckets)."""
+    prefix = meta.get("txlog_prefix")
+    generator = loadgens.by_name(meta.get("tool"))
+    reader = generator.latency_log_reader(run.run_id)
+    if not isinstance(prefix, str) or reader is None:
+        return {}
+    base = os.path.basename(prefix)
+    files = sorted(os.path.join(run.path, n) for n in os.listdir(run.path) if generator.latency_log_file(base, n))
+    if not files:
+        return {}
+    for path in files:
+        reader.expect(path)
+    for path in files:
+        with open(path, "rb") as f:
+            reader.feed(path, f.read())
+    buckets: dict[float, float] = {}
+    for s in reader.samples(final=True):
+        if s.name == "benchmark_latency_seconds_bucket":
+            buckets[float(dict(s.labels)["le"])] = s.value  # cumulative: a bucket's last sample is its total
+    pairs = sorted(buckets.items())
+    return {key: histogram_quantile(q, pairs) for key, q in _PERCENTILES} if pairs else {}
+
+
+def summarize(model: RunModel, samples: list[Sample], extra: Mapping[str, float | None] | None = None,
+              percentile_source: str | None = None) -> dict[str, Any]:
+    """summary.json's object for a run read by ``model`` (its samples: the progress TPS when the tool printed
+    no summary, a run cut short)."""
+    tool = {k: v for k, v in model.summary.items() if not k.startswith("_")}
+    tps = _figure(tool.get("tps"))
+    tps_source = "summary" if tps is not None else None
+    if tps is None:
+        progress = _progress_tps(samples)
+        if progress:
+            tps, tps_source = statistics.fmean(progress), "mean of the progress lines (no summary)"
+    out: dict[str, Any] = {"version": VERSION, "tool": model.tool, "tps": tps, "tps_source": tps_source,
+                           "latency_avg_s": _figure(tool.get("latency_avg_s"))}
+    out.update({key: None for key, _ in _PERCENTILES})
+    source = None
+    # sysbench prints one percentile of its choosing (--percentile, 95 by default)
+    pct, value = _figure(tool.get("percentile")), _figure(tool.get("latency_percentile_s"))
+    if pct is not None and value is not None:
+        key = {50.0: "latency_p50_s", 95.0: "latency_p95_s", 99.0: "latency_p99_s"}.get(pct)
+        if key:
+            out[key], source = value, f"{model.tool} summary ({pct:g}th percentile)"
+    for key in ("latency_p50_s", "latency_p95_s", "latency_p99_s"):  # go-tpc's summary, all types together
+        if out[key] is None and _figure(tool.get(key)) is not None:
+            out[key], source = _figure(tool.get(key)), f"{model.tool} summary"
+    for key, value in (extra or {}).items():
+        if out.get(key) is None and value is not None:
+            out[key], source = value, percentile_source
+    out["percentile_source"] = source
+    out["progress_lines"] = model.progress_lines
+    out["tool_summary"] = {k: v for k, v in tool.items() if isinstance(v, (str, int, float, bool)) or v is None}
+    return out
+
+
+def write(run: rundir.RunDir, summary: Mapping[str, Any]) -> None:
+    """summary.json, replaced atomically (a reader never sees half of it)."""
+    tmp = run.file(SUMMARY + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(summary, f, indent=2, sort_keys=True, allow_nan=False, default=str)
+        f.write("\n")
+    os.replace(tmp, run.file(SUMMARY))
+
+
+def compute(run: rundir.RunDir, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A finished run's summary from its raw output (no file written)."""
+    meta = run.read_meta() if meta is None else meta
+    model, samples = replay.replay_run_dir_model(run.path, meta)
+    extra: dict[str, float | None] = {}
+    try:
+        extra = _latency_log_percentiles(run, meta)
+    except (OSError, ValueError):
+        extra = {}
+    return summarize(model, samples, extra, "pgbench -l per-transaction log (histogram)" if extra else None)
+
+
+def save(run: rundir.RunDir, meta: Mapping[str, Any] | None = None,
+         notice: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+    """Compute and keep the summary of a run that just ended; None (and nothing written) when it cannot be
+    read, said through ``notice``.
+
+    Best effort by design, whatever goes wrong: the run is over and its exit code must not change for this;
+    its raw output is the record, and :func:`outcome` computes the summary again from it when summary.json
+    is missing."""
+    try:
+        summary = compute(run, meta)
+        write(run, summary)
+    except Exception as e:  # any: see above, never the run's end
+        if notice:
+            notice(f"{run.file(SUMMARY)} not written ({type(e).__name__}: {e}); history reads the raw output instead")
+        return None
+    return summary
+
+
+def keep(run: rundir.RunDir, summary: Mapping[str, Any], notice: Callable[[str], None] | None = None) -> bool:
+    """:func:`write`, a failure said through ``notice`` instead of raised (an import goes on with its next run)."""
+    try:
+        write(run, summary)
+    except (OSError, ValueError) as e:
+        if notice:
+            notice(f"{run.file(SUMMARY)} not written: {e}")
+        return False
+    return True
+
+
+def read(run: rundir.RunDir) -> dict[str, Any] | None:
+    """summary.json as saved; None when there is none (or it is damaged)."""
+    try:
+        with open(run.file(SUMMARY), "rb") as f:
+            data = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def outcome(run: rundir.RunDir) -> dict[str, Any]:
+    """The run's result figures: summary.json, or for a run recorded before it existed, computed from its raw
+    output ({} when neither can be read)."""
+    saved = read(run)
+    if saved is not None:
+        return saved
+    try:
+        return compute(run)
+    except (OSError, ValueError, rundir.CorruptMeta):
+        return {}
+
+
+def value(summary: Mapping[str, Any], metric: str) -> float | None:
+    """One metric (a :data:`METRICS` name) of a run's summary."""
+    key, _ = METRICS[metric]
+    return _figure(summary.get(key))

@@ -1,0 +1,161 @@
+"""An experiment's report as a share bundle (``benchwatch report NAME``): index.html, a PNG of TPS against
+the swept value per variant with the 95 % intervals, Markdown to paste into a mailing-list post, CSV and
+the JSON of ``report --json``; packed as a .tar.gz beside the directory, like ``compare``."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html as htmllib
+import json
+import os
+import shutil
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+from benchwatch.share import bundle, html, png
+from benchwatch.share.summary import md_table
+
+
+def _axis(model: dict[str, Any]) -> tuple[str, list[tuple[str, float]]]:
+    """What the x axis sweeps ("clients", "scale" or the cell) and each cell's position on it."""
+    cells = [c for c in model["cells"] if c["variant"] == model["baseline"]]
+    if any(c["clients"] is not None for c in cells) and len({c["clients"] for c in cells}) > 1:
+        key = "clients"
+    elif any(c["scale"] is not None for c in cells) and len({c["scale"] for c in cells}) > 1:
+        key = "scale"
+    else:
+        return "cell", [(c["cell"], float(i)) for i, c in enumerate(cells)]
+    return key, [(c["cell"], float(c[key])) for c in cells]
+
+
+def _fmt(x: float | None, digits: int = 1) -> str:
+    return "-" if x is None else f"{x:,.{digits}f}"
+
+
+def _ci(p: list[float] | None, digits: int = 1) -> str:
+    return "-" if not p else f"{_fmt(p[0], digits)} – {_fmt(p[1], digits)}"
+
+
+def _ratio(d: dict[str, Any]) -> str:
+    if d.get("ratio") is None:
+        return "-"
+    ci = d.get("ratio_ci")
+    return f"{d['ratio']:.3f}" + (f" ({ci[0]:.3f} – {ci[1]:.3f})" if ci else "")
+
+
+def tables(model: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    cells = [[c["variant"], c["cell"], str(c["n"]), _fmt(c["tps_median"]), _ci(c["tps_ci"]),
+              _fmt(c["latency_avg_ms_median"], 3), _ci(c["latency_avg_ms_ci"], 3)] for c in model["cells"]]
+    diffs = []
+    for d in model["differences"]:
+        note = d.get("note") or ""
+        if d["verdict"] == "no difference shown" and d.get("repeats_needed"):
+            note = f"{d['repeats_needed']} repeats per variant would show a change of this size"
+        lat = d["latency"]["avg"]
+        diffs.append([d["variant"], d["cell"], _ratio(d), d["verdict"], _ratio(lat), lat["verdict"], note])
+    why = [[d["variant"], d["cell"], w["signal"], f"{w['baseline']:g}", f"{w['variant']:g}",
+            "-" if w.get("change") is None else f"{w['change'] * 100:+.0f} %", w.get("unit") or ""]
+           for d in model["differences"] for w in d.get("why") or []]
+    out = [("TPS and latency per variant and cell (median, 95 % interval, n runs)",
+            ["variant", "cell", "n", "TPS", "TPS 95 %", "latency avg ms", "latency 95 %"], cells),
+           (f"Against {model['baseline']} ({model['test']}; --min-effect {model['min_effect_pct']:g} %)",
+            ["variant", "cell", "TPS ratio (95 %)", "verdict", "latency ratio (95 %)", "latency", "note"], diffs)]
+    if why:
+        out.append(("Why: server-side evidence where the variants differ, ranked",
+                    ["variant", "cell", "signal", model["baseline"], "variant's", "change", "unit"], why))
+    return out
+
+
+def chart_png(model: dict[str, Any], path: str) -> str:
+    key, positions = _axis(model)
+    where = dict(positions)
+    fig, ax = plt.subplots(figsize=(1000 / png.DPI, 480 / png.DPI), dpi=png.DPI)
+    top = 1.0
+    for i, v in enumerate(model["variants"]):
+        pts = sorted((where[c["cell"]], c["tps_median"], c["tps_ci"]) for c in model["cells"]
+                     if c["variant"] == v["name"] and c["tps_median"] is not None)
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        ys = [p[1] for p in pts]
+        lo = [max(0.0, p[1] - p[2][0]) if p[2] else 0.0 for p in pts]
+        hi = [max(0.0, p[2][1] - p[1]) if p[2] else 0.0 for p in pts]
+        ax.errorbar(xs, ys, yerr=[lo, hi], marker="o", lw=1.5, capsize=4, color=png.COLORS[i % len(png.COLORS)],
+                    label=v["name"])
+        top = max([top] + [p[1] + h for p, h in zip(pts, hi)])
+    if key == "cell":
+        ax.set_xticks([p for _, p in positions], [n for n, _ in positions])
+    else:
+        xs = sorted({p for _, p in positions})
+        if len(xs) > 2 and xs[0] > 0 and xs[-1] / xs[0] >= 8:
+            ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [f"{x:g}" for x in xs])
+    ax.set_ylim(0, top * 1.1)
+    ax.set_xlabel(key)
+    ax.set_ylabel("TPS (median of runs, bars: 95 % interval)")
+    ax.set_title(f"sweep {model['sweep']}: TPS by {key} per variant", loc="left")
+    ax.legend(loc="best", fontsize=9, framealpha=0.9)
+    fig.tight_layout()
+    return png._save(fig, path)
+
+
+def markdown(model: dict[str, Any], picture: str) -> str:
+    lines = [f"# sweep {model['sweep']}", "",
+             f"`{' '.join(model['argv'])}` on {model['engine']}; {model['runs']['done']} of {model['runs']['planned']} "
+             f"runs, {model['repeat']} rounds, order {model['order']}" + (f" (seed {model['seed']})" if model['order'] == 'interleaved' else "")
+             + f"; before each run: {', '.join(model['between_runs']) or 'nothing'}.", "",
+             "Variants: " + "; ".join(f"**{v['name']}** ({v['what']}"
+                                      + (f", server {', '.join(v['server_versions'])}" if v['server_versions'] else "") + ")"
+                                      for v in model["variants"]), "",
+             f"![TPS per variant]({picture})", ""]
+    for title, header, rows in tables(model):
+        lines += [f"## {title}", "", md_table(header, rows), ""]
+    for d in model["differences"]:
+        if d.get("why_text"):
+            lines.append(f"- {d['why_text']}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None = None) -> list[str]:
+    """The bundle's directory and its .tar.gz."""
+    if os.path.exists(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)  # and its parents: <state dir>/shares/ on a first report
+    key, _ = _axis(model)
+    picture = chart_png(model, os.path.join(out_dir, f"tps-by-{bundle.slug(key)}.png"))
+    with open(os.path.join(out_dir, "report.md"), "w", encoding="utf-8") as f:
+        f.write(markdown(model, os.path.basename(picture)))
+    with open(os.path.join(out_dir, "report.json"), "w", encoding="utf-8") as f:
+        json.dump(model, f, indent=1)
+        f.write("\n")
+    with open(os.path.join(out_dir, "cells.csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["variant", "clients", "scale", "cell", "n", "tps_median", "tps_ci_lo", "tps_ci_hi",
+                    "latency_avg_ms_median", "run_ids"])
+        for c in model["cells"]:
+            ci = c["tps_ci"] or [None, None]
+            w.writerow([c["variant"], c["clients"], c["scale"], c["cell"], c["n"], c["tps_median"], ci[0], ci[1],
+                        c["latency_avg_ms_median"], " ".join(c["run_ids"])])
+    with open(os.path.join(out_dir, "differences.csv"), "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["variant", "clients", "scale", "cell", "ratio", "ratio_ci_lo", "ratio_ci_hi", "verdict",
+                    "p_adjusted", "repeats_needed"])
+        for d in model["differences"]:
+            ci = d["ratio_ci"] or [None, None]
+            w.writerow([d["variant"], d["clients"], d["scale"], d["cell"], d["ratio"], ci[0], ci[1], d["verdict"],
+                        d["p_adjusted"], d["repeats_needed"]])
+    with open(picture, "rb") as f:
+        image = base64.b64encode(f.read()).decode()
+    header = (f"<header><h1>sweep {htmllib.escape(model['sweep'])}</h1><p>{htmllib.escape(' '.join(model['argv']))}"
+              f" — baseline {htmllib.escape(model['baseline'])}</p>"
+              f'<img alt="TPS per variant" style="max-width:100%" src="data:image/png;base64,{image}"></header>')
+    with open(os.path.join(out_dir, "index.html"), "w", encoding="utf-8") as f:
+        f.write(html.page(f"sweep {model['sweep']}", header, {"panels": [], "zoomMode": "seconds"},
+                          html.tables_html(tables(model))))
+    bundle.check_secrets(out_dir, secrets or [])
+    return [out_dir, bundle.pack(out_dir)]

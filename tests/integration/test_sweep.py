@@ -1,0 +1,245 @@
+"""benchwatch sweep and report on a real PostgreSQL 15 stack: the false-alarm check (A/A), a known effect
+(synchronous_commit on against off, with its why), resume after SIGKILL, bad input refused before any run,
+the report's bundle. One stack for the module, short runs (pgbench -T 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from benchwatch.query import grafana as gq
+from benchwatch.query.prometheus import query
+from benchwatch.util.processes import wait_until
+from tests.helpers import throwaway
+from tests.helpers.tools import other_postgres_bindir
+
+SHORT = ["-T", "3"]
+
+
+@pytest.fixture(scope="module")
+def live():
+    stack = throwaway.start(scale=2)
+    try:
+        yield stack
+    finally:
+        left = stack.close()
+        assert not left, f"still running after down: {left}"
+
+
+def sweep(live, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return live.benchwatch("sweep", *args, timeout=timeout)
+
+
+def report(live, name: str) -> dict:
+    r = live.benchwatch("report", name, "--json", timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    return json.loads(r.stdout)
+
+
+def runs(live) -> set[str]:
+    path = os.path.join(live.state_dir, "runs")
+    return set(os.listdir(path)) if os.path.isdir(path) else set()
+
+
+def events(live, name: str) -> list[dict]:
+    with open(os.path.join(live.state_dir, "sweeps", name, "state.jsonl")) as f:
+        return [json.loads(line) for line in f if line.endswith("\n")]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--variant", "A", "--variant", "B:no_such_setting=1", "--", "pgbench", *SHORT],
+     "variant B: unknown setting no_such_setting"),
+    (["--variant", "A", "--variant", "P:bindir=/usr/bin", "--", "pgbench", *SHORT],
+     "variant P: bindir /usr/bin has no postgres"),
+    (["--variant", "A", "--variant", "A:synchronous_commit=off", "--", "pgbench", *SHORT],
+     "variant name 'A' is used twice"),
+    (["--variant", "A", "--clients", "1,2", "--", "pgbench", "-c", "4", *SHORT],
+     "-c/--client is in the pgbench arguments and --clients sets it per cell"),
+])
+def test_bad_input_is_refused_before_any_run(live, args, message):
+    before = runs(live)
+    r = sweep(live, "--name", "bad", *args, timeout=120)
+    assert r.returncode == 2, r.stderr.decode()
+    assert message in r.stderr.decode()
+    assert runs(live) == before
+    assert not os.path.exists(os.path.join(live.state_dir, "sweeps", "bad"))
+
+
+def test_aa_shows_no_difference(live):
+    r = sweep(live, "--name", "aa", "--variant", "A", "--variant", "B", "--clients", "1,2", "--repeat", "3",
+              "--latency-log", "--", "pgbench", "-S", *SHORT)
+    assert r.returncode == 0, r.stderr.decode()
+    err = r.stderr.decode()
+    assert "sweep aa: 12 runs (2 variants x 2 cells x 3 rounds), order interleaved, seed " in err
+    assert "sweep aa: run 1/12 (" in err and " - ETA " in err
+    model = report(live, "aa")
+    assert model["sweep"] == "aa" and model["baseline"] == "A"
+    assert sorted((c["variant"], c["clients"], c["n"]) for c in model["cells"]) == [
+        ("A", 1, 3), ("A", 2, 3), ("B", 1, 3), ("B", 2, 3)]
+    for c in model["cells"]:
+        assert c["scale"] is None
+        assert 0 < c["latency_p95_ms_median"] < 1000  # from each run's pgbench -l log
+        assert c["tps_ci"][0] <= c["tps_median"] <= c["tps_ci"][1]
+        assert len(c["run_ids"]) == 3
+    assert [d["verdict"] for d in model["differences"]] == ["no difference shown"] * 2, model["differences"]
+    assert "Welch" in model["differences"][0]["test"]
+    # Ordinary runs: labelled in Prometheus like any run, with the sweep's labels beside the usual ones.
+    labels = query(live.prometheus, 'count by (variant, cell, repeat) (benchmark_run_info{sweep="aa"})')
+    assert len(labels) == 12
+
+
+def test_synchronous_commit_off_is_faster_and_the_why_names_wal_flushing(live, tmp_path):
+    assert live.psql("SHOW fsync") == "on", "the stack's server runs without fsync: this effect cannot show"
+    # One INSERT per transaction: the commit's WAL flush is most of its cost, so the effect stands out of a
+    # shared machine's noise; 5 rounds give Welch's t the degrees of freedom to show it in every cell.
+    script = tmp_path / "commit.sql"
+    script.write_text("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (1, 1, 1, 1, now());\n")
+    r = sweep(live, "--name", "sync", "--variant", "on", "--variant", "off:synchronous_commit=off",
+              "--clients", "1,4", "--repeat", "5", "--", "pgbench", "-f", str(script), *SHORT)
+    assert r.returncode == 0, r.stderr.decode()
+    assert "variant off: ALTER SYSTEM SET synchronous_commit = 'off'; pg_reload_conf()" in r.stderr.decode()
+    assert live.psql("SHOW synchronous_commit") == "on"  # restored
+    model = report(live, "sync")
+    assert "CHECKPOINT" in model["between_runs"] and "TRUNCATE pgbench_history" in model["between_runs"]
+    assert len(model["differences"]) == 2
+    for d in model["differences"]:
+        assert d["verdict"] == "faster", d
+        assert d["ratio"] > 1 and d["ratio_ci"][0] > 1
+        signals = " | ".join(w["signal"] for w in d["why"])
+        assert "WAL sync" in signals or "WALSync" in signals or "WALWrite" in signals, d["why"]
+        wal = [w for w in d["why"] if w["signal"] in ("WAL syncs per transaction", "WAL sync time per transaction")]
+        assert wal and all(w["variant"] < w["baseline"] for w in wal), d["why"]
+    # The bundle, its paths printed like compare's.
+    r = live.benchwatch("report", "sync", timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    out = os.path.join(live.state_dir, "shares", "sweep-sync")
+    assert r.stdout.decode().split() == [out, out + ".tar.gz"]
+    for name in ("index.html", "report.md", "report.json", "cells.csv", "differences.csv", "tps-by-clients.png"):
+        assert os.path.getsize(os.path.join(out, name)) > 0, name
+    with open(os.path.join(out, "report.md")) as f:
+        assert "| off | clients=4 |" in f.read()
+    # The Experiment dashboard: each of its queries answers for this experiment, from the series the report wrote.
+    with open(os.path.join(throwaway.REPO_ROOT, "dashboards", "experiment.json")) as f:
+        dash = json.load(f)
+    variables = {**gq.default_variables(dash), "experiment": "sync", "datasource": "benchwatch-prometheus"}
+    end = time.time()
+    for q in gq.dashboard_queries(dash):
+        result = gq.run_query(live.prometheus, q, variables, end - 900, end)
+        assert result, f"{q.source}: no data for {gq.expand(q.expr, variables, 900)}"
+        if q.source == "variable experiment":
+            assert "sync" in {r["metric"].get("experiment") for r in result}
+    verdicts = query(live.prometheus, 'last_over_time(benchwatch_experiment_verdict{experiment="sync"}[15m])')
+    assert sorted(float(r["value"][1]) for r in verdicts) == [1.0, 1.0]
+
+
+def test_resume_after_sigkill_runs_only_what_is_missing(live):
+    name = "resume"
+    proc = subprocess.Popen([throwaway.BENCHWATCH, "sweep", "--name", name, "--variant", "A",
+                             "--variant", "B:synchronous_commit=off", "--repeat", "2", "--order", "blocked",
+                             "--", "pgbench", "-S", *SHORT],
+                            env=live.env(), start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    state = os.path.join(live.state_dir, "sweeps", name, "state.jsonl")
+
+    def in_third_run() -> bool:
+        try:
+            with open(state) as f:
+                return any(json.loads(line).get("event") == "started" and json.loads(line).get("index") == 3
+                           for line in f if line.endswith("\n"))
+        except FileNotFoundError:
+            return False
+
+    known = runs(live)
+
+    def third_run_progressing() -> bool:
+        # Into the run, not at its start: its first progress line is saved.
+        if not in_third_run():
+            return False
+        for run_id in runs(live) - known:
+            try:
+                with open(os.path.join(live.state_dir, "runs", run_id, "stderr.log"), "rb") as f:
+                    text = f.read()
+            except FileNotFoundError:
+                continue
+            if b"progress: " in text and run_id not in finished_runs():
+                return True
+        return False
+
+    def finished_runs() -> set[str]:
+        try:
+            return {e.get("run_id") for e in events(live, name) if e["event"] == "finished"}
+        except FileNotFoundError:
+            return set()
+
+    try:
+        assert wait_until(third_run_progressing, 120, interval=0.1), "the sweep never got into its third run"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    before = events(live, name)
+    done_before = {e["index"]: e["run_id"] for e in before if e["event"] == "finished" and e["ok"]}
+    assert sorted(done_before) == [1, 2]
+    # B's settings were applied when the kill came: the resume puts them back first.
+    r = sweep(live, "--resume", name)
+    assert r.returncode == 0, r.stderr.decode()
+    err = r.stderr.decode()
+    assert "run 3 was interrupted: running it again" in err
+    assert "sweep resume: run 1/4" not in err and "sweep resume: run 3/4 (B, round 1)" in err
+    after = events(live, name)
+    done = {}
+    for e in after:
+        if e["event"] == "finished" and e["ok"]:
+            assert e["index"] not in done, f"run {e['index']} counted twice"
+            done[e["index"]] = e["run_id"]
+    assert sorted(done) == [1, 2, 3, 4]
+    assert all(done[i] == done_before[i] for i in done_before)
+    assert sum(1 for e in after if e["event"] == "started" and e["index"] == 3) == 2
+    model = report(live, name)
+    assert sorted(c["n"] for c in model["cells"]) == [2, 2]
+    assert live.psql("SHOW synchronous_commit") == "on"
+
+
+def test_two_real_builds_as_bindir_variants(live):
+    other = other_postgres_bindir()
+    ours = os.path.dirname(live.stack.installed("postgres"))
+    r = sweep(live, "--name", "builds", "--variant", f"pg15:bindir={ours}", "--variant", f"pg16:bindir={other}",
+              "--scale", "1", "--repeat", "2", "--", "pgbench", "-S", *SHORT)
+    assert r.returncode == 0, r.stderr.decode()
+    err = r.stderr.decode()
+    assert f"variant pg16: initdb of {other}" in err
+    assert "debug_assertions" not in err  # release builds: no warning
+    model = report(live, "builds")
+    versions = {v["name"]: v["server_versions"] for v in model["variants"]}
+    assert [v.split(".")[0] for v in versions["pg15"]] == ["15"] and [v.split(".")[0] for v in versions["pg16"]] == ["16"]
+    assert sorted((c["variant"], c["scale"], c["n"]) for c in model["cells"]) == [("pg15", 1, 2), ("pg16", 1, 2)]
+    # Both builds' servers are stopped once the sweep ends.
+    for name in ("pg15", "pg16"):
+        assert not os.path.exists(os.path.join(live.state_dir, "variant-servers", "builds", name, "data", "postmaster.pid"))
+
+
+def test_sysbench_on_mariadb_with_a_settings_variant_and_clients(mariadb_stack):
+    live = mariadb_stack
+    tables = ["--tables=1", "--table-size=2000"]
+    r = live.benchwatch("run", "--", "sysbench", "oltp_write_only", *tables, "prepare", timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    before = live.mariadb("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit")
+    r = live.benchwatch("sweep", "--engine", "mariadb", "--name", "rw", "--variant", "base",
+                        "--variant", "noflush:innodb_flush_log_at_trx_commit=2", "--clients", "1,2", "--repeat", "2",
+                        "--", "sysbench", "oltp_write_only", *tables, "--time=3", "run", timeout=600)
+    assert r.returncode == 0, r.stderr.decode()
+    err = r.stderr.decode()
+    assert "variant noflush: SET GLOBAL innodb_flush_log_at_trx_commit = 2" in err
+    assert "(noflush, 2 clients, round " in err
+    assert live.mariadb("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit") == before
+    model = report(live, "rw")
+    assert model["tool"] == "sysbench" and model["engine"] == "mysql"
+    assert sorted((c["variant"], c["clients"], c["n"]) for c in model["cells"]) == [
+        ("base", 1, 2), ("base", 2, 2), ("noflush", 1, 2), ("noflush", 2, 2)]
+    assert all(c["tps_median"] > 0 and c["latency_p95_ms_median"] > 0 for c in model["cells"])
+    assert {d["verdict"] for d in model["differences"]} <= {"faster", "slower", "no difference shown"}
+    threads = query(live.prometheus, 'count by (threads) (benchmark_run_info{sweep="rw",tool="sysbench"})')
+    assert sorted(t["metric"]["threads"] for t in threads) == ["1", "2"]
