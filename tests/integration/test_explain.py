@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from benchwatch.stack.native import pg_bindir
+from benchwatch.stack.native import StackError, pg_bindir
 from benchwatch.util import processes
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import BENCHWATCH
@@ -29,10 +29,11 @@ RATE = "150"
 class Run:
     """``benchwatch run -- pgbench …`` in the background; the run id from its first message."""
 
-    def __init__(self, live, seconds: int, rate: str | None = RATE, clients: int = 2):
+    def __init__(self, live, seconds: int, rate: str | None = RATE, clients: int = 2, script: str | None = None):
         self.live = live
         self.proc = subprocess.Popen([BENCHWATCH, "run", "--", "pgbench", "-n", "-c", str(clients), "-j", "2", "-P", "1",
-                                      *(["-R", rate] if rate else []), "-T", str(seconds)],
+                                      *(["-R", rate] if rate else []), *(["-f", script] if script else []),
+                                      "-T", str(seconds)],
                                      env=live.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.stderr: list[bytes] = []
         self.run_id = ""
@@ -65,9 +66,10 @@ class Run:
     def wait_lines(self, n: int) -> None:
         assert processes.wait_until(lambda: self.lines() >= n, 40, 0.1), b"".join(self.stderr)
 
-    def finish(self) -> dict:
-        """Waits for the end of the run and for Prometheus to have it; returns `benchwatch explain --json`."""
-        assert self.proc.wait(timeout=120) == 0, b"".join(self.stderr)
+    def finish(self, code: int = 0) -> dict:
+        """Waits for the end of the run (exit ``code``) and for Prometheus to have it; returns
+        `benchwatch explain --json`."""
+        assert self.proc.wait(timeout=120) == code, b"".join(self.stderr)
         prom = self.live.prometheus
         assert processes.wait_until(
             lambda: bool(query(prom, f'benchmark_running{{run_id="{self.run_id}"}} == 0')), 30, 0.2)
@@ -151,6 +153,9 @@ def test_lock_is_named_in_explain_the_alert_and_the_annotation(live_stack):
     dip = dip_over(report, locked, unlocked)
     assert dip["cause"] == "lock", json.dumps(dip, indent=1)
     assert "relation" in dip["evidence"]
+    # The statement that waited (of tpcb-like's five) and the session that held the lock.
+    assert "UPDATE pgbench_branches" in dip["evidence"] and "waited on Lock:relation" in dip["evidence"], dip
+    assert "blocked by a session idle in transaction" in dip["evidence"], dip
     assert named, causes
     # The run dashboard's annotation: the exporter wrote the finished dip with its cause.
     spans = query(live.prometheus, f'benchmark_dip_info{{run_id="{run.run_id}",cause="lock"}}[5m]')
@@ -183,7 +188,12 @@ def test_sigstop_of_pgbench_is_a_client_stall(live_stack):
 
 def restart_postgres(live) -> None:
     live.stack.stop("postgres")
-    live.stack.up()  # starts what is not running: the server alone; the exporters reconnect
+    try:
+        live.stack.up()  # starts what is not running: the server alone; the exporters reconnect
+    except StackError:
+        # The supervisor restarted the server at the same moment, and the postmaster's lock file
+        # refused the second start: the supervisor's server is the one to wait for.
+        assert live.stack.wait_healthy("postgres", 60), live.stack.log_tail("postgres")
 
 
 @pytest.fixture
@@ -278,3 +288,89 @@ def test_steady_run_has_no_dip(live_stack):
     assert report["dips"] == [], json.dumps(report, indent=1)
     text = live_stack.benchwatch("explain", run.run_id)
     assert text.returncode == 0 and b"no TPS dip" in text.stdout, text
+
+
+def test_busy_loops_beside_the_run_are_cpu_contention(live_stack):
+    """Four busy loops on the machine for 7 s in the middle of an unthrottled run: the dip is the CPU the
+    others took (issue 23: it was blamed on whichever routine checkpoint started then)."""
+    run = Run(live_stack, 25, rate=None, clients=4)
+    loops: list[subprocess.Popen] = []
+    try:
+        run.wait_lines(9)
+        began = time.time()
+        loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(4)]
+        time.sleep(7)  # the fault itself: the loops run 7 s
+    finally:
+        for p in loops:
+            p.kill()
+            p.wait()
+    ended = time.time()
+    try:
+        report = run.finish()
+    finally:
+        run.kill()
+    dip = dip_over(report, began, ended, run)
+    assert dip["cause"] == "cpu_contention", json.dumps(dip, indent=1)
+    assert "sh (pid" in dip["evidence"], dip
+    assert {"cpu_contention", "io_pressure"} <= set(report["signals"]["weighed"])
+
+
+def test_a_server_restart_under_the_run_is_its_end(live_stack):
+    """A fast restart of the server 10 lines into a 25 s run: every client loses its connection and pgbench
+    exits 2 at once, before there is any dip to explain (issue 23: explain said "no TPS dip"). explain
+    names the end and its cause, and BenchmarkEndedEarly fires."""
+    live_stack.psql("CHECKPOINT")  # the shutdown checkpoint then has little to write: a fast restart
+    run = Run(live_stack, 25)
+    try:
+        run.wait_lines(10)
+        restarted = time.time()
+        restart_postgres(live_stack)
+        report = run.finish(code=2)
+    finally:
+        run.kill()
+    end = report["end"]
+    assert end is not None and end["early"] is True and end["exit_code"] == 2, json.dumps(report, indent=1)
+    assert end["cause"] == "server_restart", end
+    assert abs(end["at"] - restarted) < 3 and 8 <= end["at_s"] <= 14, (end, restarted)
+    fired = processes.wait_until(lambda: bool(query(
+        live_stack.prometheus, f'ALERTS{{alertname="BenchmarkEndedEarly",run_id="{run.run_id}",alertstate="firing"}}')),
+        15, 0.5)
+    assert fired, query_alerts(live_stack.prometheus)
+    text = live_stack.benchwatch("explain", run.run_id)
+    assert text.returncode == 0 and b"run ended early" in text.stdout and b"server_restart" in text.stdout, text
+
+
+DEADLOCK_PRONE = """\\set a random(1, 2)
+BEGIN;
+UPDATE bw_dl SET v = v + 1 WHERE id = :a;
+UPDATE bw_dl SET v = v + 1 WHERE id = (SELECT CASE WHEN flip THEN 3 - :a ELSE :a END FROM bw_flip);
+END;
+"""
+
+
+def test_deadlocks_are_named_from_the_server_log(live_stack, tmp_path):
+    """A script whose two updates take their rows in opposite orders once bw_flip says so: for 5 s of the
+    run, transactions deadlock (each found after deadlock_timeout, 1 s, of waiting). The server log's
+    "deadlock detected" names the dip's cause, not the lock waits that led to it."""
+    live = live_stack
+    live.psql("DROP TABLE IF EXISTS bw_dl, bw_flip; CREATE TABLE bw_dl (id int PRIMARY KEY, v int); "
+              "INSERT INTO bw_dl VALUES (1, 0), (2, 0); CREATE TABLE bw_flip (flip bool); INSERT INTO bw_flip VALUES (false)")
+    script = tmp_path / "deadlock.sql"
+    script.write_text(DEADLOCK_PRONE)
+    os.chmod(tmp_path, 0o755)
+    os.chmod(script, 0o644)
+    run = Run(live, 25, clients=4, script=str(script))
+    try:
+        run.wait_lines(10)
+        live.psql("UPDATE bw_flip SET flip = true")
+        began = time.time()
+        time.sleep(5)  # the fault itself: 5 s of opposite orders
+        live.psql("UPDATE bw_flip SET flip = false")
+        ended = time.time()
+        report = run.finish()
+    finally:
+        run.kill()
+        live.psql("DROP TABLE IF EXISTS bw_dl, bw_flip")
+    dip = dip_over(report, began, ended, run)
+    assert dip["cause"] == "deadlock", json.dumps(dip, indent=1)
+    assert "deadlock(s) detected" in dip["evidence"], dip

@@ -138,6 +138,9 @@ def test_table_lock_reads_zero_and_fires_the_tps_drop_alert(mariadb_stack, prepa
     assert r.returncode == 0, r.stderr.decode()
     dips = json.loads(r.stdout)["dips"]
     assert any(d["level"] == "deep" and d["min_tps"] == 0 for d in dips), dips
+    # ... and names the lock: sysbench's threads waited on the tables' metadata lock (the processlist).
+    locked = max((d for d in dips if d["min_tps"] == 0), key=lambda d: d["lost_transactions"])
+    assert locked["cause"] == "lock" and "metadata_lock" in locked["evidence"], json.dumps(locked, indent=1)
 
 
 def test_write_heavy_run_shows_dirty_pages_at_the_limit_and_checkpoint_age_climbing(mariadb_stack, prepared):

@@ -124,7 +124,7 @@ def test_the_benchwatch_scrape_drops_every_remote_written_series_and_keeps_the_s
 
     from benchwatch import loadgens
     from benchwatch.engines.postgresql import checkpoints as checkpoint_model
-    from benchwatch.exporter import checkpoints, dips
+    from benchwatch.exporter import checkpoints, dips, processes
     from benchwatch.exporter.self_metrics import SELF_METRICS
     from benchwatch.model.run import METRICS
 
@@ -133,7 +133,8 @@ def test_the_benchwatch_scrape_drops_every_remote_written_series_and_keeps_the_s
     job = next(j for j in prom["scrape_configs"] if j["job_name"] == "benchwatch")
     drops = [re.compile(r["regex"]) for r in job["metric_relabel_configs"]
              if r.get("action") == "drop" and r.get("source_labels") == ["__name__"]]
-    remote_written = {*METRICS, *checkpoint_model.METRICS, *dips.DIP_METRICS}
+    remote_written = {*METRICS, *checkpoint_model.METRICS, *dips.DIP_METRICS, *processes.METRICS,
+                      *checkpoints.EVENT_METRICS}
     for generator in loadgens.load_generators().values():
         remote_written |= {*generator.metrics, *generator.latency_log_metrics}
     kept = [n for n in sorted(remote_written) if not any(d.fullmatch(n) for d in drops)]

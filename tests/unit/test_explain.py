@@ -133,6 +133,15 @@ def test_lock_waits_during_the_dip_name_the_lock():
     d = only_dip(run_with_dip() + [waits, routine])
     assert d["cause"] == "lock" and "relation 2" in d["evidence"]
     assert d["candidates"][0]["strength"] > 0.9
+    # With postgres_exporter's sample of the waiting statements: which one waited, and who blocked it.
+    stmt = gauge("pg_stat_activity_lock_waits_sessions",
+                 {"statement": "UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?;", "wait_event": "relation",
+                  "blocker": "idle in transaction: LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE;"},
+                 [(T0 + t, 2) for t in range(10, 16)])
+    d = only_dip(run_with_dip() + [waits, routine, stmt])
+    assert d["cause"] == "lock" and d["evidence"].endswith(
+        "; UPDATE pgbench_branches SET bbalance = bbalance + ? WHERE bid = ?; waited on Lock:relation, blocked by a "
+        "session idle in transaction: LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE;"), d
 
 
 def test_innodb_flushing_pressure_during_the_dip_is_the_cause():
@@ -180,8 +189,8 @@ def test_a_mysql_run_is_not_blamed_on_a_postgresql_checkpoint():
 def test_the_report_says_which_signals_were_weighed():
     result = report.explain(run_with_dip(), MYSQL_META, "r")
     assert result["engine"] == "mysql"
-    assert result["signals"] == {"weighed": ["client_stall", "clients_aborted", "disk", "innodb_flushing",
-                                             "target_down"], "absent": {}}
+    assert result["signals"] == {"weighed": ["client_stall", "clients_aborted", "disk", "innodb_flushing", "lock",
+                                             "target_down", "cpu_contention", "io_pressure"], "absent": {}}
     # A run of an engine this benchwatch does not know: every signal, as before engines had their own.
     down = gauge("mysql_up", {"target": "m"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
     unknown = report.explain(run_with_dip() + [down], {**META, "engine": "oracle"}, "r")
@@ -233,6 +242,23 @@ def test_a_run_recorded_without_an_engine_explains_as_before(meta, signal, engin
     assert result["dips"][0]["cause"] == signal, result
 
 
+def test_mysql_lock_waits_from_the_processlist_and_innodb_row_locks():
+    """A LOCK TABLES: sysbench's threads wait on the table's metadata lock (mysqld_exporter's processlist
+    collector); InnoDB's row lock waits count too. Read for MySQL runs only."""
+    mdl = gauge("mysql_info_schema_processlist_threads", {"target": "mariadb", "command": "query",
+                                                          "state": "waiting_for_table_metadata_lock"},
+                [(T0 + t, 2 if 10 <= t <= 15 else 0) for t in range(31)])
+    sleeping = gauge("mysql_info_schema_processlist_threads", {"target": "mariadb", "command": "query", "state": "user_sleep"},
+                     [(T0 + t, 1) for t in range(31)])
+    d = only_dip(run_with_dip() + [mdl, sleeping], MYSQL_META)
+    assert d["cause"] == "lock" and "waiting_for_table_metadata_lock 2" in d["evidence"], d
+    rows = gauge("mysql_global_status_innodb_row_lock_current_waits", {"target": "mariadb"},
+                 [(T0 + t, 2 if 10 <= t <= 15 else 0) for t in range(31)])
+    d = only_dip(run_with_dip() + [rows], MYSQL_META)
+    assert d["cause"] == "lock" and "row lock 2" in d["evidence"], d
+    assert only_dip(run_with_dip() + [rows, mdl], PG_META)["cause"] == report.NO_CAUSE
+
+
 def test_routine_row_lock_waits_are_not_a_cause():
     waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "transactionid"},
                   [(T0 + t, 1) for t in (3, 12, 19, 25)])
@@ -256,7 +282,37 @@ def test_an_immediate_checkpoint_just_before_the_dip_is_the_cause():
 def test_a_spread_checkpoint_merely_under_way_is_not_a_cause():
     d = only_dip(run_with_dip() + checkpoint("time", T0 - 5, T0 + 25))
     assert d["cause"] == report.NO_CAUSE
-    assert [c["cause"] for c in d["candidates"]] == ["checkpoint"]  # shown, below the bar
+    # Under way through the whole run: as much outside the dip as in it, not even a candidate.
+    assert d["candidates"] == [], d
+    # Under way in the dip only (and not starting or ending there): shown, below the bar.
+    d = only_dip(run_with_dip() + checkpoint("time", T0 + 2, T0 + 25))
+    assert d["cause"] == report.NO_CAUSE and [c["cause"] for c in d["candidates"]] == ["checkpoint"], d
+
+
+def test_checkpoints_every_few_seconds_explain_no_dip_but_a_rare_one_does():
+    """The base rate: the stack's small max_wal_size makes a checkpoint start or end in almost any window
+    of a run, so one doing so in the dip's is no evidence (issue 23: busy loops were blamed on one)."""
+    storm = [s for a in range(0, 30, 5) for s in checkpoint("wal", T0 + a + 0.3, T0 + a + 3.3)]
+    d = only_dip(run_with_dip() + storm, PG_META)
+    assert d["cause"] == report.NO_CAUSE, d
+    # The same kind of checkpoint, once in the run, starting as TPS falls: the cause.
+    d = only_dip(run_with_dip() + checkpoint("wal", T0 + 9.5, T0 + 12.5), PG_META)
+    assert d["cause"] == "checkpoint" and d["candidates"][0]["details"]["chance"] == 0.0, d
+    # A forced checkpoint keeps its weight among routine ones: its own kind is rare.
+    d = only_dip(run_with_dip() + storm + checkpoint("immediate force wait", T0 + 8.6, T0 + 9.2), PG_META)
+    assert d["cause"] == "checkpoint" and "immediate" in d["evidence"], d
+    # A checkpoint's own end, after the dip, is not one "elsewhere in the run".
+    d = only_dip(run_with_dip() + checkpoint("immediate force wait", T0 + 9.5, T0 + 19.0), PG_META)
+    assert d["cause"] == "checkpoint" and d["candidates"][0]["details"]["chance"] == 0.0, d
+
+
+def test_a_state_as_common_outside_the_dip_as_in_it_is_no_cause():
+    always = gauge("pg_autovacuum_workers", {"target": "local"}, [(T0 + t, 1) for t in range(0, 31)])
+    d = only_dip(run_with_dip() + [always], PG_META)
+    assert d["cause"] == report.NO_CAUSE and d["candidates"] == [], d
+    only_then = gauge("pg_autovacuum_workers", {"target": "local"},
+                      [(T0 + t, 1 if 8 <= t <= 15 else 0) for t in range(0, 31)])
+    assert only_dip(run_with_dip() + [only_then], PG_META)["cause"] == "autovacuum"
 
 
 def test_no_progress_lines_is_a_client_stall():
@@ -432,8 +488,8 @@ def test_every_signal_is_the_neutral_ones_or_an_engines():
     from benchwatch import engines
 
     declared = [s for e in engines.load_engines().values() for s in e.explain_signals]
-    assert set(causes.NEUTRAL) | set(declared) == set(causes.WEIGHTS)
-    assert not set(causes.NEUTRAL) & set(declared)
+    assert set(causes.NEUTRAL) | set(causes.HOST) | set(declared) == set(causes.WEIGHTS)
+    assert not (set(causes.NEUTRAL) | set(causes.HOST)) & set(declared)
     for e in engines.load_engines().values():
         assert set(e.explain_needs) <= set(e.explain_signals), e
         assert e.up_metric in e.explain_selectors if "target_down" in e.explain_signals else True, e
@@ -457,3 +513,159 @@ def test_compare_says_which_signals_a_runs_dips_were_not_weighed_on(monkeypatch)
     assert "dips not weighed on wal_fpi (pg_stat_wal needs PostgreSQL 14 (server 13.4))" in pg13
     monkeypatch.setattr(compare, "compare_model", lambda *_a: {"panels": []})  # the charts are not the point
     assert "dips not weighed on wal_fpi" in compare.compare_page(["pg15", "pg13"], runs, None)  # type: ignore[arg-type]
+
+
+# -- the host: other processes' CPU, pressure stall information --------------------------------------
+
+def host_counter(name: str, labels: dict, per_second, every: float = 1.0) -> Series:
+    total, points, t = 0.0, [], 0.0
+    while t <= 30:
+        total += per_second(t) * every
+        points.append((T0 + t, total))
+        t += every
+    return gauge(name, {"target": "local", "host": "h", **labels}, points)
+
+
+def busy_loops(start: float = 9, end: float = 15) -> list[Series]:
+    """As the processes collector writes them (every 2 s): 1.6 CPUs of busy loops from ``start`` to ``end``."""
+    def busy(t):
+        return start <= t <= end
+    other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 1.6 if busy(t) else 0.1, 2.0)
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 0.5 if busy(t) else 1.2, 2.0)
+    top = [gauge("benchmark_host_top_process_cpu_ratio", {"host": "h", "comm": "sh", "pid": str(pid)},
+                 [(T0 + t, 0.4) for t in range(10, 17, 2)]) for pid in (4242, 4243, 4244, 4245)]
+    cpus = gauge("benchmark_host_cpus", {"host": "h"}, [(T0 + t, 2) for t in range(0, 31, 2)])
+    return [other, db, cpus, *top]
+
+
+def cpu_pressure(start: float = 9, end: float = 15) -> Series:
+    return host_counter("node_pressure_cpu_waiting_seconds_total", {}, lambda t: 0.9 if start <= t <= end else 0.05)
+
+
+def test_other_processes_taking_the_cpu_is_cpu_contention_not_a_routine_checkpoint():
+    storm = [s for a in range(0, 30, 5) for s in checkpoint("wal", T0 + a + 0.3, T0 + a + 3.3)]
+    d = only_dip(run_with_dip() + storm + busy_loops() + [cpu_pressure()], PG_META)
+    assert d["cause"] == "cpu_contention", d
+    assert "1.6 of 2 CPUs (0.1 usually)" in d["evidence"] and "sh (pid 4242) 0.40" in d["evidence"], d
+    assert "waited for a CPU 90%" in d["evidence"], d
+    assert d["candidates"][0]["details"]["busiest"][0] == {"process": "sh (pid 4242)", "cpus": 0.4}
+
+
+def test_newcomers_on_a_machine_already_short_of_cpu_are_cpu_contention():
+    """A machine whose CPUs were all in use already: the busy loops take their share from everyone, the
+    other processes too, so only the CPU of processes started lately rises (as on the shared test machine)."""
+    other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 0.3 if 9 <= t <= 15 else 1.0, 2.0)
+    new = host_counter("benchmark_host_cpu_seconds_total", {"group": "new"}, lambda t: 0.7 if 9 <= t <= 15 else 0.1, 2.0)
+    top = [gauge("benchmark_host_top_process_cpu_ratio", {"host": "h", "comm": comm, "pid": pid, "group": group},
+                 [(T0 + t, cpus) for t in range(10, 17, 2)])
+           for comm, pid, group, cpus in (("promtool", "17", "other", 0.3), ("sh", "4242", "new", 0.17))]
+    cpus = gauge("benchmark_host_cpus", {"host": "h"}, [(T0 + t, 2) for t in range(0, 31, 2)])
+    d = only_dip(run_with_dip() + [other, new, cpus, *top, cpu_pressure()], PG_META)
+    assert d["cause"] == "cpu_contention", d
+    assert d["evidence"].startswith("processes started lately used 0.7 of 2 CPUs (0.1 usually); busiest: sh (pid 4242)"), d
+
+
+def test_other_processes_busy_while_the_database_got_its_usual_cpu_weigh_half():
+    # A VACUUM FULL beside a CPU hog: the database's CPU did not fall, the disk is the better answer.
+    loops = [s for s in busy_loops() if s.labels.get("group") != "database"]
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 1.2, 2.0)
+    d = only_dip(run_with_dip() + loops + [db, cpu_pressure()], PG_META)
+    (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]
+    assert c["strength"] == 0.5 and "the database and the load generator got 1.2 CPUs (1.2 usually)" in c["evidence"], c
+
+
+def test_cpu_pressure_without_other_processes_is_not_cpu_contention():
+    # The database itself busy (pressure up, the others idle): not "something else used the CPU".
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 1.9 if 9 <= t <= 15 else 1.2, 2.0)
+    other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 0.1, 2.0)
+    d = only_dip(run_with_dip() + [db, other, cpu_pressure()], PG_META)
+    assert d["cause"] == report.NO_CAUSE and "cpu_contention" not in {c["cause"] for c in d["candidates"]}, d
+
+
+def test_others_using_idle_cpu_without_pressure_weigh_half():
+    d = only_dip(run_with_dip() + busy_loops() + [cpu_pressure(40, 41)], PG_META)
+    (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]
+    assert c["strength"] == 0.5
+
+
+def test_io_pressure_far_above_its_usual():
+    io = host_counter("node_pressure_io_waiting_seconds_total", {}, lambda t: 0.95 if 9 <= t <= 15 else 0.02)
+    d = only_dip(run_with_dip() + [io], PG_META)
+    assert d["cause"] == "io_pressure" and "waited on I/O 95% of the time (2% usually)" in d["evidence"], d
+    # Beside a busy disk, the disk is the answer (I/O pressure is what it does to the tasks).
+    busy = host_counter("node_disk_io_time_seconds_total", {"device": "vda"}, lambda t: 0.95 if 9 <= t <= 15 else 0.1)
+    assert only_dip(run_with_dip() + [io, busy], PG_META)["cause"] == "disk"
+
+
+# -- the end of a run ---------------------------------------------------------------------------------
+
+def saved(name: str) -> str:
+    with open(os.path.join(PGBENCH, f"{name}.stderr"), encoding="utf-8") as f:
+        return f.read()
+
+
+def test_a_run_that_ended_as_planned_has_no_end():
+    meta = {**PG_META, "ended_at": T0 + 30.2, "exit_code": 0, "argv": ["pgbench", "-T", "30", "-P", "1"]}
+    assert report.explain(run_with_dip(), meta, "r")["end"] is None
+    # Not yet ended: nothing to say either.
+    assert report.explain(run_with_dip(), {**meta, "ended_at": None, "exit_code": None}, "r", ongoing=True)["end"] is None
+
+
+def test_aborted_clients_end_a_run_early_with_their_message():
+    # The real output of a run where pg_terminate_backend ended one client of four (pgbench exits 2).
+    meta = {"clock_start_epoch": T0, "ended_at": T0 + 5.1, "exit_code": 2, "tool": "pgbench", "engine": "postgresql",
+            "argv": ["pgbench", "-c", "4", "-T", "5", "-P", "1"]}
+    result = report.explain(fixture_run("pg15_abort_terminated"), meta, "r", output=saved("pg15_abort_terminated"))
+    end = result["end"]
+    assert set(end) == {"early", "at", "at_s", "exit_code", "cause", "evidence"}
+    assert end["early"] is True and end["exit_code"] == 2 and end["cause"] == "clients_aborted", end
+    assert "administrator command" in end["evidence"] and "1 of 4 clients aborted" in end["evidence"], end
+    assert end["at"] == pytest.approx(T0 + 4.0) and end["at_s"] == pytest.approx(4.0)
+    assert "run ended early, 4.0 s in" in report.text_table(result)
+
+
+def test_a_server_shutdown_under_the_run_is_a_server_restart():
+    # The run asked for 30 s; its lines stop at 15 s, pgbench exits 2, the server log has a shutdown checkpoint.
+    tps = gauge("benchmark_progress_tps", {"run_id": "r"}, [(T0 + t, 500.0) for t in range(1, 16)])
+    info = gauge("benchmark_run_info", {"run_id": "r", "clients": "2", "duration_seconds": "30"}, [(T0 + 1, 1)])
+    meta = {**PG_META, "ended_at": T0 + 15.5, "exit_code": 2}
+    output = ("pgbench: error: client 0 script 0 aborted in command 5 query 0: FATAL:  terminating connection due to "
+              "administrator command\nserver closed the connection unexpectedly\n")
+    end = report.explain([tps, info, *checkpoint("shutdown immediate", T0 + 15.2, T0 + 15.3)], meta, "r",
+                         output=output)["end"]
+    assert end["cause"] == "server_restart" and "shutdown checkpoint (shutdown immediate)" in end["evidence"], end
+    assert "last progress line came 15 s into a 30 s run" in end["evidence"] and end["at_s"] == 15.0
+    # An end long before -T with exit code 0 and no clue: early, cause not found.
+    end = report.explain([tps, info], {**meta, "exit_code": 0}, "r")["end"]
+    assert end["early"] and end["cause"] == report.NO_CAUSE, end
+    # Out of disk, from the output.
+    end = report.explain([tps, info], meta, "r", output="ERROR:  could not extend file \"base/5/16397\": "
+                         "No space left on device\n")["end"]
+    assert end["cause"] == "out_of_disk", end
+
+
+# -- the server log's events ---------------------------------------------------------------------------
+
+def log_events(event: str, times: list[float]) -> Series:
+    return gauge("pg_server_log_events_total", {"target": "local", "event": event},
+                 [(T0 + t, n) for n, t in enumerate(times, 1)])
+
+
+def test_deadlocks_in_the_dip_are_its_cause_before_the_lock_waits_they_made():
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "transactionid"},
+                  [(T0 + t, 2) for t in range(10, 16)])
+    d = only_dip(run_with_dip() + [waits, log_events("deadlock", [11.2, 12.3, 13.4, 14.5])], PG_META)
+    assert d["cause"] == "deadlock" and d["evidence"].startswith("4 deadlock(s) detected by the server"), d
+    lock = next(c for c in d["candidates"] if c["cause"] == "lock")
+    assert "(waits of the deadlocks)" in lock["evidence"]
+    # Deadlocks all run long, as many outside the dip as in it: no cause of this dip.
+    routine = log_events("deadlock", [t + 0.5 for t in range(0, 30)])
+    assert only_dip(run_with_dip() + [routine], PG_META)["cause"] == report.NO_CAUSE
+
+
+@pytest.mark.parametrize("event", ["lock_timeout", "connection_terminated", "out_of_memory", "write_error"])
+def test_every_server_log_event_can_explain_a_dip(event):
+    d = only_dip(run_with_dip() + [log_events(event, [10.5])], PG_META)
+    assert d["cause"] == event, d
+    # Not weighed for a MySQL run (another engine's target in the same Prometheus).
+    assert only_dip(run_with_dip() + [log_events(event, [10.5])], MYSQL_META)["cause"] == report.NO_CAUSE

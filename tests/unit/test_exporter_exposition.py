@@ -203,9 +203,9 @@ def test_failing_collector_is_counted_and_the_others_go_on(tmp_path, refused_url
 
 def test_collectors_switched_off_or_without_input_are_not_built(tmp_path, refused_url):
     e = make_exporter(tmp_path, refused_url, collectors={"pgbench_runs": False})
-    assert list(e.collectors) == ["checkpoints"]
+    assert list(e.collectors) == ["checkpoints", "processes"]
     e = make_exporter(tmp_path / "b", refused_url, server_log=None)
-    assert list(e.collectors) == ["pgbench_runs"]  # nothing to follow for checkpoints
+    assert list(e.collectors) == ["pgbench_runs", "processes"]  # nothing to follow for checkpoints
     e.poll_once()
     assert e.registry.get_sample_value("benchwatch_exporter_collector_success", {"collector": "checkpoints"}) is None
     with pytest.raises(ValueError, match="unknown collectors"):
@@ -216,11 +216,11 @@ def test_collector_flags_come_from_the_registry():
     parser = server.build_parser()
     base = ["--runs-dir", "r", "--remote-write-url", "http://127.0.0.1:9/api/v1/write"]
     assert enabled_collectors(parser.parse_args(base)) == {name: spec.default for name, spec in load_collectors().items()}
-    assert list(load_collectors()) == ["pgbench_runs", "checkpoints", "dips"]
+    assert list(load_collectors()) == ["pgbench_runs", "checkpoints", "dips", "processes"]
     args = parser.parse_args(base + ["--no-collector.checkpoints", "--collector.pgbench_runs"])
-    assert enabled_collectors(args) == {"pgbench_runs": True, "checkpoints": False, "dips": True}
-    args = parser.parse_args(base + ["--no-collector.pgbench_runs", "--no-collector.dips"])
-    assert enabled_collectors(args) == {"pgbench_runs": False, "checkpoints": True, "dips": False}
+    assert enabled_collectors(args) == {"pgbench_runs": True, "checkpoints": False, "dips": True, "processes": True}
+    args = parser.parse_args(base + ["--no-collector.pgbench_runs", "--no-collector.dips", "--no-collector.processes"])
+    assert enabled_collectors(args) == {"pgbench_runs": False, "checkpoints": True, "dips": False, "processes": False}
 
 
 def test_collector_flags_in_the_daemon_help():

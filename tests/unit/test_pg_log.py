@@ -492,3 +492,34 @@ def test_metrics_page_passes_promtool(tmp_path):
     assert check.returncode == 0, (check.stdout + check.stderr).decode()
     names = Counter(l.split("{")[0].split(" ")[0] for l in body.decode().splitlines() if l and not l.startswith("#"))
     assert names["pg_checkpoints_completed_total"] == 4  # wal, immediate force wait, time, shutdown immediate
+
+
+def test_server_events_beside_checkpoints_at_the_logs_own_times():
+    """Deadlocks, lock timeouts, terminated sessions, out of memory and failed writes (explain's causes)."""
+    path = os.path.join(HAND, "pg15_server_events.log")
+    reader = pg_log.RecordReader("auto", path=path, local_tz=UTC,
+                                 keep=lambda t: pg_log.mentions_checkpoint(t) or pg_log.mentions_event(t))
+    events = []
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().split("\n"):
+            for rec in reader.feed(line):
+                if (event := pg_log.server_event(rec)) is not None:
+                    events.append((event, rec.timestamp))
+    assert events == [("deadlock", epoch("2026-11-26 07:40:01.250")), ("deadlock", epoch("2026-11-26 07:40:02.400")),
+                      ("lock_timeout", epoch("2026-11-26 07:40:03.000")),
+                      ("connection_terminated", epoch("2026-11-26 07:40:04.000")),
+                      ("out_of_memory", epoch("2026-11-26 07:40:05.000")), ("write_error", epoch("2026-11-26 07:40:06.000"))]
+
+
+def test_the_collector_counts_server_events_at_the_logs_times(tmp_path):
+    log = shutil.copy(os.path.join(HAND, "pg15_server_events.log"), tmp_path / "postgresql.log")
+    sent = []
+    c = CheckpointCollector(str(log), sent.extend, clock=lambda: epoch("2026-11-26 07:40:09.000"), local_tz=UTC,
+                            labels={"target": "local"})
+    c.poll()
+    got = [(dict(s.labels)["event"], s.value, s.timestamp_ms / 1000) for s in sent if s.name == "pg_server_log_events_total"]
+    assert got[:2] == [("deadlock", 1.0, epoch("2026-11-26 07:40:01.250")), ("deadlock", 2.0, epoch("2026-11-26 07:40:02.400"))]
+    assert [e for e, _, _ in got[2:]] == ["lock_timeout", "connection_terminated", "out_of_memory", "write_error"]
+    assert all(dict(s.labels)["target"] == "local" for s in sent if s.name == "pg_server_log_events_total")
+    # The checkpoint around them is still read.
+    assert any(s.name == "pg_checkpoints_completed_total" for s in sent)

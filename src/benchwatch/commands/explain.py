@@ -33,7 +33,10 @@ def cmd_explain(ctx: Context) -> int:
     except (RuntimeError, OSError) as e:
         ctx.say(f"explain {run.run_id}: {e}")
         return 1
-    result = report.explain(series, meta, run_id, ongoing=meta.get("state") == rundir.RUNNING)
+    from benchwatch.model.replay import saved_output
+
+    output = saved_output(run.path).decode("utf-8", "replace")  # where the end of a run that died is told
+    result = report.explain(series, meta, run_id, ongoing=meta.get("state") == rundir.RUNNING, output=output)
     result["source"] = used
     if args.json:
         print(json.dumps(result, indent=2), file=ctx.stdout)

@@ -86,6 +86,9 @@ class Engine:
     explain_selectors: ClassVar[tuple[str, ...]] = ()
     # 1 while its exporter reaches the server, 0 while not: the target_down signal.
     up_metric: ClassVar[str] = ""
+    # Its server's process names (comm, as ps shows them): the exporter's processes collector counts
+    # their CPU as the database's, apart from other processes' (explain's cpu_contention).
+    server_processes: ClassVar[frozenset[str]] = frozenset()
 
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         """Why the server has no ``capability``, in a few words for explain's report."""

@@ -9,6 +9,11 @@ score = weight x overlap x strength, each of overlap and strength in 0..1:
 - weight: lower for signals that are usually a symptom of something more
   specific (disk busy, full-page images after a checkpoint).
 
+Every candidate is held against its own rate over the rest of the run: a state
+that is on as often outside the dip as in it (autovacuum always running), or an
+event that happens in most windows that long (checkpoints every 10 s), explains
+nothing and loses its score; a rare one keeps it (``lift`` and ``chance``).
+
 Candidates below MIN_SCORE are left out; a dip whose best candidate is
 below it has "no cause found". docs/explain.md lists every signal.
 
@@ -20,9 +25,11 @@ InnoDB region of another target, nor a MySQL run on a PostgreSQL checkpoint.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from benchwatch import engines
 from benchwatch.model import names
@@ -38,20 +45,48 @@ MIN_SCORE = 0.2
 # %util as a share, await in seconds, writes in bytes per second.
 DISK_FLOORS = {"util": 0.2, "await": 0.001, "written": 8 * 2**20}
 STALL_FACTOR = 1.5    # as the run model: no line for 1.5 intervals is a stall
+# cpu_contention: other processes (or new ones alone) must use this many CPUs more than usual;
+# a rise of half the machine's CPUs is full strength.
+OTHER_CPU_FLOOR = 0.3
+# ... and it hurt the run only if the database and the load generator got less CPU than usual
+# (below this share of their median); otherwise (a VACUUM FULL working beside a CPU hog) it weighs half.
+SQUEEZED = 0.9
+# Pressure stall information: the share of the second some task waited, above its usual by this much.
+PRESSURE_FLOOR = 0.1
+IO_PRESSURE_FLOOR = 0.2
+BUSIEST = 5  # processes named in cpu_contention's evidence (a few busy loops are each a small share)
 
 WEIGHTS = {
     "client_stall": 1.0, "clients_aborted": 1.0, "target_down": 1.0, "lock": 1.0, "checkpoint": 1.0,
     "autovacuum": 0.6, "disk": 0.8, "wal_fpi": 0.5, "innodb_flushing": 1.0,
+    # Tasks waiting on I/O is what a busy disk does to them: the disk (or the checkpoint) is the more
+    # specific answer when its own measures moved.
+    "cpu_contention": 1.0, "io_pressure": 0.5,
+    # The server log's events (PostgreSQL: pg_server_log_events_total), at the log's own times.
+    "deadlock": 1.0, "lock_timeout": 1.0, "connection_terminated": 1.0, "out_of_memory": 1.0, "write_error": 1.0,
 }
+# What each event says, for the evidence.
+LOG_EVENTS = {
+    "deadlock": "deadlock(s) detected by the server (each after deadlock_timeout of waiting)",
+    "lock_timeout": "statement(s) cancelled on lock_timeout",
+    "connection_terminated": "session(s) terminated by an administrator command",
+    "out_of_memory": "out-of-memory error(s) in the server log",
+    "write_error": "\"could not write\" error(s) in the server log",
+}
+# A deadlock is found deadlock_timeout (default 1 s) after its transactions began to wait.
+EVENT_LEAD_S = 1.0
 
-# The signals of every run, whatever its engine: the client's and the host's.
+# The signals of every run, whatever its engine: the client's and the host's (listed after the engine's).
 NEUTRAL = ("client_stall", "clients_aborted", "disk")
+HOST = ("cpu_contention", "io_pressure")
 
 # Series the neutral signals read (raw, as stored), for fetching from Prometheus and saving with a run;
 # each engine's are its Engine.explain_selectors.
 NEUTRAL_SELECTORS = (
     "node_disk_io_time_seconds_total", "node_disk_read_time_seconds_total", "node_disk_write_time_seconds_total",
     "node_disk_reads_completed_total", "node_disk_writes_completed_total", "node_disk_written_bytes_total",
+    "node_pressure_cpu_waiting_seconds_total", "node_pressure_io_waiting_seconds_total",
+    "benchmark_host_cpu_seconds_total", "benchmark_host_top_process_cpu_ratio", "benchmark_host_cpus",
 )
 
 
@@ -127,6 +162,22 @@ def _window_values(tl: Timeline, lo: float, hi: float) -> list[float]:
     return [v for t, v in tl if lo <= t <= hi + 1.0]
 
 
+def lift(overlap: float, usual: float) -> float:
+    """How much more the signal was on in the dip's window than usual (both shares of time, 0..1):
+    1 for a state never seen elsewhere, 0 for one on at least as often outside the dip."""
+    if usual >= 1.0:
+        return 0.0
+    return max(0.0, overlap - usual) / (1.0 - usual)
+
+
+def chance(events: int, rest_s: float, width_s: float) -> float:
+    """The chance that a window of ``width_s`` seconds holds at least one of events that happen
+    ``events`` times in ``rest_s`` seconds elsewhere (as if at random: Poisson)."""
+    if events <= 0 or rest_s <= 0:
+        return 0.0
+    return 1.0 - math.exp(-events / rest_s * width_s)
+
+
 @dataclass
 class Context:
     """What the signals need to know about the run."""
@@ -140,6 +191,9 @@ class Context:
     # exporter reaches it (target_down; none: the signal reads nothing).
     weighed: frozenset[str] | None = None
     up_metrics: tuple[str, ...] = ()
+    # The series the run's engine's signals read (its Engine.explain_selectors; None: engine not known,
+    # every engine's): a signal two engines share (lock) reads only the run's engine's series.
+    engine_series: frozenset[str] | None = None
 
 
 class Signals:
@@ -151,6 +205,12 @@ class Signals:
         series = [s for s in series if s.samples and s.samples[-1][0] / 1000 >= in_run[0]]
         self.checkpoints = self._checkpoints(series)
         self.locks = self._waits(series)
+        # (statement, wait_event, blocker) -> sessions waiting in it (postgres_exporter's lock-waits query)
+        self.waiting_statements = {(s.labels.get("statement", "?"), s.labels.get("wait_event", "?"),
+                                    s.labels.get("blocker", "")): _clean(s)
+                                   for s in _named(series, "pg_stat_activity_lock_waits_sessions")
+                                   if self.ctx.engine_series is None
+                                   or "pg_stat_activity_lock_waits_sessions" in self.ctx.engine_series}
         self.autovacuum = _sum_by_time(_clean(s) for s in _named(series, "pg_autovacuum_workers"))
         self.fpi = _sum_by_time(rates(s) for s in _named(series, "pg_stat_wal_wal_fpi"))
         self.disks = self._disks(series)
@@ -161,6 +221,32 @@ class Signals:
         self.aborts = self._aborts(series)
         self.innodb = {(s.labels.get("target") or s.labels.get("instance") or "mysql"): _clean(s)
                        for s in _named(series, "instance:mysql_innodb_flushing_pressure:bool")}
+        # Per host: pressure stall information (share of each second some task waited) and the
+        # processes collector's CPU by group (CPUs used), its busiest other processes and CPU count.
+        self.cpu_pressure = self._by_host(series, "node_pressure_cpu_waiting_seconds_total")
+        self.io_pressure = self._by_host(series, "node_pressure_io_waiting_seconds_total")
+        self.cpu_groups: dict[str, dict[str, Timeline]] = {}
+        for s in _named(series, "benchmark_host_cpu_seconds_total"):
+            self.cpu_groups.setdefault(_host(s), {})[s.labels.get("group", "?")] = rates(s)
+        self.top_processes: dict[str, list[tuple[float, str, str, float]]] = {}
+        for s in _named(series, "benchmark_host_top_process_cpu_ratio"):
+            name = f"{s.labels.get('comm', '?')} (pid {s.labels.get('pid', '?')})"
+            group = s.labels.get("group", "other")
+            self.top_processes.setdefault(_host(s), []).extend((t, name, group, v) for t, v in _clean(s))
+        self.cpus = {_host(s): v for s in _named(series, "benchmark_host_cpus") for _, v in _clean(s)[-1:]}
+        # event -> the times the server logged one (each rise of its counter, one time per record)
+        self.log_events: dict[str, list[float]] = {}
+        for s in _named(series, "pg_server_log_events_total"):
+            prev = None
+            for t, v in _clean(s):
+                if prev is None or v > prev:
+                    n = int(v - (prev or 0)) if prev is not None else 1
+                    self.log_events.setdefault(s.labels.get("event", "?"), []).extend([t] * max(1, n))
+                prev = v
+
+    @staticmethod
+    def _by_host(series: list[Series], name: str) -> dict[str, Timeline]:
+        return {_host(s): rates(s) for s in _named(series, name)}
 
     # -- signals ------------------------------------------------------------------------------
 
@@ -180,11 +266,23 @@ class Signals:
         return sorted(out, key=lambda r: r["start"])
 
     def _waits(self, series: list[Series]) -> dict[str, Timeline]:
-        """Sessions waiting on heavyweight locks, per wait_event ("relation", "transactionid", "tuple", ...)."""
+        """Sessions waiting on heavyweight locks, per wait_event ("relation", "transactionid", "tuple", ...);
+        on MySQL/MariaDB, InnoDB's row lock waits ("row lock") and the processlist's threads in a lock
+        state ("waiting_for_table_metadata_lock", ...)."""
         out: dict[str, list[Timeline]] = {}
-        for s in _named(series, "pg_stat_activity_waits_sessions"):
+
+        def of(name: str) -> list[Series]:
+            own = self.ctx.engine_series
+            return _named(series, name) if own is None or name in own else []
+        for s in of("pg_stat_activity_waits_sessions"):
             if s.labels.get("wait_event_type") == "Lock":
                 out.setdefault(s.labels.get("wait_event", "?"), []).append(_clean(s))
+        for s in of("mysql_global_status_innodb_row_lock_current_waits"):
+            out.setdefault("row lock", []).append(_clean(s))
+        for s in of("mysql_info_schema_processlist_threads"):
+            state = s.labels.get("state", "")
+            if "lock" in state and state.startswith("waiting"):
+                out.setdefault(state, []).append(_clean(s))
         return {k: _sum_by_time(v) for k, v in out.items()}
 
     def _disks(self, series: list[Series]) -> dict[str, dict[str, Timeline]]:
@@ -249,11 +347,16 @@ class Signals:
         lo, length = start - LEAD_S, max(end - start, self.ctx.interval_s)
         found: list[Candidate] = []
 
-        def add(cause: str, active_s: float, strength: float, evidence: str, **details) -> None:
+        def add(cause: str, active_s: float, strength: float, evidence: str, usual: float = 0.0, **details) -> None:
+            """``usual``: the share of the rest of the run the signal was on (its base rate)."""
             if self.ctx.weighed is not None and cause not in self.ctx.weighed:
                 return  # another engine's signal (a target of another engine in the same Prometheus)
             overlap = min(1.0, active_s / length)
-            score = WEIGHTS[cause] * overlap * strength
+            if usual > 0:
+                details["usual"] = round(usual, 3)
+                if usual >= 0.05:
+                    evidence += f" (on {usual * 100:.0f}% of the rest of the run)"
+            score = WEIGHTS[cause] * lift(overlap, usual) * strength
             if score > 0:
                 found.append(Candidate(cause, score, overlap, strength, evidence, details))
 
@@ -264,7 +367,8 @@ class Signals:
             old = self.ctx.pgbench_major is not None and self.ctx.pgbench_major < 10
             longest = max(b - a for a, b in self.gaps if b >= lo and a <= end)
             add("client_stall", silent, 0.5 if old else 1.0,
-                f"no progress line from pgbench for {longest:.1f} s", silent_seconds=round(silent, 3))
+                f"no progress line from pgbench for {longest:.1f} s", usual=self._usual_spans(self.gaps, lo, end),
+                silent_seconds=round(silent, 3))
 
         aborted = [(t, n) for t, n in self.aborts if lo <= t <= end + self.ctx.interval_s]
         if aborted:
@@ -276,7 +380,8 @@ class Signals:
         for (target, up_series), tl in self.down.items():
             down = _active_seconds(tl, lambda v: v == 0, lo, end)
             if down:
-                add("target_down", down, 1.0, f"target {target} down ({up_series} 0) for {down:.0f} s", target=target)
+                add("target_down", down, 1.0, f"target {target} down ({up_series} 0) for {down:.0f} s",
+                    usual=self._usual(tl, lambda v: v == 0, lo, end), target=target)
 
         if self.locks:
             # Sessions waiting on average, in the dip against the whole run (seconds without a
@@ -293,11 +398,17 @@ class Signals:
                 events = sorted(((max(_window_values(tl, lo, end) or [0.0]), ev) for ev, tl in self.locks.items()),
                                 reverse=True)
                 top = ", ".join(f"{ev} {n:.0f}" for n, ev in events if n > 0)
+                text = (f"up to {peak:.0f} sessions waiting on locks ({top}), {waiting:.1f} on average in the dip, "
+                        f"{usual:.2f} over the run")
+                stmt = self._waiting_statement(lo, end)
+                extra: dict[str, Any] = {"statement": stmt} if stmt else {}
+                if stmt:
+                    text += f"; {stmt['statement']} waited on Lock:{stmt['wait_event']}"
+                    if stmt["blocker"]:
+                        text += f", blocked by a session {stmt['blocker']}"
                 add("lock", _active_seconds(total, lambda v: v >= 1, lo, end),
-                    min(1.0, (waiting - usual) / max(clients, 1)),
-                    f"up to {peak:.0f} sessions waiting on locks ({top}), {waiting:.1f} on average in the dip, "
-                    f"{usual:.2f} over the run", peak_sessions=peak, mean_sessions=round(waiting, 3),
-                    run_mean_sessions=round(usual, 3))
+                    min(1.0, (waiting - usual) / max(clients, 1)), text, peak_sessions=peak,
+                    mean_sessions=round(waiting, 3), run_mean_sessions=round(usual, 3), **extra)
 
         # The disk: the device whose measures (%util, await, writes) rose most, active whenever
         # any of them was up; it goes first, since it also qualifies WAL-requested checkpoints.
@@ -326,14 +437,27 @@ class Signals:
         write_surge = best_disk is not None
 
         before = len(found)
+        # A checkpoint starting or ending in the window is telling only if that is rare: with
+        # checkpoints every 10 s one starts or ends in almost any window. The chance of one (of
+        # the same kind) in a window this long, from how often they start or end in the rest of the run.
+        rest = self._rest(lo, end)
+        edges = {True: 0, False: 0}
+        for c in self.checkpoints:
+            if c["start"] <= end and c["end"] + AFTERMATH_S >= lo:
+                continue  # one of this window's own: its other edge is not "elsewhere"
+            edges[_forced(c)] += sum(1 for t in (c["start"], c["end"])
+                                     if self.ctx.run_start <= t <= self.ctx.run_end and not lo <= t <= end)
+        under_way = self._usual_spans([(c["start"], c["end"] + AFTERMATH_S) for c in self.checkpoints], lo, end)
         for c in self.checkpoints:
             a, b = max(lo, c["start"]), min(end, c["end"] + AFTERMATH_S)
             if b <= a:
                 continue
-            forced = any(w in c["reason"] for w in ("immediate", "force"))
+            forced = _forced(c)
             edge = lo <= c["start"] <= end or lo <= c["end"] <= end
             # Merely under way (a spread checkpoint writes slowly for minutes): below MIN_SCORE alone.
             strength = 1.0 if forced else 0.5 if edge else 0.15
+            odds = chance(edges[forced], rest, end - lo) if edge else 0.0
+            strength *= 1.0 - odds
             if c["reason"].startswith(("wal", "xlog")) and write_surge:
                 strength = min(strength, 0.25)  # requested by the WAL of that surge: its consequence
             figures = ", ".join(f"{k.replace('_seconds', '')} {c[k]} s" for k in ("write_seconds", "sync_seconds") if k in c)
@@ -344,7 +468,10 @@ class Signals:
                 text += f", {c['buffers']} buffers written"
             if figures:
                 text += f" ({figures})"
-            add("checkpoint", b - a, strength, text, reason=c["reason"], start=c["start"], end=c["end"],
+            if odds >= 0.05:
+                text += f"; one starts or ends in {odds * 100:.0f}% of windows this long elsewhere in the run"
+            add("checkpoint", b - a, strength, text, usual=0.0 if edge else under_way, chance=round(odds, 3),
+                reason=c["reason"], start=c["start"], end=c["end"],
                 **{k: c[k] for k in ("buffers", "write_seconds", "sync_seconds") if k in c})
 
         ckpts = sorted(found[before:], key=lambda c: -c.score)
@@ -358,7 +485,8 @@ class Signals:
             peak = max(_window_values(self.autovacuum, lo, end) or [0.0])
             if peak > 0:
                 add("autovacuum", _active_seconds(self.autovacuum, lambda v: v > 0, lo, end), 0.5,
-                    f"{peak:.0f} autovacuum worker(s) active", workers=peak)
+                    f"{peak:.0f} autovacuum worker(s) active",
+                    usual=self._usual(self.autovacuum, lambda v: v > 0, lo, end), workers=peak)
 
         if self.fpi and any(lo - 10 <= c["start"] <= end for c in self.checkpoints):
             self._baseline_signal(add, "wal_fpi", self.fpi, lo, end, lambda peak, base:
@@ -371,16 +499,183 @@ class Signals:
             if pressed:
                 add("innodb_flushing", pressed, 1.0,
                     f"InnoDB flushing pressure on {target} for {pressed:.0f} s (dirty pages at their flush point "
-                    "or checkpoint age past 7/8 of its maximum)", target=target)
+                    "or checkpoint age past 7/8 of its maximum)", usual=self._usual(tl, lambda v: v >= 1, lo, end),
+                    target=target)
+
+        self._host_signals(add, lo, end)
+        logged = self._log_events(add, lo, end)
+        if "deadlock" in logged:
+            # The lock waits of a deadlock are its own: the deadlock is the more specific answer.
+            for waited in found:
+                if waited.cause == "lock":
+                    waited.score *= 0.5
+                    waited.evidence += " (waits of the deadlocks)"
 
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
+
+    def _host_signals(self, add, lo: float, end: float) -> None:
+        """cpu_contention: processes other than the database and the load generator took CPU time
+        (the processes collector), while tasks waited for a CPU (pressure stall information, when
+        there); io_pressure: tasks stalled on I/O far more than usual. The strongest host of each."""
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        best: tuple | None = None
+        for host, groups in self.cpu_groups.items():
+            cpus = self.cpus.get(host) or 1.0
+            # Every process but the database's and the load generator's; and those started lately alone:
+            # on a machine already short of CPU a newcomer takes its share from everyone, the others
+            # too, so their total hardly moves while the newcomers' does.
+            measures = {"all": _sum_by_time([groups.get("other") or [], groups.get("new") or []]),
+                        "new": groups.get("new") or []}
+            for which, tl in measures.items():
+                got = _rise(tl, r0, r1, lo, end, OTHER_CPU_FLOOR)
+                if not got:
+                    continue
+                active_s, used, base = got
+                strength = min(1.0, (used - base) / (0.5 * cpus))
+                if best is None or active_s * strength > best[0] * best[1]:
+                    best = (active_s, strength, host, which, used, base, cpus)
+        if best:
+            active_s, strength, host, which, used, base, cpus = best
+            who = "processes started lately" if which == "new" else "other processes"
+            text = f"{who} used {used:.1f} of {cpus:.0f} CPUs ({base:.1f} usually)"
+            groups = self.cpu_groups[host]
+            ours = _sum_by_time([groups.get("database") or [], groups.get("load_generator") or []])
+            ours_usual = statistics.median(_window_values(ours, r0, r1) or [0.0])
+            ours_now = _window_values(ours, lo, end)
+            if ours_now:
+                got_now = statistics.fmean(ours_now)
+                text += f"; the database and the load generator got {got_now:.1f} CPUs ({ours_usual:.1f} usually)"
+                if got_now >= SQUEEZED * ours_usual:
+                    strength *= 0.5  # they got what they usually get: the others did not take it from them
+            top = self._busiest(host, lo, end + 2.0, first=which)
+            if top:
+                text += "; busiest: " + ", ".join(f"{name} {r:.2f}" for name, r in top)
+            psi = self.cpu_pressure.get(host) or (next(iter(self.cpu_pressure.values())) if len(self.cpu_pressure) == 1 else None)
+            waited = _window_values(psi, lo, end) if psi else []
+            if waited:
+                text += f"; tasks waited for a CPU {min(1.0, max(waited)) * 100:.0f}% of the time"
+                if max(waited) < PRESSURE_FLOOR:
+                    strength *= 0.5  # the CPUs had room for both: the others took what was idle
+            add("cpu_contention", active_s, strength, text, host=host, measure=which, other_cpus=round(used, 3),
+                other_cpus_usually=round(base, 3), busiest=[{"process": n, "cpus": round(r, 3)} for n, r in top])
+
+        io_best: tuple | None = None
+        for host, tl in self.io_pressure.items():
+            io = _deviation(tl, r0, r1, lo, end, floor=IO_PRESSURE_FLOOR)
+            if io and (io_best is None or io[0] * io[1] > io_best[1][0] * io_best[1][1]):
+                io_best = (host, io)
+        if io_best:
+            host, (active_s, strength, peak, base, _) = io_best
+            add("io_pressure", active_s, strength,
+                f"tasks waited on I/O {peak * 100:.0f}% of the time ({base * 100:.0f}% usually)",
+                host=host, peak=round(peak, 3), baseline=round(base, 3))
+
+    def _log_events(self, add, lo: float, end: float) -> set[str]:
+        """Each kind of server log event in the window (from EVENT_LEAD_S before the dip to one interval
+        after it: a deadlock is logged when it is resolved), held against how often it comes in the rest
+        of the run. Returns the kinds found."""
+        found = set()
+        hi = end + self.ctx.interval_s
+        rest = self._rest(lo, end)
+        length = max(end - lo, self.ctx.interval_s)
+        for event, times in self.log_events.items():
+            inside = [t for t in times if lo <= t <= hi]
+            if not inside:
+                continue
+            found.add(event)
+            elsewhere = sum(1 for t in times if self.ctx.run_start <= t <= self.ctx.run_end and not lo <= t <= hi)
+            odds = chance(elsewhere, rest, length)
+            text = f"{len(inside)} {LOG_EVENTS.get(event, event)}, the first {inside[0] - self.ctx.run_start:.1f} s into the run"
+            if elsewhere:
+                text += f"; {elsewhere} more elsewhere in the run"
+            active = hi - max(lo, inside[0] - EVENT_LEAD_S)
+            add(event, active, 1.0 - odds, text, events=len(inside), elsewhere=elsewhere, chance=round(odds, 3))
+        return found
+
+    def _busiest(self, host: str, lo: float, hi: float, first: str) -> list[tuple[str, float]]:
+        """The processes that used most CPU in [lo, hi], with their mean CPUs over the scans there:
+        new ones first when it is the newcomers' rise that is the evidence."""
+        seen = [(t, name, g, v) for t, name, g, v in self.top_processes.get(host, []) if lo < t <= hi]
+        scans = len({round(t) for t, *_ in seen}) or 1
+        used: dict[tuple[bool, str], float] = {}
+        for _, name, g, v in seen:
+            key = (g != first, name) if first == "new" else (False, name)
+            used[key] = used.get(key, 0.0) + v
+        return [(n, v / scans) for (_, n), v in sorted(used.items(), key=lambda x: (x[0][0], -x[1]))[:BUSIEST]]
+
+    def _waiting_statement(self, lo: float, end: float) -> dict | None:
+        """The statement most sessions waited in over the window, with its lock and its blocker."""
+        best = None
+        for (statement, event, blocker), tl in self.waiting_statements.items():
+            n = sum(_window_values(tl, lo, end))
+            if n > 0 and (best is None or n > best[0]):
+                best = (n, statement, event, blocker)
+        if best is None:
+            return None
+        return {"statement": best[1], "wait_event": best[2], "blocker": best[3]}
+
+    # -- base rates: how often a signal is on over the rest of the run --------------------------
+
+    def _rest(self, lo: float, end: float) -> float:
+        """Seconds of the run outside the dip's window [lo, end]."""
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        return max(0.0, (r1 - r0) - max(0.0, min(end, r1) - max(lo, r0)))
+
+    def _usual(self, tl: Timeline, active, lo: float, end: float) -> float:
+        """The share of the rest of the run where the timeline is active (0 when the rest is too short to say)."""
+        rest = self._rest(lo, end)
+        if rest < 2 * self.ctx.interval_s:
+            return 0.0
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        on = _active_seconds(tl, active, r0, r1) - _active_seconds(tl, active, max(lo, r0), min(end, r1))
+        return min(1.0, max(0.0, on / rest))
+
+    def _usual_spans(self, spans: Iterable[tuple[float, float]], lo: float, end: float) -> float:
+        """The same for (start, end) stretches."""
+        rest = self._rest(lo, end)
+        if rest < 2 * self.ctx.interval_s:
+            return 0.0
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        on = 0.0
+        for a, b in spans:
+            a, b = max(a, r0), min(b, r1)
+            if b > a:
+                on += (b - a) - max(0.0, min(b, end) - max(a, lo))
+        return min(1.0, max(0.0, on / rest))
 
     def _baseline_signal(self, add, cause: str, tl: Timeline, lo: float, end: float, text) -> None:
         got = _deviation(tl, self.ctx.run_start, self.ctx.run_end, lo, end, floor=1.0)
         if got:
             active_s, strength, peak, base, _ = got
             add(cause, active_s, strength, text(peak, base), peak=round(peak, 3), baseline=round(base, 3))
+
+
+def _host(s: Series) -> str:
+    return s.labels.get("host") or s.labels.get("target") or s.labels.get("instance") or ""
+
+
+def _rise(tl: Timeline, run_start: float, run_end: float, lo: float, hi: float,
+          floor: float) -> tuple[float, float, float] | None:
+    """(active seconds, mean while active, baseline) of a level (CPUs used) that rose by at least ``floor``
+    above the run's median in [lo, hi]; unlike _deviation it need not double (a loaded machine's CPUs cannot)."""
+    base = statistics.median(_window_values(tl, run_start, run_end) or [0.0])
+    step = _spacing(tl)
+    threshold = base + floor
+    up = [v for t, v in tl if lo < t <= hi + step and v >= threshold]
+    if not up:
+        return None
+    return _active_seconds(tl, lambda v: v >= threshold, lo, hi + step, step), statistics.fmean(up), base
+
+
+def _spacing(tl: Timeline) -> float:
+    """The usual time between samples (the processes collector scans every 2 s; node_exporter every 1 s)."""
+    gaps = [b[0] - a[0] for a, b in zip(tl, tl[1:]) if b[0] > a[0]]
+    return statistics.median(gaps) if gaps else 1.0
+
+
+def _forced(checkpoint: dict) -> bool:
+    return any(w in checkpoint["reason"] for w in ("immediate", "force"))
 
 
 def _deviation(tl: Timeline, run_start: float, run_end: float, lo: float, hi: float,

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchwatch import engines
-from benchwatch.explain import causes, dips
+from benchwatch.explain import causes, dips, ending
 from benchwatch.model import replay
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import prefer_pushed
@@ -31,7 +31,8 @@ def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: flo
     engine, weighed, _absent = signals_of(meta)
     return causes.Context(run_id, interval, float(start), float(end),
                           clients=int(clients) if clients and str(clients).isdigit() else None, pgbench_major=major,
-                          weighed=frozenset(weighed), up_metrics=_up_metrics(engine))
+                          weighed=frozenset(weighed), up_metrics=_up_metrics(engine),
+                          engine_series=frozenset(engine.explain_selectors) if engine else None)
 
 
 def _up_metrics(engine: engines.Engine | None) -> tuple[str, ...]:
@@ -55,9 +56,9 @@ def signals_of(meta: Mapping[str, Any]) -> tuple[engines.Engine | None, list[str
     engine = run_engine(meta)
     if engine is None:
         known = [s for e in engines.load_engines().values() for s in e.explain_signals]
-        return None, [*causes.NEUTRAL, *dict.fromkeys(known)], {}
+        return None, [*causes.NEUTRAL, *dict.fromkeys(known), *causes.HOST], {}
     absent = engine.absent_signals(meta)
-    return engine, [*causes.NEUTRAL, *(s for s in engine.explain_signals if s not in absent)], absent
+    return engine, [*causes.NEUTRAL, *(s for s in engine.explain_signals if s not in absent), *causes.HOST], absent
 
 
 def _last(series: list[Series], name: str, run_id: str) -> float | None:
@@ -80,13 +81,16 @@ def _first_tps(series: list[Series], run_id: str) -> float | None:
 
 
 def explain(series: list[Series], meta: Mapping[str, Any], run_id: str, *, ongoing: bool = False,
-            now: float | None = None) -> dict:
+            now: float | None = None, output: str = "") -> dict:
     """{"run_id", "engine", "signals": {"weighed", "absent"}, "dips": [dip + "cause", "evidence", "candidates"],
-    ...}; JSON-ready."""
+    "end": how the run ended when early or badly (else None), ...}; JSON-ready. ``output``: the tool's saved
+    output, where the end's cause may be written."""
     ctx = context(meta, series, run_id, now)
     engine, weighed, absent = signals_of(meta)
-    found = dips.detect(tps_samples(series, run_id), ctx.interval_s, ongoing=ongoing)
-    signals = causes.Signals(series, ctx) if found else None
+    tps = tps_samples(series, run_id)
+    found = dips.detect(tps, ctx.interval_s, ongoing=ongoing)
+    finished = not ongoing and bool(meta.get("ended_at"))
+    signals = causes.Signals(series, ctx) if found or finished else None
     out = []
     for n, d in enumerate(found, 1):
         ranked = signals.candidates(d.start, d.end) if signals else []
@@ -94,10 +98,27 @@ def explain(series: list[Series], meta: Mapping[str, Any], run_id: str, *, ongoi
         out.append({"dip": n, **d.to_json(), "cause": lead.cause if lead else NO_CAUSE,
                     "evidence": lead.evidence if lead else "",
                     "candidates": [c.to_json() for c in ranked]})
+    end = None
+    if finished:
+        info = next((s.labels for s in series if s.name == "benchmark_run_info" and s.labels.get("run_id") == run_id), {})
+        lines = [ts / 1000 for ts, _ in tps if ts / 1000 not in _stall_times(series, run_id)]
+        end = ending.run_end(meta, signals, ctx, lines[-1] if lines else None, _aborted(series, run_id), info, output)
     return {"run_id": run_id, "interval_s": ctx.interval_s, "run_start": ctx.run_start, "dips": out,
             "lost_transactions": round(sum(d["lost_transactions"] for d in out), 1),
             "method": "docs/explain.md", "engine": engine.name if engine else None,
-            "signals": {"weighed": weighed, "absent": absent}}
+            "signals": {"weighed": weighed, "absent": absent}, "end": end}
+
+
+def _stall_times(series: list[Series], run_id: str) -> set[float]:
+    """The exporter's stall zeros (not progress lines), by time."""
+    return {ts / 1000 for s in series if s.name == "benchmark_progress_stalled" and s.labels.get("run_id") == run_id
+            for ts, v in s.samples if v == 1}
+
+
+def _aborted(series: list[Series], run_id: str) -> float:
+    values = [v for s in prefer_pushed(series) if s.name == "benchmark_aborted_clients_total"
+              and s.labels.get("run_id") == run_id for _, v in s.samples if not is_stale_marker(v)]
+    return max(values, default=0.0)
 
 
 # -- presentation -----------------------------------------------------------------------------------
@@ -138,14 +159,24 @@ def signals_line(report: dict) -> str:
     return line + "\n"
 
 
+def end_line(report: dict) -> str:
+    """One line on a run that ended early or badly ("" for one that ended as planned)."""
+    end = report.get("end")
+    if not end:
+        return ""
+    code = f", exit code {end['exit_code']}" if end.get("exit_code") is not None else ""
+    line = f"run ended early, {end['at_s']:.1f} s in ({_clock(end['at'])} UTC{code}): {end['cause']}"
+    return line + (f": {end['evidence']}" if end.get("evidence") else "") + "\n"
+
+
 def text_table(report: dict) -> str:
     if not report["dips"]:
         return (f"run {report['run_id']}: no TPS dip (nothing below {dips.MILD * 100:.0f}% of the steady level)\n"
-                + signals_line(report))
+                + end_line(report) + signals_line(report))
     table = [HEADER] + rows(report)
     widths = [max(len(r[i]) for r in table) for i in range(len(HEADER))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
     lost = report["lost_transactions"]
     lines.append(f"{len(report['dips'])} dip(s), {lost:,.0f} transactions lost against the steady level "
                  f"(method: docs/explain.md)")
-    return "\n".join(lines) + "\n" + signals_line(report)
+    return "\n".join(lines) + "\n" + end_line(report) + signals_line(report)

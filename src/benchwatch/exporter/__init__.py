@@ -65,7 +65,7 @@ class CollectorSpec:
 # name -> spec, filled by load_collectors().
 COLLECTORS: dict[str, CollectorSpec] = {}
 # The modules that register collectors; their order is the order of polling and of /metrics.
-COLLECTOR_MODULES = ("pgbench_runs", "checkpoints", "dips")
+COLLECTOR_MODULES = ("pgbench_runs", "checkpoints", "dips", "processes")
 
 
 def register_collector(name: str, help: str, *, default: bool = True):

@@ -23,7 +23,7 @@ from benchwatch.engines.postgresql.checkpoints import CheckpointModel
 from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.model import catalogue
-from benchwatch.model.samples import Sample
+from benchwatch.model.samples import Sample, sample
 
 # Catching up on a big log is done in slices: a poll holds the exporter's lock
 # (about 40 ms per MiB of stderr log), and other collectors and /metrics wait.
@@ -41,6 +41,16 @@ EXPORTER_METRICS = {
     _SELF + "unmatched_total": ("counter", "Checkpoint starts without a complete, and completes without a start."),
 }
 
+# The server log's other events (server_log.SERVER_EVENTS: deadlocks, lock timeouts, terminated
+# sessions, out of memory, failed writes), counted at the log's own times for explain.
+EVENT_METRICS = {
+    "pg_server_log_events_total": ("counter", "Server log records of an event (event: deadlock, lock_timeout, "
+                                              "connection_terminated, out_of_memory, write_error) since the log began, "
+                                              "written at each record's own time."),
+}
+EVENTS = "pg_server_log_events_total"
+
+
 class CheckpointCollector:
     """Follows ``server_log`` (stderr, csvlog or jsonlog; "auto" detects) and feeds a :class:`CheckpointModel`."""
 
@@ -52,8 +62,10 @@ class CheckpointCollector:
         self.clock = clock
         self.follower = LineFollower(server_log, from_end=from_end)
         self.reader = pg_log.RecordReader(log_format, path=server_log, local_tz=local_tz,
-                                          keep=pg_log.mentions_checkpoint)
+                                          keep=lambda text: pg_log.mentions_checkpoint(text) or pg_log.mentions_event(text))
         self.model = CheckpointModel(labels)
+        self.labels = dict(labels or {})
+        self.events: dict[str, int] = {}
         self.log_present = False
         self.rotations = 0
         self.clock_timestamps = 0  # records timed by the read clock: no timestamp in the prefix
@@ -65,13 +77,18 @@ class CheckpointCollector:
         for raw in self.follower.read_lines(READ_BYTES_PER_POLL):
             for rec in self.reader.feed(raw.decode("utf-8", "replace")):
                 ev = pg_log.classify(rec)
-                if ev is None:
+                event = pg_log.server_event(rec) if ev is None else None
+                if ev is None and event is None:
                     continue
                 ts = rec.timestamp
                 if ts is None:
                     ts = now
                     self.clock_timestamps += 1
-                out.extend(self.model.feed(ev, round(ts * 1000)))
+                if ev is not None:
+                    out.extend(self.model.feed(ev, round(ts * 1000)))
+                elif event is not None:
+                    self.events[event] = self.events.get(event, 0) + 1
+                    out.append(sample(EVENTS, {**self.labels, "event": event}, self.events[event], round(ts * 1000)))
         out.extend(self.model.tick(round(now * 1000)))
         if out:
             self.sink(out)

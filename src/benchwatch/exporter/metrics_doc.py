@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from benchwatch import loadgens
 from benchwatch.engines.postgresql import checkpoints as checkpoint_model
-from benchwatch.exporter import checkpoints, dips
+from benchwatch.exporter import checkpoints, dips, processes
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.history import series as history_series
 from benchwatch.model.run import METRICS
@@ -46,7 +46,8 @@ interval keeps its exact start and end; the exporter's /metrics shows their late
 ...; `unknown` when the starting line was not seen); `pg_checkpoint_info` carries the checkpoint's
 figures as `total_seconds`, `write_seconds`, `sync_seconds` and `buffers`;
 `pg_checkpoint_last_duration_seconds` carries `phase` (`write`, `sync`, `total`). The two
-too-frequent series have no `kind`.
+too-frequent series have no `kind`. The same collector counts the log's other events that can explain
+a TPS dip, `pg_server_log_events_total{event}`, at each record's own time.
 
 | metric | type | meaning |
 | --- | --- | --- |
@@ -63,6 +64,20 @@ run's end ([explain.md](explain.md#live-annotations-and-the-alert)); remote-writ
 `benchmark_dip_info` also `dip` (its number in the run) and `level` (`deep`: below 50% of the steady
 level, `mild`: below 80%). At most 30 dips and 40 leading-cause label sets per run are written;
 `benchwatch explain` lists every dip.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
+
+PROCESSES_HEADER = """
+## The host's processes (benchwatch exporter, `processes` collector)
+
+CPU time of the database's processes (the engines' servers: `postgres`, `mariadbd`, ...), the load
+generators' (`pgbench`, `sysbench`, `go-tpc`) and every other process the exporter can see, read from
+`/proc/<pid>/stat` every 2 s and remote-written: `benchwatch explain` tells "something else used the
+CPU" (`cpu_contention`) from the database being busy ([explain.md](explain.md)). They carry the
+exporter's `target` and `host` labels; the processes are told apart by name.
 
 | metric | type | meaning |
 | --- | --- | --- |
@@ -87,7 +102,7 @@ its 95 % interval and p-value, as text) and `changed` (what differs between the 
 SELF_HEADER = """
 ## The exporter itself (on its /metrics only)
 
-`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`, `dips`: the collectors
+`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`, `dips`, `processes`: the collectors
 switched by `--[no-]collector.NAME`), like node_exporter's `node_scrape_collector_*`; a collector that
 raises is counted and the others go on. The daemon's
 process is described by client_python's standard `process_*` (CPU, resident memory, open files) and
@@ -106,8 +121,9 @@ def _rows(catalogue: Mapping[str, tuple[str, str]]) -> str:
 def render() -> str:
     tools = "".join(g.metrics_doc + _rows({**g.metrics, **g.latency_log_metrics}) for g in loadgens.load_generators().values())
     return (HEADER + _rows(METRICS) + tools
-            + CHECKPOINTS_HEADER + _rows(checkpoint_model.METRICS)
+            + CHECKPOINTS_HEADER + _rows({**checkpoint_model.METRICS, **checkpoints.EVENT_METRICS})
             + DIPS_HEADER + _rows(dips.DIP_METRICS)
+            + PROCESSES_HEADER + _rows(processes.METRICS)
             + HISTORY_HEADER + _rows(history_series.METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
 

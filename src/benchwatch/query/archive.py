@@ -28,6 +28,8 @@ HOST_SELECTORS = (
     "node_uname_info", "node_memory_MemTotal_bytes", "node_cpu_seconds_total", "node_disk_info",
     '{__name__=~"node_disk_(io_time|io_time_weighted|read_time|write_time)_seconds_total"}',
     '{__name__=~"node_disk_(reads|writes)_completed_total|node_disk_(read|written)_bytes_total"}',
+    # explain's cpu_contention and io_pressure: pressure stall information, the processes collector's CPU.
+    '{__name__=~"node_pressure_.*"}', '{__name__=~"benchmark_host_.*"}',
 )
 
 

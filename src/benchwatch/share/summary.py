@@ -274,7 +274,7 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
                     "avg_source": f"{generator.title} summary" if latency_avg is not None
                     else ("progress lines, weighted by TPS" if progress_lat is not None else None),
                     **latency_percentiles(series, run_id)},
-        **_dips(series, {**meta, "progress_interval": interval}, run_id),
+        **_dips(series, {**meta, "progress_interval": interval}, run_id, run_dir),
         "host": host_from(series, host_extra),
     }
     merged(summary, generator.summary_figures(ctx))
@@ -352,6 +352,10 @@ def tables(s: dict) -> list[Table]:
         out.append(("Dips and their causes", explain_report.HEADER,
                     explain_report.rows({"dips": s["dips"], "run_start": s["run"].get("start")})
                     or [["no TPS dip below 80% of the steady level"] + [""] * (len(explain_report.HEADER) - 1)]))
+    end = s.get("run_end")
+    if end:  # a run that died: why, as explain says it
+        out.append(("How the run ended", ["at", "exit code", "cause", "evidence"],
+                    [[f"{end['at_s']:.1f} s into the run", str(end.get("exit_code")), end["cause"], end["evidence"]]]))
     absent = (s.get("dip_signals") or {}).get("absent") or {}
     if absent:  # what the dips could not be blamed on: the server lacked what the signal reads
         out.append(("Signals the dips were not weighed on", ["signal", "why"], [[k, v] for k, v in absent.items()]))
@@ -359,10 +363,12 @@ def tables(s: dict) -> list[Table]:
     return out
 
 
-def _dips(series: list[Series], meta: dict, run_id: str) -> dict:
-    """The summary's "dips" (explain's, each with its cause) and "dip_signals" (weighed and absent)."""
-    result = explain_report.explain(series, meta, run_id)
-    return {"dips": result["dips"], "dip_signals": result["signals"]}
+def _dips(series: list[Series], meta: dict, run_id: str, run_dir: str = "") -> dict:
+    """The summary's "dips" (explain's, each with its cause), "dip_signals" (weighed and absent) and
+    "run_end" (explain's "end": how a run that ended early or badly ended, else None)."""
+    output = replay.saved_output(run_dir).decode("utf-8", "replace") if run_dir else ""
+    result = explain_report.explain(series, meta, run_id, output=output)
+    return {"dips": result["dips"], "dip_signals": result["signals"], "run_end": result["end"]}
 
 
 def header_lines(s: dict) -> list[str]:

@@ -297,6 +297,8 @@ class Agent(ProcessManager):
             sys.executable, "-m", "benchwatch", "exporter", f"--listen={self._listen(component)}",
             f"--runs-dir={self.path('runs')}", f"--remote-write-url={self.url('prometheus')}/api/v1/write",
             f"--server-log={inst.server_log}", "--no-collector.pgbench_runs",
+            # The host's processes (explain's cpu_contention) once per host: the first follower scans /proc.
+            *([] if inst == next(i for i in self.cfg.instances if i.server_log) else ["--no-collector.processes"]),
             f"--label=target={inst.name}", f"--label=host={self.cfg.host}"], env=self.base_env())
 
     def prometheus_config(self) -> dict:

@@ -53,8 +53,9 @@ ALERT_RESEND_DELAY = "5s"
 # diskstats) is scraped every second; the host's size and load (meminfo, loadavg: snapshots,
 # ad-hoc queries) every 15 s by a second job that asks for those collectors alone (collect[] in
 # prometheus.yml). No go_*/process_* series of node_exporter itself: a third of its exposition,
-# read by nothing, rendered every second.
-NODE_FAST_COLLECTORS = ("cpu", "diskstats")
+# read by nothing, rendered every second. pressure (/proc/pressure: tasks waiting for a CPU or on
+# I/O, 5 series) is explain's cpu_contention and io_pressure.
+NODE_FAST_COLLECTORS = ("cpu", "diskstats", "pressure")
 NODE_SLOW_COLLECTORS = ("meminfo", "loadavg")
 NODE_COLLECTORS = NODE_FAST_COLLECTORS + NODE_SLOW_COLLECTORS
 NODE_EXPORTER_FLAGS = ("--web.disable-exporter-metrics", "--collector.disable-defaults",

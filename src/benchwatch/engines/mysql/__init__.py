@@ -45,8 +45,10 @@ class MySQL(Engine):
         return dict(facts.get("capabilities") or {}) or capabilities(facts.get("settings") or {})
 
     # explain's signals (benchwatch.explain.causes): InnoDB's flushing pressure is its checkpoint
-    # (prometheus/rules/mysql.yml, docs/innodb.md); its lock waits are not read yet.
-    explain_signals = ("innodb_flushing", "target_down")
+    # (prometheus/rules/mysql.yml, docs/innodb.md); lock waits are InnoDB's row lock waits
+    # (Innodb_row_lock_current_waits) and the processlist's threads waiting on a lock (a LOCK TABLES
+    # shows as "Waiting for table metadata lock"), without performance_schema.
+    explain_signals = ("innodb_flushing", "lock", "target_down")
     evidence_signals = (
         ("redo log fsyncs per transaction", "sum(increase(mysql_global_status_innodb_os_log_fsyncs[{w}]))"),
         ("redo bytes per transaction", "sum(increase(mysql_global_status_innodb_os_log_written[{w}]))", "per_tx", "B"),
@@ -55,8 +57,10 @@ class MySQL(Engine):
         ("InnoDB flushing pressure (share of the run)",
          "avg(avg_over_time(instance:mysql_innodb_flushing_pressure:bool[{w}]))", "value", "%", 100.0),
     )
-    explain_selectors = ("instance:mysql_innodb_flushing_pressure:bool", "mysql_up")
+    explain_selectors = ("instance:mysql_innodb_flushing_pressure:bool", "mysql_up",
+                         "mysql_global_status_innodb_row_lock_current_waits", "mysql_info_schema_processlist_threads")
     up_metric = "mysql_up"
+    server_processes = frozenset({"mariadbd", "mysqld"})
 
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         if capability == "performance_schema":
@@ -90,6 +94,7 @@ class MySQL(Engine):
         '{__name__=~"instance:mysql_.*"}',  # its recording rules (prometheus/rules/mysql.yml)
         '{__name__=~"mysql_global_status_innodb_checkpoint_(age|max_age)"}',
         "mysql_up",  # explain's target_down
+        "mysql_global_status_innodb_row_lock_current_waits", "mysql_info_schema_processlist_threads",  # its lock
         *context_selectors,
     )
 

@@ -3,7 +3,8 @@
 Credentials come from its --config.my-cnf file (0600, see server.MySQLTarget), never argv or the
 environment. Collectors: global status and variables (every InnoDB figure the rules read) and
 information_schema.innodb_metrics; the default collectors no rule reads (slave status, InnoDB
-compression tables, query response time) are off. What is left is further cut to the series the
+compression tables, query response time) are off; the processlist's threads by state are on
+(explain's lock waits). What is left is further cut to the series the
 rules use by the scrape job's metric_relabel_configs in prometheus/prometheus.yml: about 1,100
 series per target scraped, 40 or so stored (bench figures in docs/innodb.md).
 """
@@ -16,6 +17,11 @@ COLLECTOR_FLAGS = (
     "--collect.global_status",
     "--collect.global_variables",
     "--collect.info_schema.innodb_metrics",
+    # Threads by state (explain's lock: "Waiting for table metadata lock" is a LOCK TABLES), not by
+    # user or host: one query of information_schema.processlist per scrape.
+    "--collect.info_schema.processlist",
+    "--no-collect.info_schema.processlist.processes_by_user",
+    "--no-collect.info_schema.processlist.processes_by_host",
     "--no-collect.slave_status",
     "--no-collect.info_schema.innodb_cmp",
     "--no-collect.info_schema.innodb_cmpmem",

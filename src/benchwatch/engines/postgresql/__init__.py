@@ -52,7 +52,9 @@ class PostgreSQL(Engine):
         return found
 
     # explain's signals (benchwatch.explain.causes): full-page images are read from pg_stat_wal.
-    explain_signals = ("checkpoint", "wal_fpi", "autovacuum", "lock", "target_down")
+    # The server log's events (server_log.SERVER_EVENTS) are causes of their own.
+    explain_signals = ("checkpoint", "wal_fpi", "autovacuum", "lock", "target_down", "deadlock", "lock_timeout",
+                       "connection_terminated", "out_of_memory", "write_error")
     explain_needs: ClassVar[Mapping[str, str]] = {"wal_fpi": "pg_stat_wal"}
     evidence_signals = (
         ("WAL syncs per transaction", "sum(increase(pg_stat_wal_wal_sync[{w}]))"),
@@ -69,8 +71,10 @@ class PostgreSQL(Engine):
          "waits", "sessions"),
     )
     explain_selectors = ("pg_checkpoint_in_progress", "pg_checkpoint_info", "pg_stat_activity_waits_sessions",
-                         "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up")
+                         "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up", "pg_server_log_events_total",
+                         "pg_stat_activity_lock_waits_sessions")
     up_metric = "pg_up"
+    server_processes = frozenset({"postgres", "postmaster"})
 
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         from benchwatch.engines.postgresql.settings import missing_reason
@@ -111,7 +115,8 @@ class PostgreSQL(Engine):
         '{__name__=~"pg_checkpoints?_.*"}',  # the checkpoint collector's regions, last figures and counts
         '{__name__=~"pg_stat_(wal|bgwriter|checkpointer)_.*|pg_control_checkpoint_.*"}',
         '{__name__=~"pg_stat_database_xact_(commit|rollback)"}',
-        "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_up",
+        "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_up", "pg_server_log_events_total",
+        "pg_stat_activity_lock_waits_sessions",
         *context_selectors,
     )
 

@@ -414,3 +414,31 @@ def classify(rec: LogRecord) -> CheckpointEvent | None:
     if m:
         return CheckpointEvent("too_frequent", fields={"apart_seconds": float(m.group(1))})
     return None
+
+
+# -- other server events that can explain a dip (benchwatch explain) ---------------------------
+# event -> (severities, message prefix). Each is a cause of its own in explain (causes.py: the
+# event's name is the cause's): the server resolved a deadlock by cancelling a transaction after
+# deadlock_timeout of waiting, a statement gave up on lock_timeout, a session was terminated
+# (pg_terminate_backend, a shutdown), memory or a write failed.
+SERVER_EVENTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "deadlock": (("ERROR",), "deadlock detected"),
+    "lock_timeout": (("ERROR",), "canceling statement due to lock timeout"),
+    "connection_terminated": (("FATAL",), "terminating connection due to administrator command"),
+    "out_of_memory": (("ERROR", "FATAL", "PANIC", "LOG"), "out of memory"),
+    "write_error": (("ERROR", "FATAL", "PANIC", "WARNING", "LOG"), "could not write"),
+}
+_EVENTS_RE = re.compile("|".join(re.escape(prefix) for _, prefix in SERVER_EVENTS.values()))
+
+
+def mentions_event(text: str) -> bool:
+    """Cheap test: could this record's text be one :func:`server_event` recognises?"""
+    return _EVENTS_RE.search(text) is not None
+
+
+def server_event(rec: LogRecord) -> str | None:
+    """The SERVER_EVENTS name of a record, if it reports one."""
+    for event, (severities, prefix) in SERVER_EVENTS.items():
+        if rec.severity in severities and rec.message.startswith(prefix):
+            return event
+    return None
