@@ -6,6 +6,15 @@ import functools
 
 from benchwatch import engines
 
+# Annotations of what other commands record: a plain run has none of them in its range, so there they must
+# come back empty (test_sweep and test_history see them drawn).
+OTHER_COMMANDS_ANNOTATIONS = ("experiment runs (benchwatch sweep)", "events (benchwatch annotate)")
+
+
+def other_commands_annotation(source: str) -> bool:
+    """True for an annotation that draws what ``benchwatch sweep`` or ``annotate`` recorded."""
+    return source.startswith("annotation ") and source.removeprefix("annotation ").strip("'\"") in OTHER_COMMANDS_ANNOTATIONS
+
 
 @functools.cache
 def _annotation_engines() -> dict[str, str]:

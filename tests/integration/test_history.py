@@ -122,6 +122,14 @@ def test_annotation_and_series_reach_prometheus(history):
     assert any("commit_delay" in cp["metric"]["changed"] and "raised for the test" in cp["metric"]["changed"] for cp in cps)
     (note,) = query(live.prometheus, 'benchmark_history_annotation_info[1h]', time=at)
     assert note["metric"]["run_id"] == ids[6]
+    # The run dashboards draw it too, as a point where it was recorded.
+    with open(os.path.join(throwaway.REPO_ROOT, "dashboards", "pgbench-run.json")) as f:
+        run_dash = json.load(f)
+    (q,) = [q for q in gq.dashboard_queries(run_dash) if q.source == "annotation 'events (benchwatch annotate)'"]
+    drawn = gq.run_query(live.prometheus, q, {**gq.default_variables(run_dash), "datasource": "benchwatch-prometheus"},
+                         at - 300, at)
+    assert [r["metric"]["text"] for r in drawn] == ["commit_delay raised for the test"]
+    assert len(drawn[0]["values"]) <= 2, drawn  # a point, not Prometheus' 5-minute lookback
 
 
 def test_history_dashboard_queries_as_grafana_asks_them(history):

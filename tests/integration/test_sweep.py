@@ -135,6 +135,15 @@ def test_synchronous_commit_off_is_faster_and_the_why_names_wal_flushing(live, t
             assert "sync" in {r["metric"].get("experiment") for r in result}
     verdicts = query(live.prometheus, 'last_over_time(benchwatch_experiment_verdict{experiment="sync"}[15m])')
     assert sorted(float(r["value"][1]) for r in verdicts) == [1.0, 1.0]
+    # The run dashboard draws the experiment's runs, each with its variant, cell and round.
+    with open(os.path.join(throwaway.REPO_ROOT, "dashboards", "pgbench-run.json")) as f:
+        run_dash = json.load(f)
+    (q,) = [q for q in gq.dashboard_queries(run_dash) if q.source == "annotation 'experiment runs (benchwatch sweep)'"]
+    drawn = gq.run_query(live.prometheus, q, {**gq.default_variables(run_dash), "datasource": "benchwatch-prometheus"},
+                         end - 900, end)
+    cells = {(r["metric"]["variant"], r["metric"]["cell"], r["metric"]["repeat"]) for r in drawn
+             if r["metric"].get("sweep") == "sync"}
+    assert {v for v, _, _ in cells} == {"on", "off"} and len(cells) >= 12, sorted(cells)
 
 
 def test_resume_after_sigkill_runs_only_what_is_missing(live):

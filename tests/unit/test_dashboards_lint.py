@@ -165,7 +165,8 @@ def test_sysbench_dashboard_draws_flushing_pressure_per_target_and_picks_sysbenc
     dash = load("sysbench-innodb.json")
     assert dash["uid"] == "benchwatch-sysbench-innodb" and dash["title"] == "sysbench on InnoDB"
     names = [a["name"] for a in dash["annotations"]["list"] if not a.get("builtIn")]
-    assert names == ["InnoDB flushing pressure", "sysbench run", "TPS dips: cause"]
+    assert names == ["InnoDB flushing pressure", "sysbench run", "TPS dips: cause", "experiment runs (benchwatch sweep)",
+                     "events (benchwatch annotate)"]
     pressure = dash["annotations"]["list"][1]
     assert pressure["expr"] == 'instance:mysql_innodb_flushing_pressure:bool{target=~"$target"} == 1'
     assert "{{target}}" in pressure["titleFormat"] and pressure["tagKeys"] == "target"

@@ -51,6 +51,7 @@ from benchwatch.grafana.panels import (
     stat,
     timeseries,
 )
+from benchwatch.history import series as history_series
 
 HOST_IO = ("benchwatch-host-io", "host-io.json", "Host I/O")
 
@@ -71,6 +72,23 @@ def run_annotation(generator: loadgens.LoadGenerator | None = None) -> Prometheu
                                  "#73BF69")
             .step("1s").title_format(f"{generator.title if generator else '{{tool}}'} run {{{{run_id}}}}")
             .text_format(f"{generator.title if generator else '{{tool}}'} {{{{args}}}}").tag_keys(tags))
+
+
+def sweep_runs_annotation() -> PrometheusAnnotation:
+    """The runs of every experiment (benchwatch sweep) in the time range, each while it ran, with its variant,
+    cell and round: a sweep's hours read at a glance, the picked run among them."""
+    in_a_sweep = 'sweep!=""'
+    runs = f"{of_any_run('benchmark_run_info', in_a_sweep)} and on(run_id) ({of_any_run('benchmark_running')} == 1)"
+    return (PrometheusAnnotation("experiment runs (benchwatch sweep)", runs, "#8F3BB8").step("1s")
+            .title_format("sweep {{sweep}}: {{variant}}, {{cell}}, round {{repeat}}").text_format("run {{run_id}}")
+            .tag_keys("sweep,variant"))
+
+
+def annotate_events_annotation() -> PrometheusAnnotation:
+    """Events recorded with benchwatch annotate (a deploy, a remount): a point where each was recorded."""
+    # Over the step only: the one sample would otherwise be found for Prometheus' 5-minute lookback after it.
+    return (PrometheusAnnotation("events (benchwatch annotate)", f"last_over_time({history_series.ANNOTATION}[1s])",
+                                 "#FF9830").step("1s").title_format("{{text}}").text_format("run {{run_id}}"))
 
 
 def engine_annotations() -> list[PrometheusAnnotation]:
@@ -295,7 +313,8 @@ def run_dashboard(d: RunDashboard) -> dict:
                      f"{d.engine.regions_name}, the run's own figures ({d.generator.panels_summary}), the server's "
                      f"({d.engine.panels_summary}) and the host's disks and CPUs.",
                      items, [datasource_variable(), target_variable(), run_variable(run_picker_expr([(d.generator, d.engine)]))],
-                     [*d.engine.annotations(), run_annotation(d.generator), dip_annotation()])
+                     [*d.engine.annotations(), run_annotation(d.generator), dip_annotation(),
+                      sweep_runs_annotation(), annotate_events_annotation()])
 
 
 def host_io() -> dict:

@@ -33,9 +33,13 @@ HOST_SELECTORS = (
 )
 
 
+# Events recorded with benchwatch annotate (a deploy, a remount), drawn on the run dashboards.
+EVENT_SELECTORS = ("benchmark_history_annotation_info",)
+
+
 def archived_selectors() -> list[str]:
     """Every series a run's archive keeps, except the run's own (its raw output rebuilds those)."""
-    out = list(HOST_SELECTORS)
+    out = list(HOST_SELECTORS) + list(EVENT_SELECTORS)
     for engine in engines.load_engines().values():
         out += [s for s in engine.archived_selectors if s not in out]
     return out
