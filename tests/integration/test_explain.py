@@ -286,8 +286,11 @@ def test_steady_run_has_no_dip(live_stack):
     finally:
         run.kill()
     assert report["dips"] == [], json.dumps(report, indent=1)
+    assert report["end"] is None, report["end"]
     text = live_stack.benchwatch("explain", run.run_id)
     assert text.returncode == 0 and b"no TPS dip" in text.stdout, text
+    # It ran its course: the end the BenchmarkEndedEarly alert reads says so.
+    assert [r["value"][1] for r in query(live_stack.prometheus, f'benchmark_run_ended_early{{run_id="{run.run_id}"}}')] == ["0"]
 
 
 def test_busy_loops_beside_the_run_are_cpu_contention(live_stack):

@@ -247,3 +247,21 @@ def test_end_markers_after_a_stall_follow_its_last_zero():
     assert stalled_end == [(round((START + 3.0) * 1000), 0.0)]
     # One time for all the run's markers, after each curve's own last sample.
     assert marker_times(model.end_markers()) == {stalled_end[0][0] + 1000}
+
+
+@pytest.mark.parametrize("last_line, exit_code, aborted, early", [
+    (20, 0, 0, 0.0),      # ran its -T 20
+    (19, None, 0, 0.0),   # pgbench's last -P 1 line may come a second before the end
+    (10, None, 0, 1.0),   # attached output that stopped at 10 s of 20: short, with no exit code to say so
+    (20, 2, 0, 1.0),      # a non-zero exit code
+    (20, 0, 1, 1.0),      # a client aborted
+])
+def test_a_run_says_at_its_end_whether_it_ended_early(last_line, exit_code, aborted, early):
+    model = RunModel("r", info_labels={"duration_seconds": "20"}, interval_s=1.0, start_epoch=START)
+    for t in range(1, last_line + 1):
+        model.feed_line(f"progress: {t}.0 s, 100.0 tps, lat 1.000 ms stddev 0.100".encode())
+    if aborted:
+        model.feed_line(b"client 0 script 0 aborted in command 4 query 0: ERROR:  server closed the connection")
+    out = model.finish(START + last_line + 0.5, exit_code)
+    (flag,) = [s.value for s in out if s.name == "benchmark_run_ended_early"]
+    assert flag == early

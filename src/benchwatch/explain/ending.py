@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchwatch.explain import causes
+from benchwatch.model.run import ended_short
 
 NO_CAUSE = "no cause found"
-EARLY_INTERVALS = 2.0   # an end more than this many progress intervals before -T's is early
 # What the tool's output says about the server (pgbench and sysbench print the server's message).
 # ("terminating connection due to administrator command" is a shutdown's and pg_terminate_backend's
 # alike: alone it is an abort, with other evidence of the server going away a restart.)
@@ -77,7 +77,7 @@ def run_end(meta: Mapping[str, Any], signals: causes.Signals | None, ctx: causes
     at = float(last_line or meta.get("ended_at") or ctx.run_end)
     at_s = at - ctx.run_start
     planned = planned_seconds(meta, info_labels)
-    short = planned is not None and at_s < planned - EARLY_INTERVALS * ctx.interval_s
+    short = ended_short(at_s, planned, ctx.interval_s)
     failed = exit_code not in (None, 0)
     if not (failed or aborted > 0 or short):
         return None

@@ -48,6 +48,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "benchmark_aborted_clients_total": ("counter", "Clients that aborted."),
     "benchmark_running": ("gauge", "1 while the run is active, 0 once it ended."),
     "benchmark_exit_code": ("gauge", "The load generator's exit code, once the run ended."),
+    "benchmark_run_ended_early": ("gauge", "Once the run ended: 1 when it ended early or badly (a non-zero exit code, aborted clients, or its last progress line more than two intervals before its -T/--time), else 0; benchwatch explain says why."),
     "benchmark_run_info": ("gauge", "Run metadata in labels; always 1."),
     "benchmark_run_start_timestamp_seconds": ("gauge", "Start of the load generator's clock for the run, as a Unix timestamp."),
     "benchmark_result_tps": ("gauge", "TPS of the whole run from the load generator's summary."),
@@ -67,11 +68,36 @@ TRANSACTIONS = "benchmark_transactions_total"
 ABORTED = "benchmark_aborted_clients_total"
 RUNNING = "benchmark_running"
 EXIT_CODE = "benchmark_exit_code"
+ENDED_EARLY = "benchmark_run_ended_early"
 RUN_INFO = "benchmark_run_info"
 START = "benchmark_run_start_timestamp_seconds"
 UNPARSED = "benchmark_unparsed_lines_total"
 
 STALL_FACTOR = 1.5
+# A run whose last progress line came more than this many intervals before its -T/--time ended early.
+EARLY_INTERVALS = 2.0
+
+
+def ended_short(last_elapsed_s: float | None, planned_s: float | None, interval_s: float | None) -> bool:
+    """Whether a run's last progress line (seconds into it) came too early for the length it asked for."""
+    return (last_elapsed_s is not None and planned_s is not None
+            and last_elapsed_s < planned_s - EARLY_INTERVALS * (interval_s or 1.0))
+
+
+def ended_early(exit_code: int | None, aborted: float, last_elapsed_s: float | None, planned_s: float | None,
+                interval_s: float | None) -> bool:
+    """Early or badly: a non-zero exit code, aborted clients, or an end short of the planned length
+    (runs without an exit code, attach and import, are judged by the rest)."""
+    return exit_code not in (None, 0) or aborted > 0 or ended_short(last_elapsed_s, planned_s, interval_s)
+
+
+def planned_length(info_labels: Mapping[str, str]) -> float | None:
+    """The run's -T/--time as its run info says (the tool's argv read), else None."""
+    try:
+        value = float(info_labels.get("duration_seconds") or "nan")
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
 
 # Beyond these a figure is no measurement but a damaged line, like nan or inf: a trillion
 # transactions (or queries, errors) a second; a clock past the year 2286 (elapsed or epoch seconds).
@@ -403,6 +429,9 @@ class RunModel:
         out.extend(self.finish_extra(ts))
         if exit_code is not None:
             out.append(self._set(EXIT_CODE, float(exit_code), ts))
+        early = ended_early(exit_code, self._counters.get(ABORTED, 0.0), self.last_line_time_s,
+                            planned_length(self.info_labels), self.interval_s)
+        out.append(self._set(ENDED_EARLY, 1.0 if early else 0.0, ts))  # the BenchmarkEndedEarly alert's
         out.extend(self._heartbeat(ts, running=0.0))
         # A summary figure that is nan or inf (a damaged summary line) is no figure: left out.
         return out[:flushed] + [s for s in out[flushed:] if math.isfinite(s.value)]
