@@ -86,6 +86,12 @@ def test_change_point_at_run_7_names_the_setting(history):
     assert cp["index"] == 6 and cp["run_id"] == ids[6] and cp["verdict"] == "regression", values
     assert cp["step_ci"][0] <= cp["step_pct"] <= cp["step_ci"][1] < 0
     assert cp["changed"] == {"commit_delay": ["(default)", "50000"]}, cp["changed"]
+    # The run-level evidence of the runs either side: each commit waits 50 ms, so each transaction costs the
+    # host far more time per transaction (CPU, WAL syncs spread over fewer transactions...).
+    assert cp["evidence"], cp
+    assert all(set(e) == {"signal", "before", "after", "change", "unit"} for e in cp["evidence"]), cp["evidence"]
+    text = live.benchwatch("history", ids[-1])
+    assert b"run-level evidence: " in text.stdout, text.stdout
     listing = json.loads(live.benchwatch("history", "--json").stdout)
     assert [(w["workload"], w["runs"]) for w in listing["workloads"]] == [(got["workload"], 12)]
 

@@ -63,7 +63,7 @@ def cmd_history(ctx: Context) -> int:
         if args.name:
             events.name(hist.hdir, wid, args.name)
             say(f"workload {wid} is named {args.name}")
-        result = report.series(hist, wid, args.metric, entries)
+        result = report.series(hist, wid, args.metric, entries, _evidence(stack) if stack.healthy("prometheus") else None)
         if not result["runs"]:
             say(f"no run of workload {wid} has {args.metric}" + (
                 " (latency percentiles need pgbench's per-transaction log: benchwatch run --latency-log)"
@@ -114,6 +114,23 @@ def _print_workloads(ctx: Context, listing: list[dict]) -> None:
     for w in listing:
         name = f" ({w['name']})" if w["name"] else ""
         print(f"{w['workload']}{name}: {w['runs']} runs, {w['first']} .. {w['last']}: {w['description']}", file=ctx.stdout)
+
+
+def _evidence(stack):
+    """The run-level evidence of the runs around a change point, from the stack's Prometheus (the module the
+    experiment report's why uses; one reader per engine)."""
+    from benchwatch import evidence
+    from benchwatch.experiment.figures import run_figures
+
+    readers: dict = {}
+
+    def why(before: list[str], after: list[str], engine: str | None) -> list[dict]:
+        if engine not in readers:
+            readers[engine] = evidence.experiment_why(stack.cfg.url("prometheus"), stack.cfg.runs_dir, engine or "",
+                                                      figures_of=run_figures)
+        return readers[engine](before, after)
+
+    return why
 
 
 def _print_series(ctx: Context, result: dict) -> None:

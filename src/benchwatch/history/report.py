@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats
 
+from benchwatch.evidence import sentence
 from benchwatch.history import changed, changepoints, events, workload
 from benchwatch.history.index import Entry, Index, by_workload
 from benchwatch.record import outcome, rundir
@@ -69,9 +71,17 @@ def _meta(runs_dir: str, run_id: str) -> dict[str, Any]:
         return {}
 
 
-def series(history: History, wid: str, metric: str, entries: list[Entry]) -> dict[str, Any]:
+# Runs each side of a change point whose server-side evidence is compared (benchwatch.evidence).
+EVIDENCE_RUNS = 3
+# (run ids before, run ids after, engine) -> evidence rows {"signal", "baseline", "variant", "change", "unit"}.
+Why = Callable[[list[str], list[str], str | None], list[dict[str, Any]]]
+
+
+def series(history: History, wid: str, metric: str, entries: list[Entry], why: Why | None = None) -> dict[str, Any]:
     """``history WORKLOAD --json``: the runs in time order with the metric, the change points found, and
-    what changed at each. Runs without the metric (cut short, still running) are left out."""
+    what changed at each. Runs without the metric (cut short, still running) are left out. ``why``: the
+    run-level evidence of the runs each side of a change (checkpoints, WAL and CPU per transaction, wait
+    events), from Prometheus while it still holds their series."""
     runs = [e for e in entries if e.workload == wid and e.state != rundir.RUNNING and e.value(metric) is not None]
     values = [float(e.value(metric)) for e in runs]  # type: ignore[arg-type]
     direction = outcome.METRICS[metric][1]
@@ -85,9 +95,16 @@ def series(history: History, wid: str, metric: str, entries: list[Entry]) -> dic
                                {**after, "run_id": runs[cp.index].run_id, "started_at": runs[cp.index].started_at})
         if said:
             what["annotations"] = [None, said]
+        evidence = []
+        if why is not None:
+            rows = why([r.run_id for r in runs[max(0, cp.index - EVIDENCE_RUNS):cp.index]],
+                       [r.run_id for r in runs[cp.index:cp.index + EVIDENCE_RUNS]], after.get("engine"))
+            evidence = [{"signal": r["signal"], "before": r["baseline"], "after": r["variant"], "change": r["change"],
+                         "unit": r.get("unit", "")} for r in rows]
         cps.append({"run_id": runs[cp.index].run_id, "index": cp.index, "step_pct": round(cp.step_pct, 3),
                     "step_ci": [round(cp.step_ci[0], 3), round(cp.step_ci[1], 3)], "p_value": cp.p_value,
                     "verdict": "regression" if cp.step_pct * direction < 0 else "improvement", "changed": what,
+                    "evidence": evidence,
                     "before": cp.mean_before, "after": cp.mean_after,
                     "confidence": changepoints.CONFIDENCE, "accepted": baseline is not None and cp.index <= baseline})
     return {"workload": wid, "metric": metric,
@@ -116,6 +133,9 @@ def describe_change(metric: str, cp: dict[str, Any]) -> str:
             f"{k} {_short(v[0])} → {_short(v[1])}" for k, v in cp["changed"].items())
     else:
         text += "; nothing recorded differs between the runs"
+    rows = [{**r, "baseline": r["before"], "variant": r["after"]} for r in cp.get("evidence") or []]
+    if rows:
+        text += "; " + sentence("run-level evidence", rows)
     return text
 
 
