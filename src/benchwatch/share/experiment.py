@@ -133,22 +133,16 @@ def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None 
     with open(os.path.join(out_dir, "report.json"), "w", encoding="utf-8") as f:
         json.dump(model, f, indent=1)
         f.write("\n")
-    with open(os.path.join(out_dir, "cells.csv"), "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["variant", "clients", "scale", "cell", "n", "tps_median", "tps_ci_lo", "tps_ci_hi",
-                    "latency_avg_ms_median", "run_ids"])
-        for c in model["cells"]:
-            ci = c["tps_ci"] or [None, None]
-            w.writerow([c["variant"], c["clients"], c["scale"], c["cell"], c["n"], c["tps_median"], ci[0], ci[1],
-                        c["latency_avg_ms_median"], " ".join(c["run_ids"])])
-    with open(os.path.join(out_dir, "differences.csv"), "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f, lineterminator="\n")
-        w.writerow(["variant", "clients", "scale", "cell", "ratio", "ratio_ci_lo", "ratio_ci_hi", "verdict",
-                    "p_adjusted", "repeats_needed"])
-        for d in model["differences"]:
-            ci = d["ratio_ci"] or [None, None]
-            w.writerow([d["variant"], d["clients"], d["scale"], d["cell"], d["ratio"], ci[0], ci[1], d["verdict"],
-                        d["p_adjusted"], d["repeats_needed"]])
+    _write_csv(os.path.join(out_dir, "cells.csv"),
+               ["variant", "clients", "scale", "cell", "n", "tps_median", "tps_ci_lo", "tps_ci_hi",
+                "latency_avg_ms_median", "run_ids"],
+               ([c["variant"], c["clients"], c["scale"], c["cell"], c["n"], c["tps_median"], *(c["tps_ci"] or [None, None]),
+                 c["latency_avg_ms_median"], " ".join(c["run_ids"])] for c in model["cells"]))
+    _write_csv(os.path.join(out_dir, "differences.csv"),
+               ["variant", "clients", "scale", "cell", "ratio", "ratio_ci_lo", "ratio_ci_hi", "verdict",
+                "p_adjusted", "repeats_needed"],
+               ([d["variant"], d["clients"], d["scale"], d["cell"], d["ratio"], *(d["ratio_ci"] or [None, None]),
+                 d["verdict"], d["p_adjusted"], d["repeats_needed"]] for d in model["differences"]))
     with open(picture, "rb") as f:
         image = base64.b64encode(f.read()).decode()
     header = (f"<header><h1>sweep {htmllib.escape(model['sweep'])}</h1><p>{htmllib.escape(' '.join(model['argv']))}"
@@ -159,3 +153,11 @@ def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None 
                           html.tables_html(tables(model))))
     bundle.check_secrets(out_dir, secrets or [])
     return [out_dir, bundle.pack(out_dir)]
+
+
+def _write_csv(path: str, header: list[str], rows) -> None:
+    """One CSV of the bundle: its header, then its rows."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)

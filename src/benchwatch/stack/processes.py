@@ -180,12 +180,8 @@ class ProcessManager:
                             raise StackError(f"{component} is running (pid {self.pid(component)}) but not healthy: "
                                              f"see {self.log_file(component)}")
                         continue
-                    self.start_component(component)
                     started.append(component)
-                    if not self.wait_healthy(component, START_TIMEOUT_S):
-                        raise StackError(f"{component} failed to start: {self.log_tail(component)} "
-                                         f"(log: {self.log_file(component)})")
-                    self.after_start(component)
+                    self._start_healthy(component, "start")
                 self.after_up()
             except BaseException:
                 for component in reversed(started):
@@ -198,11 +194,15 @@ class ProcessManager:
         with supervisor.paused(self.path(SUPERVISOR)):
             if self.pid(component) is not None:
                 self.stop(component)
-            self.start_component(component)
-            if not self.wait_healthy(component, START_TIMEOUT_S):
-                raise StackError(f"{component} failed to restart: {self.log_tail(component)} "
-                                 f"(log: {self.log_file(component)})")
-            self.after_start(component)
+            self._start_healthy(component, "restart")
+
+    def _start_healthy(self, component: str, what: str) -> None:
+        """Start one component and wait until it is healthy (then its after_start), or say why not."""
+        self.start_component(component)
+        if not self.wait_healthy(component, START_TIMEOUT_S):
+            raise StackError(f"{component} failed to {what}: {self.log_tail(component)} "
+                             f"(log: {self.log_file(component)})")
+        self.after_start(component)
 
     def wait_healthy(self, component: str, timeout: float) -> bool:
         return processes.wait_until(lambda: self.healthy(component), timeout, interval=0.1,
