@@ -53,7 +53,7 @@ scrape_configs:
         make_run(str(runs), OLD_RUN, "pg15_report", ["pgbench", "-n", "-r", "-c", "1", "-T", "5", "-P", "1"],
                  start=315_532_800.0)
         # The run's samples alone: the processes collector's (at now) would share the writer's requests and
-        # counts, and a request retried after the old run's 500 would hold them twice.
+        # counts (a request holding both is refused, then sent again in two halves by age).
         exporter = Exporter(runs_dir=str(runs), remote_write_url=prom.remote_write_url, registry=CollectorRegistry(),
                             archive_runs=False, collectors={"processes": False})
         exporter_port = free_port()

@@ -109,6 +109,17 @@ def test_remote_write_round_trip_and_errors(prometheus):
     assert "too old sample" in info.value.body
     assert info.value.retryable is False
 
+    # Sent together, the 1980 sample would take a current one down with it (Prometheus stores nothing
+    # of a request it refuses a sample of): the buffered writer sends them apart, and keeps the current.
+    now_ms = int(time.time() * 1000)
+    buffered = BufferedRemoteWriter(prometheus.remote_write_url)
+    buffered.enqueue([sample("bwtest_progress_tps", {"run": "r1980"}, 1.0, 315532800000),
+                      sample("bwtest_beside_old", {}, 7.0, now_ms)])
+    assert buffered.flush() == 1
+    assert (buffered.sent_samples, buffered.rejected_samples) == (1, 1)
+    (kept,) = query(prometheus.url, "bwtest_beside_old", time=now_ms / 1000)
+    assert kept["value"][1] == "7"
+
     # Unknown endpoint: a 4xx, not retryable.
     with pytest.raises(RemoteWriteError) as info:
         RemoteWriter(prometheus.url + "/api/v1/nonexistent").send(samples[:1])

@@ -394,6 +394,32 @@ def test_buffered_writer_drops_rejected_and_invalid_never_raises(stub):
     assert w.rejected_samples == 3 and w.pending == 0
 
 
+def test_buffered_writer_sends_apart_what_a_too_old_sample_would_take_down(stub):
+    """Prometheus stores nothing of a request holding one sample too old: a replayed run from 1980 and
+    the samples of now sent together would all be lost. The refused batch is cut at the middle of its
+    time span and each half sent again; only the old half is rejected."""
+    old = [sample("m", {"run": "1980"}, i, 315_532_800_000 + i * 1000) for i in range(3)]
+    now = [sample("m", {"run": "now"}, i, T0 + i * 1000) for i in range(2)]
+    w = BufferedRemoteWriter(stub.url)
+    stub.responses += [(500, "too old sample"), (500, "too old sample")]  # the whole, then the old half
+    w.enqueue(old + now)
+    assert w.flush() == 2
+    assert (w.sent_samples, w.rejected_samples, w.failed_requests, w.pending) == (2, 3, 2, 0)
+    runs = [{dict(s["labels"])["run"] for s in stub.decoded(i)} for i in range(3)]
+    assert runs == [{"1980", "now"}, {"1980"}, {"now"}]
+
+    # Samples close in time are refused together, in one request: nothing to tell apart.
+    stub.responses.append((500, "too old sample"))
+    w.enqueue(old)
+    assert w.flush() == 0
+    assert (w.rejected_samples, w.failed_requests, len(stub.requests)) == (6, 3, 4)
+    # A refusal about the request, not its samples' age, is not retried in parts.
+    stub.responses.append((400, "snappy: corrupt input"))
+    w.enqueue(old + now)
+    assert w.flush() == 0
+    assert (w.rejected_samples, len(stub.requests)) == (11, 5)
+
+
 # ---------------------------------------------------------------------------
 # OpenMetrics output
 

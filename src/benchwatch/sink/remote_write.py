@@ -279,6 +279,30 @@ class RemoteWriter:
         raise RemoteWriteError(message, status=status, body=body, retryable=retryable)
 
 
+# Errors that refuse a request for some of its samples (their age or order), not its form. Prometheus
+# then stores none of the request (2.42 rolls back the whole append), so current samples sent beside
+# one too old are lost with it unless sent apart.
+_PER_SAMPLE_MARKERS = ("too old sample", "out of bounds", "out of order sample")
+# A refused batch spanning more than this is cut in two at the middle of its time span and each half
+# sent again: a replayed run from long ago and the processes collector's samples at now are apart by
+# years, so one cut separates them; samples minutes apart are refused (or taken) together.
+SPLIT_SPAN_MS = 10 * 60 * 1000
+
+
+def split_by_age(batch: Sequence[Sample], exc: RemoteWriteError) -> tuple[list[Sample], list[Sample]] | None:
+    """The older and the newer half (by the middle of its time span) of a batch refused for the age or
+    order of some of its samples, worth sending apart; None when the error is about the request, or the
+    batch's samples are too close in time for their ages to differ."""
+    if len(batch) < 2 or not any(m in exc.body.lower() for m in _PER_SAMPLE_MARKERS):
+        return None
+    first = min(s.timestamp_ms for s in batch)
+    last = max(s.timestamp_ms for s in batch)
+    if last - first <= SPLIT_SPAN_MS:
+        return None
+    middle = (first + last) // 2
+    return [s for s in batch if s.timestamp_ms <= middle], [s for s in batch if s.timestamp_ms > middle]
+
+
 def _timestamp_of(s: Sample) -> int:
     return s.timestamp_ms
 
@@ -438,28 +462,43 @@ class BufferedRemoteWriter:
             max_batch = self.writer.max_batch
             with self._lock:
                 budget = len(self._pending)
-            while budget > 0:
+            # Parts of a batch refused for the age of some of its samples, sent before the queue (last first).
+            parts: list[list[Sample]] = []
+            while budget > 0 or parts:
                 with self._lock:
-                    take = min(max_batch, budget, len(self._pending))
-                    if take == 0:
-                        break
-                    popleft = self._pending.popleft
-                    batch = [popleft() for _ in range(take)]
-                    self._in_flight = take
-                budget -= take
+                    if parts:
+                        batch = parts.pop()
+                    else:
+                        take = min(max_batch, budget, len(self._pending))
+                        if take == 0:
+                            break
+                        popleft = self._pending.popleft
+                        batch = [popleft() for _ in range(take)]
+                        budget -= take
+                    self._in_flight = len(batch) + sum(map(len, parts))
                 try:
                     self.writer.send_batch(batch)
                 except RemoteWriteError as exc:
+                    halves = None if exc.retryable else split_by_age(batch, exc)
                     with self._lock:
-                        self._in_flight = 0
                         self.failed_requests += 1
                         self.last_error = exc
-                        if exc.retryable:
-                            self._pending.extendleft(reversed(batch))
+                        if halves:
+                            parts += [halves[1], halves[0]]
+                        elif exc.retryable:
+                            # This batch and the parts still to send, in their order, back in front.
+                            again = batch + [s for part in reversed(parts) for s in part]
+                            parts = []
+                            self._pending.extendleft(reversed(again))
                             self._trim()
                         else:
                             self.rejected_samples += len(batch)
                             self._resolved_total += len(batch)
+                        self._in_flight = sum(map(len, parts))
+                    if halves:
+                        self.logger.info("%s; sending its %d older and %d newer samples apart", exc,
+                                         len(halves[0]), len(halves[1]))
+                        continue
                     if exc.retryable:
                         self.logger.warning("%s; keeping %d samples for the next flush", exc, self.pending)
                         break
@@ -471,7 +510,7 @@ class BufferedRemoteWriter:
                     if len(valid) == len(batch):
                         valid = []  # not a naming problem: drop the batch rather than loop
                     with self._lock:
-                        self._in_flight = 0
+                        self._in_flight = sum(map(len, parts))
                         self.rejected_samples += len(batch) - len(valid)
                         self._resolved_total += len(batch) - len(valid)
                         self._pending.extendleft(reversed(valid))
@@ -482,7 +521,7 @@ class BufferedRemoteWriter:
                     )
                 except Exception as exc:
                     with self._lock:
-                        self._in_flight = 0
+                        self._in_flight = sum(map(len, parts))
                         self.rejected_samples += len(batch)
                         self._resolved_total += len(batch)
                     self.logger.error(
@@ -491,7 +530,7 @@ class BufferedRemoteWriter:
                     )
                 else:
                     with self._lock:
-                        self._in_flight = 0
+                        self._in_flight = sum(map(len, parts))
                         self.sent_samples += len(batch)
                         self._resolved_total += len(batch)
                     delivered += len(batch)
