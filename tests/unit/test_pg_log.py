@@ -523,3 +523,70 @@ def test_the_collector_counts_server_events_at_the_logs_times(tmp_path):
     assert all(dict(s.labels)["target"] == "local" for s in sent if s.name == "pg_server_log_events_total")
     # The checkpoint around them is still read.
     assert any(s.name == "pg_checkpoints_completed_total" for s in sent)
+
+
+# -- autovacuum and autoanalyze runs ------------------------------------------------------------
+
+
+def read_autovacuum(path: str):
+    reader = pg_log.RecordReader("auto", path=path, local_tz=UTC,
+                                 keep=lambda t: pg_log.mentions_checkpoint(t) or pg_log.mentions_autovacuum(t))
+    runs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().split("\n"):
+            for rec in reader.feed(line):
+                if (run := pg_log.autovacuum_run(rec)) is not None:
+                    runs.append((rec.timestamp, run))
+    return reader, runs
+
+
+@pytest.mark.parametrize("ext", ["log", "csv", "json"])
+def test_autovacuum_runs_of_a_real_pg15_log(ext):
+    """The captured log's 45 runs, in every format, at the record's own time (the run's end)."""
+    reader, runs = read_autovacuum(fixture(f"pg15_autovacuum.{ext}"))
+    assert reader.malformed == 0
+    assert len(runs) == 45
+    assert Counter(r.kind for _, r in runs) == {"analyze": 28, "vacuum": 17}
+    assert all(r.elapsed_seconds is not None for _, r in runs)
+    assert sum(r.aggressive for _, r in runs) == 3  # pg_class, pg_depend, pg_statistic after the load
+    t, last_vacuum = runs[-2]
+    assert t == epoch("2026-11-26 10:13:22.172")
+    assert (last_vacuum.kind, last_vacuum.database, last_vacuum.table) == ("vacuum", "postgres", "public.pgbench_accounts")
+    assert last_vacuum.elapsed_seconds == 0.17
+    assert last_vacuum.fields == {"index_scans": 1, "pages_removed": 0, "pages_remaining": 4100,
+                                  "tuples_removed": 50003, "tuples_remaining": 200000}
+    t, last = runs[-1]
+    assert (t, last.kind, last.table, last.elapsed_seconds, last.fields) == (
+        epoch("2026-11-26 10:13:22.265"), "analyze", "public.pgbench_accounts", 0.09, {})
+    # The checkpoints around them are still read, and the stderr records after a multi-line run too.
+    _, events = read_events(fixture(f"pg15_autovacuum.{ext}"))
+    assert [e.reason for _, e in events if e.event == "start"][-1] == "shutdown immediate"
+
+
+def test_the_three_formats_agree_on_autovacuum_runs():
+    got = [read_autovacuum(fixture(f"pg15_autovacuum.{ext}"))[1] for ext in ("log", "csv", "json")]
+    assert got[0] == got[1] == got[2]
+
+
+def test_autovacuum_runs_of_pg12_and_pg18():
+    _, runs = read_autovacuum(os.path.join(HAND, "pg12_pg18_autovacuum.log"))
+    shown = [(t, r.kind, r.table, r.elapsed_seconds, r.aggressive, r.wraparound) for t, r in runs]
+    assert shown == [
+        (epoch("2026-11-26 09:00:00.100"), "vacuum", "public.pgbench_accounts", 20.01, False, False),
+        (epoch("2026-11-26 09:00:00.250"), "analyze", "public.pgbench_accounts", 0.45, False, False),  # 12: one line
+        (epoch("2026-11-26 09:00:01.000"), "vacuum", "pg_catalog.pg_class", 0.02, True, True),
+        (epoch("2026-11-26 09:00:03.000"), "vacuum", "public.pgbench_branches", 0.01, False, False),  # 18
+        (epoch("2026-11-26 09:00:03.500"), "analyze", "public.pgbench_branches", 0.0, False, False),
+        (epoch("2026-11-26 09:00:04.000"), "vacuum", "public.pgbench_tellers", None, False, False),  # cut short
+    ]
+    assert runs[0][1].fields == {"index_scans": 1, "pages_removed": 0, "pages_remaining": 16394,
+                                 "tuples_removed": 250000, "tuples_remaining": 1000000}
+    assert runs[3][1].fields["tuples_removed"] == 410
+
+
+def test_a_client_raise_log_of_autovacuum_text_is_not_a_run():
+    fake = pg_log.LogRecord(1.0, "LOG", 'automatic vacuum of table "a.b.c": index scans: 0\nsystem usage: '
+                            'CPU: user: 0.00 s, system: 0.00 s, elapsed: 9.00 s', user="mallory")
+    assert pg_log.autovacuum_run(fake) is None
+    assert pg_log.autovacuum_run(pg_log.LogRecord(1.0, "LOG", fake.message, backend_type="client backend")) is None
+    assert pg_log.autovacuum_run(pg_log.LogRecord(1.0, "LOG", fake.message, backend_type="autovacuum worker")) is not None
