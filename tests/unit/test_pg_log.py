@@ -590,3 +590,40 @@ def test_a_client_raise_log_of_autovacuum_text_is_not_a_run():
     assert pg_log.autovacuum_run(fake) is None
     assert pg_log.autovacuum_run(pg_log.LogRecord(1.0, "LOG", fake.message, backend_type="client backend")) is None
     assert pg_log.autovacuum_run(pg_log.LogRecord(1.0, "LOG", fake.message, backend_type="autovacuum worker")) is not None
+
+
+def test_the_collector_writes_each_autovacuum_run_as_a_region_at_the_logs_times(tmp_path):
+    """Each run a region from its end less its elapsed to its end (the record's time), its counters at the end."""
+    from benchwatch.query.frames import boolean_regions
+    from benchwatch.query.series import Series
+
+    log = shutil.copy(fixture("pg15_autovacuum.log"), tmp_path / "postgresql.log")
+    sent = []
+    c = CheckpointCollector(str(log), sent.extend, clock=lambda: epoch("2026-11-26 10:14:00.000"), local_tz=UTC,
+                            labels={"target": "local"})
+    c.poll()
+    for s in sent:
+        validate_series(s.name, s.labels)
+    by_series: dict = {}
+    for s in sent:
+        by_series.setdefault((s.name, s.labels), []).append((s.timestamp_ms, s.value))
+    accounts = {"target": "local", "database": "postgres", "table": "public.pgbench_accounts", "kind": "vacuum"}
+    samples = by_series[next(k for k in by_series if k[0] == "pg_autovacuum_in_progress" and dict(k[1]) == accounts)]
+    regions = boolean_regions(Series("pg_autovacuum_in_progress", accounts, sorted(samples)))
+    end1, end2 = epoch("2026-11-26 10:13:15.623"), epoch("2026-11-26 10:13:22.172")
+    assert regions == [(round((end1 - 0.12) * 1000), round(end1 * 1000)), (round((end2 - 0.17) * 1000), round(end2 * 1000))]
+    runs = [(v, t / 1000) for (n, labels), pts in by_series.items() if n == "pg_autovacuum_runs_total" and dict(labels) == accounts
+            for t, v in pts]
+    assert runs[-2:] == [(1.0, end1), (2.0, end2)] and runs[0][0] == 0
+    seconds = [v for (n, labels), pts in by_series.items() if n == "pg_autovacuum_duration_seconds_total"
+               and dict(labels) == accounts for _, v in pts]
+    assert seconds[-1] == pytest.approx(0.29)
+    removed = [v for (n, labels), pts in by_series.items() if n == "pg_autovacuum_last_tuples_removed"
+               and dict(labels)["table"] == "public.pgbench_accounts" for _, v in pts]
+    assert removed == [809, 50003]
+    # /metrics: the counters, promtool-clean.
+    registry = CollectorRegistry()
+    registry.register(c)
+    get = registry.get_sample_value
+    assert get("pg_autovacuum_runs_total", accounts) == 2
+    assert get("pg_autovacuum_duration_seconds_total", {**accounts, "kind": "analyze"}) == pytest.approx(0.24)
