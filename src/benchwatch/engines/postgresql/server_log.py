@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -531,12 +532,16 @@ def autovacuum_run(rec: LogRecord) -> AutovacuumRun | None:
     if name is None:
         return None
     database, _, table = name.group(1).partition(".")  # %s.%s.%s: a database name with a dot is read wrong
-    elapsed = _AV_ELAPSED_RE.search(rec.message)
+    got = _AV_ELAPSED_RE.search(rec.message)
+    elapsed = float(got.group(1)) if got else None
+    if elapsed is not None and not math.isfinite(elapsed):
+        elapsed = None  # a garbled record's hundred digits
     fields: dict[str, float] = {}
     for regex, names in _AV_FIGURES:
         got = regex.search(rec.message)
         if got:
             for key, value in zip(names, got.groups()):
-                fields.setdefault(key, float(value))
-    return AutovacuumRun(m.group(2), database, table, float(elapsed.group(1)) if elapsed else None,
+                if math.isfinite(float(value)):
+                    fields.setdefault(key, float(value))
+    return AutovacuumRun(m.group(2), database, table, elapsed,
                          aggressive=bool(m.group(1)), wraparound=bool(m.group(3)), fields=fields)
