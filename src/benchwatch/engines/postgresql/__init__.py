@@ -92,7 +92,7 @@ class PostgreSQL(Engine):
     def annotations(self) -> list[Any]:
         from benchwatch.engines.postgresql import dashboard
 
-        return list(dashboard.checkpoint_annotations())
+        return [*dashboard.checkpoint_annotations(), dashboard.autovacuum_annotation()]
 
     def dashboard_panels(self, layout: Any) -> list[Any]:
         from benchwatch.engines.postgresql import dashboard
