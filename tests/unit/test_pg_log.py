@@ -627,3 +627,12 @@ def test_the_collector_writes_each_autovacuum_run_as_a_region_at_the_logs_times(
     get = registry.get_sample_value
     assert get("pg_autovacuum_runs_total", accounts) == 2
     assert get("pg_autovacuum_duration_seconds_total", {**accounts, "kind": "analyze"}) == pytest.approx(0.24)
+
+
+def test_the_dashboard_tests_read_the_same_autovacuum_runs_as_the_collector():
+    """tests/helpers/dashboards.logged_autovacuums (what the annotation must draw) against the parser."""
+    from tests.helpers.dashboards import logged_autovacuums
+
+    _, runs = read_autovacuum(fixture("pg15_autovacuum.log"))
+    logged = logged_autovacuums(fixture("pg15_autovacuum.log"), 0, 2e9)
+    assert [(k, t.split(".", 1)[1], round(b, 3)) for k, t, _, b in logged] == [(r.kind, r.table, t) for t, r in runs]
