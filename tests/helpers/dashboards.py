@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import functools
+import re
 
 from benchwatch import engines
 
@@ -31,3 +33,37 @@ def other_engines_annotation(source: str, engine: str) -> bool:
     name = source.removeprefix("annotation ").strip("'\"")
     owner = _annotation_engines().get(name)
     return owner is not None and owner != engines.get(engine).name
+
+
+AUTOVACUUM_ANNOTATION = "Autovacuum (server log)"
+_LOG_TIME = r"(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+) \w+ \[\d+\] "
+_AUTOVACUUM_LINE = re.compile(_LOG_TIME + r'LOG:  automatic (?:aggressive )?(vacuum|analyze)(?: to prevent wraparound)? '
+                              r'of table "([^"]*)"')
+_ELAPSED = re.compile(r"elapsed: (\d+(?:\.\d+)?) s")
+
+
+def autovacuum_annotation(source: str) -> bool:
+    """True for the annotation of the server log's autovacuum runs: it has data exactly when a log has such a
+    run in the range (the embedded server logs every one; whether autovacuum comes during a run is its own)."""
+    return source.removeprefix("annotation ").strip("'\"") == AUTOVACUUM_ANNOTATION
+
+
+def logged_autovacuums(log_file: str, start: float, end: float) -> list[tuple[str, str, float, float]]:
+    """(kind, table, began, ended) of the autovacuum runs a '%m [%p] ' stderr log shows overlapping [start, end]:
+    each ends at its record's time and began its "elapsed" before (on its "system usage" line)."""
+    out, open_ = [], None
+    with open(log_file, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = _AUTOVACUUM_LINE.match(line)
+            if m:
+                t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=datetime.UTC).timestamp()
+                open_ = (m.group(2), m.group(3), t)
+            elif not line.startswith("\t"):
+                open_ = None
+            e = _ELAPSED.search(line) if open_ else None
+            if open_ and e:
+                kind, table, t1 = open_
+                open_ = None
+                if t1 - float(e.group(1)) <= end and t1 >= start:
+                    out.append((kind, table, t1 - float(e.group(1)), t1))
+    return out

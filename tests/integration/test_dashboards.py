@@ -17,7 +17,7 @@ from benchwatch.grafana.dashboards import run_dashboards
 from benchwatch.query import grafana as gq
 from benchwatch.stack.native import pg_bindir
 from benchwatch.util import processes
-from tests.helpers.dashboards import other_commands_annotation, other_engines_annotation
+from tests.helpers.dashboards import autovacuum_annotation, logged_autovacuums, other_commands_annotation, other_engines_annotation
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import REPO_ROOT
 
@@ -112,10 +112,12 @@ def logged_checkpoint_reasons(log_file: str, start: float, end: float) -> list[s
 
 
 def expected_to_have_data(live_stack, q, start: float, end: float) -> bool:
-    """Checkpoint annotations of one reason have data exactly when the server log has such checkpoints; another
-    engine's regions (InnoDB's) never on this PostgreSQL stack."""
+    """Checkpoint annotations of one reason have data exactly when the server log has such checkpoints, the
+    autovacuum one when it has autovacuum runs; another engine's regions (InnoDB's) never on this PostgreSQL stack."""
     if other_engines_annotation(q.source, "postgresql") or other_commands_annotation(q.source):
         return False
+    if autovacuum_annotation(q.source):  # the annotation query looks back 1 s (max_over_time over the step)
+        return bool(logged_autovacuums(live_stack.stack.log_file("postgres"), start - 1, end))
     m = re.search(r'reason(=~|!~)"([^"]*)"', q.expr)
     if not m or not q.source.startswith("annotation"):
         return True

@@ -377,3 +377,59 @@ def test_deadlocks_are_named_from_the_server_log(live_stack, tmp_path):
     dip = dip_over(report, began, ended, run)
     assert dip["cause"] == "deadlock", json.dumps(dip, indent=1)
     assert "deadlock(s) detected" in dip["evidence"], dip
+
+
+def test_an_autovacuum_mid_run_reaches_prometheus_and_explain_from_the_server_log(live_stack):
+    """A table of 300,000 dead tuples, autovacuum switched on for it mid-run (cost-delayed, so that it takes
+    seconds): its run reaches Prometheus as a region with its table and duration, at the log's times. While
+    it runs, a 3 s lock on pgbench_branches makes a dip: the lock is its cause, and explain lists the
+    autovacuum under way as a candidate, with its table (any dip the vacuum covers must have it)."""
+    live = live_stack
+    live.psql("DROP TABLE IF EXISTS bw_av; CREATE TABLE bw_av (id int PRIMARY KEY, pad text) WITH (autovacuum_enabled = false); "
+              "INSERT INTO bw_av SELECT g, repeat('x', 100) FROM generate_series(1, 300000) g; "
+              "UPDATE bw_av SET pad = repeat('y', 100)")
+    selector = 'pg_autovacuum_in_progress{table="public.bw_av",kind="vacuum"}'
+    run = Run(live, 30)
+    session = Session(live)
+    try:
+        run.wait_lines(8)
+        # The launcher looks at each database every autovacuum_naptime (1 min on the stack): 1 s for this test.
+        live.psql("ALTER SYSTEM SET autovacuum_naptime = '1s'")
+        live.psql("SELECT pg_reload_conf()")
+        live.psql("ALTER TABLE bw_av SET (autovacuum_enabled = true, autovacuum_vacuum_scale_factor = 0, "
+                  "autovacuum_vacuum_threshold = 1000, autovacuum_vacuum_cost_delay = 10)")
+        assert processes.wait_until(lambda: live.psql(
+            "SELECT count(*) FROM pg_stat_progress_vacuum WHERE relid = 'bw_av'::regclass") == "1", 30, 0.2)
+        time.sleep(2)  # the dip comes well inside the vacuum (it takes 10-20 s at this cost delay)
+        session.run("BEGIN; LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE;")
+        locked = time.time()
+        time.sleep(3)  # the fault itself: the lock is held 3 s
+        session.run("COMMIT;")
+        unlocked = time.time()
+        assert run.proc.wait(timeout=120) == 0, b"".join(run.stderr)
+        # The run is written when it ends (its log record): poll for the region, with a deadline.
+        assert processes.wait_until(lambda: bool(query(live.prometheus, f"{selector} == 0")), 90, 0.5), \
+            open(live.stack.log_file("postgres")).read()[-3000:]
+        report = run.finish()
+    finally:
+        session.close()
+        run.kill()
+        live.psql("ALTER SYSTEM RESET autovacuum_naptime")
+        live.psql("SELECT pg_reload_conf()")
+        live.psql("DROP TABLE IF EXISTS bw_av")
+    samples = [(float(t), float(v)) for s in query(live.prometheus, f"{selector}[10m]") for t, v in s["values"]]
+    on = [t for t, v in samples if v == 1]
+    assert on, samples
+    start, end = min(on), next(t for t, v in samples if v == 0 and t > min(on))
+    assert start <= locked, (start, locked)  # it was running when the lock was taken
+    seconds = query(live.prometheus, 'pg_autovacuum_duration_seconds_total{table="public.bw_av",kind="vacuum"}')
+    assert seconds and float(seconds[0]["value"][1]) > 0, seconds
+    assert abs((end - start) - float(seconds[0]["value"][1])) < 0.01, (start, end, seconds)  # elapsed as logged
+    assert query(live.prometheus, 'pg_autovacuum_last_tuples_removed{table="public.bw_av"}'), "no tuples removed"
+    assert "autovacuum" in report["signals"]["weighed"], report["signals"]
+    assert dip_over(report, locked, unlocked, run)["cause"] == "lock", json.dumps(report["dips"], indent=1)
+    for dip in report["dips"]:
+        if start <= dip["start"] and dip["end"] <= end:  # the vacuum ran all through it
+            named = [c for c in dip["candidates"] if c["cause"] == "autovacuum"]
+            assert named and named[0]["details"]["table"] == "public.bw_av", json.dumps(dip, indent=1)
+            assert named[0]["details"]["source"] == "server_log", named

@@ -24,7 +24,12 @@ from benchwatch.query.prometheus import query
 from benchwatch.stack.native import pg_bindir
 from benchwatch.util import processes
 from tests.helpers import throwaway
-from tests.helpers.dashboards import other_commands_annotation, other_engines_annotation
+from tests.helpers.dashboards import (
+    autovacuum_annotation,
+    logged_autovacuums,
+    other_commands_annotation,
+    other_engines_annotation,
+)
 from tests.helpers.tools import require_tool
 from tests.integration.test_dashboards import CHECKPOINT_LINE, DASHBOARDS, QUERIES
 
@@ -201,6 +206,8 @@ def _expected(q: gq.Query, logs: list[str], start: float, end: float) -> bool:
         return False  # InnoDB's regions: none on PostgreSQL instances
     if other_commands_annotation(q.source):
         return False  # no sweep ran and nothing was annotated
+    if autovacuum_annotation(q.source):  # each instance's autovacuum runs, where its log has them
+        return any(logged_autovacuums(log, start - 1, end) for log in logs)
     m = re.search(r'reason(=~|!~)"([^"]*)"', q.expr)
     if not m or not q.source.startswith("annotation"):
         return True

@@ -315,6 +315,60 @@ def test_a_state_as_common_outside_the_dip_as_in_it_is_no_cause():
     assert only_dip(run_with_dip() + [only_then], PG_META)["cause"] == "autovacuum"
 
 
+def autovacuum_runs(*runs: tuple[str, str, float, float, dict]) -> list[Series]:
+    """The server log's runs (table, kind, start, end, figures) as the exporter writes them."""
+    from benchwatch.engines.postgresql.autovacuum import AutovacuumModel
+    from benchwatch.engines.postgresql.server_log import AutovacuumRun
+
+    model = AutovacuumModel({"target": "local"})
+    samples = []
+    for table, kind, start, end, figures in sorted(runs, key=lambda r: r[3]):
+        run = AutovacuumRun(kind, "bench", table, round(end - start, 2), fields=figures)
+        samples += model.feed(run, round(end * 1000))
+    return rebuild.samples_to_series(samples)
+
+
+# pgbench_branches and pgbench_tellers vacuumed every 3 s for 10 ms, all run long (autovacuum_naptime).
+ROUTINE = [(f"public.pgbench_{t}", "vacuum", T0 + a, T0 + a + 0.01, {"tuples_removed": 40.0})
+           for a in range(0, 30, 3) for t in ("branches", "tellers")]
+
+
+def test_a_long_vacuum_of_a_big_table_in_the_dip_is_its_cause_the_routine_ones_are_not():
+    """The server log's runs, each against its own table's usual (issue 23)."""
+    d = only_dip(run_with_dip() + autovacuum_runs(*ROUTINE), PG_META)
+    assert d["cause"] == report.NO_CAUSE and d["candidates"] == [], d
+    big = ("public.pgbench_accounts", "vacuum", T0 + 8.0, T0 + 16.5, {"tuples_removed": 250000.0, "pages_removed": 0.0})
+    d = only_dip(run_with_dip() + autovacuum_runs(*ROUTINE, big), PG_META)
+    assert d["cause"] == "autovacuum", d
+    top = d["candidates"][0]
+    assert top["details"]["table"] == "public.pgbench_accounts" and top["details"]["kind"] == "vacuum", top
+    assert top["details"]["seconds"] == 8.5 and top["details"]["tuples_removed"] == 250000, top
+    assert "vacuum of public.pgbench_accounts" in d["evidence"] and "8.5 s" in d["evidence"], d
+    assert "250000 dead tuples" in d["evidence"] and "more autovacuum run(s)" in d["evidence"], d
+
+
+def test_a_table_vacuumed_all_run_long_explains_nothing():
+    back_to_back = [("public.pgbench_accounts", "vacuum", T0 + a, T0 + a + 2.9, {}) for a in range(0, 30, 3)]
+    d = only_dip(run_with_dip() + autovacuum_runs(*back_to_back), PG_META)
+    assert d["cause"] == report.NO_CAUSE, d
+
+
+def test_autoanalyze_is_named_as_such():
+    d = only_dip(run_with_dip() + autovacuum_runs(("public.big", "analyze", T0 + 9.0, T0 + 15.0, {})), PG_META)
+    assert d["cause"] == "autovacuum" and "analyze of public.big" in d["evidence"], d
+
+
+def test_workers_a_logged_run_accounts_for_are_not_counted_twice_those_still_running_are():
+    """The worker count is the fallback: for a run stored before the server log's runs (the test above,
+    pg_autovacuum_workers alone), and for a run the log has not reported yet (it is still going)."""
+    worker = gauge("pg_autovacuum_workers", {"target": "local"}, [(T0 + t, 1 if 10 <= t <= 15 else 0) for t in range(0, 31)])
+    short = ("public.pgbench_branches", "vacuum", T0 + 9.2, T0 + 15.9, {})
+    d = only_dip(run_with_dip() + [worker] + autovacuum_runs(short), PG_META)
+    assert d["cause"] == "autovacuum" and d["candidates"][0]["details"]["source"] == "server_log", d
+    d = only_dip(run_with_dip() + [worker] + autovacuum_runs(*ROUTINE), PG_META)
+    assert d["cause"] == "autovacuum" and d["candidates"][0]["details"]["source"] == "workers", d
+
+
 def test_no_progress_lines_is_a_client_stall():
     # Rebuilt from the output: no line from 10 s to 15 s (no stall zeros, just a gap).
     tps = gauge("benchmark_progress_tps", {"run_id": "r"},

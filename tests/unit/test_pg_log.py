@@ -523,3 +523,116 @@ def test_the_collector_counts_server_events_at_the_logs_times(tmp_path):
     assert all(dict(s.labels)["target"] == "local" for s in sent if s.name == "pg_server_log_events_total")
     # The checkpoint around them is still read.
     assert any(s.name == "pg_checkpoints_completed_total" for s in sent)
+
+
+# -- autovacuum and autoanalyze runs ------------------------------------------------------------
+
+
+def read_autovacuum(path: str):
+    reader = pg_log.RecordReader("auto", path=path, local_tz=UTC,
+                                 keep=lambda t: pg_log.mentions_checkpoint(t) or pg_log.mentions_autovacuum(t))
+    runs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f.read().split("\n"):
+            for rec in reader.feed(line):
+                if (run := pg_log.autovacuum_run(rec)) is not None:
+                    runs.append((rec.timestamp, run))
+    return reader, runs
+
+
+@pytest.mark.parametrize("ext", ["log", "csv", "json"])
+def test_autovacuum_runs_of_a_real_pg15_log(ext):
+    """The captured log's 45 runs, in every format, at the record's own time (the run's end)."""
+    reader, runs = read_autovacuum(fixture(f"pg15_autovacuum.{ext}"))
+    assert reader.malformed == 0
+    assert len(runs) == 45
+    assert Counter(r.kind for _, r in runs) == {"analyze": 28, "vacuum": 17}
+    assert all(r.elapsed_seconds is not None for _, r in runs)
+    assert sum(r.aggressive for _, r in runs) == 3  # pg_class, pg_depend, pg_statistic after the load
+    t, last_vacuum = runs[-2]
+    assert t == epoch("2026-11-26 10:13:22.172")
+    assert (last_vacuum.kind, last_vacuum.database, last_vacuum.table) == ("vacuum", "postgres", "public.pgbench_accounts")
+    assert last_vacuum.elapsed_seconds == 0.17
+    assert last_vacuum.fields == {"index_scans": 1, "pages_removed": 0, "pages_remaining": 4100,
+                                  "tuples_removed": 50003, "tuples_remaining": 200000}
+    t, last = runs[-1]
+    assert (t, last.kind, last.table, last.elapsed_seconds, last.fields) == (
+        epoch("2026-11-26 10:13:22.265"), "analyze", "public.pgbench_accounts", 0.09, {})
+    # The checkpoints around them are still read, and the stderr records after a multi-line run too.
+    _, events = read_events(fixture(f"pg15_autovacuum.{ext}"))
+    assert [e.reason for _, e in events if e.event == "start"][-1] == "shutdown immediate"
+
+
+def test_the_three_formats_agree_on_autovacuum_runs():
+    got = [read_autovacuum(fixture(f"pg15_autovacuum.{ext}"))[1] for ext in ("log", "csv", "json")]
+    assert got[0] == got[1] == got[2]
+
+
+def test_autovacuum_runs_of_pg12_and_pg18():
+    _, runs = read_autovacuum(os.path.join(HAND, "pg12_pg18_autovacuum.log"))
+    shown = [(t, r.kind, r.table, r.elapsed_seconds, r.aggressive, r.wraparound) for t, r in runs]
+    assert shown == [
+        (epoch("2026-11-26 09:00:00.100"), "vacuum", "public.pgbench_accounts", 20.01, False, False),
+        (epoch("2026-11-26 09:00:00.250"), "analyze", "public.pgbench_accounts", 0.45, False, False),  # 12: one line
+        (epoch("2026-11-26 09:00:01.000"), "vacuum", "pg_catalog.pg_class", 0.02, True, True),
+        (epoch("2026-11-26 09:00:03.000"), "vacuum", "public.pgbench_branches", 0.01, False, False),  # 18
+        (epoch("2026-11-26 09:00:03.500"), "analyze", "public.pgbench_branches", 0.0, False, False),
+        (epoch("2026-11-26 09:00:04.000"), "vacuum", "public.pgbench_tellers", None, False, False),  # cut short
+    ]
+    assert runs[0][1].fields == {"index_scans": 1, "pages_removed": 0, "pages_remaining": 16394,
+                                 "tuples_removed": 250000, "tuples_remaining": 1000000}
+    assert runs[3][1].fields["tuples_removed"] == 410
+
+
+def test_a_client_raise_log_of_autovacuum_text_is_not_a_run():
+    fake = pg_log.LogRecord(1.0, "LOG", 'automatic vacuum of table "a.b.c": index scans: 0\nsystem usage: '
+                            'CPU: user: 0.00 s, system: 0.00 s, elapsed: 9.00 s', user="mallory")
+    assert pg_log.autovacuum_run(fake) is None
+    assert pg_log.autovacuum_run(pg_log.LogRecord(1.0, "LOG", fake.message, backend_type="client backend")) is None
+    assert pg_log.autovacuum_run(pg_log.LogRecord(1.0, "LOG", fake.message, backend_type="autovacuum worker")) is not None
+
+
+def test_the_collector_writes_each_autovacuum_run_as_a_region_at_the_logs_times(tmp_path):
+    """Each run a region from its end less its elapsed to its end (the record's time), its counters at the end."""
+    from benchwatch.query.frames import boolean_regions
+    from benchwatch.query.series import Series
+
+    log = shutil.copy(fixture("pg15_autovacuum.log"), tmp_path / "postgresql.log")
+    sent = []
+    c = CheckpointCollector(str(log), sent.extend, clock=lambda: epoch("2026-11-26 10:14:00.000"), local_tz=UTC,
+                            labels={"target": "local"})
+    c.poll()
+    for s in sent:
+        validate_series(s.name, s.labels)
+    by_series: dict = {}
+    for s in sent:
+        by_series.setdefault((s.name, s.labels), []).append((s.timestamp_ms, s.value))
+    accounts = {"target": "local", "database": "postgres", "table": "public.pgbench_accounts", "kind": "vacuum"}
+    samples = by_series[next(k for k in by_series if k[0] == "pg_autovacuum_in_progress" and dict(k[1]) == accounts)]
+    regions = boolean_regions(Series("pg_autovacuum_in_progress", accounts, sorted(samples)))
+    end1, end2 = epoch("2026-11-26 10:13:15.623"), epoch("2026-11-26 10:13:22.172")
+    assert regions == [(round((end1 - 0.12) * 1000), round(end1 * 1000)), (round((end2 - 0.17) * 1000), round(end2 * 1000))]
+    runs = [(v, t / 1000) for (n, labels), pts in by_series.items() if n == "pg_autovacuum_runs_total" and dict(labels) == accounts
+            for t, v in pts]
+    assert runs[-2:] == [(1.0, end1), (2.0, end2)] and runs[0][0] == 0
+    seconds = [v for (n, labels), pts in by_series.items() if n == "pg_autovacuum_duration_seconds_total"
+               and dict(labels) == accounts for _, v in pts]
+    assert seconds[-1] == pytest.approx(0.29)
+    removed = [v for (n, labels), pts in by_series.items() if n == "pg_autovacuum_last_tuples_removed"
+               and dict(labels)["table"] == "public.pgbench_accounts" for _, v in pts]
+    assert removed == [809, 50003]
+    # /metrics: the counters, promtool-clean.
+    registry = CollectorRegistry()
+    registry.register(c)
+    get = registry.get_sample_value
+    assert get("pg_autovacuum_runs_total", accounts) == 2
+    assert get("pg_autovacuum_duration_seconds_total", {**accounts, "kind": "analyze"}) == pytest.approx(0.24)
+
+
+def test_the_dashboard_tests_read_the_same_autovacuum_runs_as_the_collector():
+    """tests/helpers/dashboards.logged_autovacuums (what the annotation must draw) against the parser."""
+    from tests.helpers.dashboards import logged_autovacuums
+
+    _, runs = read_autovacuum(fixture("pg15_autovacuum.log"))
+    logged = logged_autovacuums(fixture("pg15_autovacuum.log"), 0, 2e9)
+    assert [(k, t.split(".", 1)[1], round(b, 3)) for k, t, _, b in logged] == [(r.kind, r.table, t) for t, r in runs]

@@ -211,7 +211,11 @@ class Signals:
                                    for s in _named(series, "pg_stat_activity_lock_waits_sessions")
                                    if self.ctx.engine_series is None
                                    or "pg_stat_activity_lock_waits_sessions" in self.ctx.engine_series}
-        self.autovacuum = _sum_by_time(_clean(s) for s in _named(series, "pg_autovacuum_workers"))
+        # Autovacuum: the server log's runs (table, kind, exact span), and postgres_exporter's worker count
+        # where no logged run accounts for it (a run stored before, a log not followed, a run still going).
+        self.autovacuum_runs = self._autovacuum_runs(series)
+        self.autovacuum = _uncovered(_sum_by_time(_clean(s) for s in _named(series, "pg_autovacuum_workers")),
+                                     [(r["start"], r["end"]) for r in self.autovacuum_runs])
         self.fpi = _sum_by_time(rates(s) for s in _named(series, "pg_stat_wal_wal_fpi"))
         self.disks = self._disks(series)
         # (target, the up series) -> its samples
@@ -262,6 +266,26 @@ class Signals:
                         row.update({k: labels[k] for k in ("buffers", "write_seconds", "sync_seconds", "total_seconds")
                                     if k in labels})
                         break
+                out.append(row)
+        return sorted(out, key=lambda r: r["start"])
+
+    def _autovacuum_runs(self, series: list[Series]) -> list[dict]:
+        """Each logged autovacuum/autoanalyze run: its span, table and kind, and what a vacuum removed
+        (the pg_autovacuum_last_* samples at its end)."""
+        removed: dict[tuple, dict[str, float]] = {}
+        for name, key in (("pg_autovacuum_last_tuples_removed", "tuples_removed"),
+                          ("pg_autovacuum_last_pages_removed", "pages_removed")):
+            for s in _named(series, name):
+                for t, v in _clean(s):
+                    where = (s.labels.get("database", ""), s.labels.get("table", "?"), round(t * 1000))
+                    removed.setdefault(where, {})[key] = v
+        out = []
+        for s in _named(series, "pg_autovacuum_in_progress"):
+            database, table, kind = s.labels.get("database", ""), s.labels.get("table", "?"), s.labels.get("kind", "vacuum")
+            for a, b in boolean_regions(s):
+                row: dict[str, Any] = {"start": a / 1000, "end": b / 1000, "database": database, "table": table, "kind": kind}
+                if kind == "vacuum":
+                    row.update(removed.get((database, table, b), {}))
                 out.append(row)
         return sorted(out, key=lambda r: r["start"])
 
@@ -481,12 +505,7 @@ class Signals:
             del found[before:]
             found.append(ckpts[0])
 
-        if self.autovacuum:
-            peak = max(_window_values(self.autovacuum, lo, end) or [0.0])
-            if peak > 0:
-                add("autovacuum", _active_seconds(self.autovacuum, lambda v: v > 0, lo, end), 0.5,
-                    f"{peak:.0f} autovacuum worker(s) active",
-                    usual=self._usual(self.autovacuum, lambda v: v > 0, lo, end), workers=peak)
+        self._autovacuum(add, lo, end, length)
 
         if self.fpi and any(lo - 10 <= c["start"] <= end for c in self.checkpoints):
             self._baseline_signal(add, "wal_fpi", self.fpi, lo, end, lambda peak, base:
@@ -513,6 +532,42 @@ class Signals:
 
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
+
+    def _autovacuum(self, add, lo: float, end: float, length: float) -> None:
+        """The logged run that overlaps the window most beyond its table's usual (the share of the rest of
+        the run that table had a run of that kind under way: pgbench_branches vacuumed every minute for
+        10 ms explains nothing, a 20 s vacuum of pgbench_accounts once does); else the workers no
+        logged run accounts for."""
+        best: tuple[float, dict, float, float] | None = None
+        near = [r for r in self.autovacuum_runs if r["start"] <= end and r["end"] >= lo]
+        for r in near:
+            active = min(end, r["end"]) - max(lo, r["start"])
+            same = [(x["start"], x["end"]) for x in self.autovacuum_runs
+                    if (x["database"], x["table"], x["kind"]) == (r["database"], r["table"], r["kind"])]
+            usual = self._usual_spans(same, lo, end)
+            rank = lift(min(1.0, active / length), usual)
+            if best is None or rank > best[0]:
+                best = (rank, r, active, usual)
+        if best is not None and best[0] > 0:
+            _, r, active, usual = best
+            lag = r["start"] - (lo + LEAD_S)
+            text = (f"{r['kind']} of {r['table']} (database {r['database']}) ran {r['end'] - r['start']:.1f} s, "
+                    f"from {abs(lag):.1f} s {'before' if lag < 0 else 'after'} the dip began (server log)")
+            figures = {k: r[k] for k in ("tuples_removed", "pages_removed") if k in r}
+            if "tuples_removed" in figures:
+                text += f"; it removed {figures['tuples_removed']:.0f} dead tuples"
+            if len(near) > 1:
+                text += f" (and {len(near) - 1} more autovacuum run(s) in the window)"
+            add("autovacuum", active, 0.5, text, usual=usual, source="server_log", table=r["table"],
+                database=r["database"], kind=r["kind"], seconds=round(r["end"] - r["start"], 3),
+                start=r["start"], end=r["end"], **figures)
+            return
+        if self.autovacuum:
+            peak = max(_window_values(self.autovacuum, lo, end) or [0.0])
+            if peak > 0:
+                add("autovacuum", _active_seconds(self.autovacuum, lambda v: v > 0, lo, end), 0.5,
+                    f"{peak:.0f} autovacuum worker(s) active",
+                    usual=self._usual(self.autovacuum, lambda v: v > 0, lo, end), source="workers", workers=peak)
 
     def _host_signals(self, add, lo: float, end: float) -> None:
         """cpu_contention: processes other than the database and the load generator took CPU time
@@ -649,6 +704,18 @@ class Signals:
         if got:
             active_s, strength, peak, base, _ = got
             add(cause, active_s, strength, text(peak, base), peak=round(peak, 3), baseline=round(base, 3))
+
+
+def _uncovered(tl: Timeline, spans: list[tuple[float, float]]) -> Timeline:
+    """The timeline with 0 wherever spans cover most of the second a sample stands for (the second
+    before it): a worker a logged run accounts for; a 10 ms run does not account for a whole second."""
+    if not spans:
+        return tl
+    out: Timeline = []
+    for t, v in tl:
+        covered = sum(max(0.0, min(b, t) - max(a, t - 1.0)) for a, b in spans if a < t and b > t - 1.0)
+        out.append((t, 0.0 if covered >= 0.5 else v))
+    return out
 
 
 def _host(s: Series) -> str:

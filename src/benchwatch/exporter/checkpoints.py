@@ -1,4 +1,5 @@
-"""The checkpoints collector: follows the PostgreSQL server log (log_checkpoints=on).
+"""The checkpoints collector: follows the PostgreSQL server log (log_checkpoints=on), and its
+autovacuum runs (log_autovacuum_min_duration) and other events while it is at it.
 
 Records are read as the log grows (stderr, csvlog or jsonlog, rotation
 followed) and fed to the checkpoint model (benchwatch.engines.postgresql.checkpoints),
@@ -19,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 
 from benchwatch.engines.postgresql import server_log as pg_log
+from benchwatch.engines.postgresql.autovacuum import AutovacuumModel
 from benchwatch.engines.postgresql.checkpoints import CheckpointModel
 from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.follow import LineFollower
@@ -62,8 +64,10 @@ class CheckpointCollector:
         self.clock = clock
         self.follower = LineFollower(server_log, from_end=from_end)
         self.reader = pg_log.RecordReader(log_format, path=server_log, local_tz=local_tz,
-                                          keep=lambda text: pg_log.mentions_checkpoint(text) or pg_log.mentions_event(text))
+                                          keep=lambda text: pg_log.mentions_checkpoint(text) or pg_log.mentions_event(text)
+                                          or pg_log.mentions_autovacuum(text))
         self.model = CheckpointModel(labels)
+        self.autovacuum = AutovacuumModel(labels)
         self.labels = dict(labels or {})
         self.events: dict[str, int] = {}
         self.log_present = False
@@ -78,7 +82,8 @@ class CheckpointCollector:
             for rec in self.reader.feed(raw.decode("utf-8", "replace")):
                 ev = pg_log.classify(rec)
                 event = pg_log.server_event(rec) if ev is None else None
-                if ev is None and event is None:
+                run = pg_log.autovacuum_run(rec) if ev is None and event is None else None
+                if ev is None and event is None and run is None:
                     continue
                 ts = rec.timestamp
                 if ts is None:
@@ -86,6 +91,8 @@ class CheckpointCollector:
                     self.clock_timestamps += 1
                 if ev is not None:
                     out.extend(self.model.feed(ev, round(ts * 1000)))
+                elif run is not None:
+                    out.extend(self.autovacuum.feed(run, round(ts * 1000)))
                 elif event is not None:
                     self.events[event] = self.events.get(event, 0) + 1
                     out.append(sample(EVENTS, {**self.labels, "event": event}, self.events[event], round(ts * 1000)))
@@ -113,6 +120,7 @@ class CheckpointCollector:
 
     def collect(self) -> Iterable:
         yield from self.model.families()
+        yield from self.autovacuum.families()
         g = catalogue.family(EXPORTER_METRICS, _SELF + "log_present", ["format"])
         g.add_metric([self.reader.format or ""], 1.0 if self.log_present else 0.0)
         yield g

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Mapping
 
 from benchwatch import loadgens
+from benchwatch.engines.postgresql import autovacuum as autovacuum_model
 from benchwatch.engines.postgresql import checkpoints as checkpoint_model
 from benchwatch.exporter import checkpoints, dips, processes
 from benchwatch.exporter.self_metrics import SELF_METRICS
@@ -47,7 +48,11 @@ interval keeps its exact start and end; the exporter's /metrics shows their late
 figures as `total_seconds`, `write_seconds`, `sync_seconds` and `buffers`;
 `pg_checkpoint_last_duration_seconds` carries `phase` (`write`, `sync`, `total`). The two
 too-frequent series have no `kind`. The same collector counts the log's other events that can explain
-a TPS dip, `pg_server_log_events_total{event}`, at each record's own time.
+a TPS dip, `pg_server_log_events_total{event}`, at each record's own time, and autovacuum's runs
+(`log_autovacuum_min_duration`, 0 on the embedded server) as `pg_autovacuum_*`, by `database`,
+`table` (`schema.table`) and `kind` (`vacuum`, `analyze`): a run is logged when it ends, with its
+elapsed time, so its region is written then, from end − elapsed to end; only the counters are on
+/metrics.
 
 | metric | type | meaning |
 | --- | --- | --- |
@@ -121,7 +126,8 @@ def _rows(catalogue: Mapping[str, tuple[str, str]]) -> str:
 def render() -> str:
     tools = "".join(g.metrics_doc + _rows({**g.metrics, **g.latency_log_metrics}) for g in loadgens.load_generators().values())
     return (HEADER + _rows(METRICS) + tools
-            + CHECKPOINTS_HEADER + _rows({**checkpoint_model.METRICS, **checkpoints.EVENT_METRICS})
+            + CHECKPOINTS_HEADER + _rows({**checkpoint_model.METRICS, **checkpoints.EVENT_METRICS,
+                                                  **autovacuum_model.METRICS})
             + DIPS_HEADER + _rows(dips.DIP_METRICS)
             + PROCESSES_HEADER + _rows(processes.METRICS)
             + HISTORY_HEADER + _rows(history_series.METRICS)

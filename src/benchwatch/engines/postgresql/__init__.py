@@ -70,8 +70,11 @@ class PostgreSQL(Engine):
         ("wait", "sum by (wait_event_type, wait_event) (sum_over_time(pg_stat_activity_waits_sessions[{w}]))",
          "waits", "sessions"),
     )
+    # autovacuum: the server log's runs (pg_autovacuum_in_progress, with what a vacuum removed), and
+    # postgres_exporter's worker count for runs without them (older runs, a log not followed, a run under way).
     explain_selectors = ("pg_checkpoint_in_progress", "pg_checkpoint_info", "pg_stat_activity_waits_sessions",
-                         "pg_autovacuum_workers", "pg_stat_wal_wal_fpi", "pg_up", "pg_server_log_events_total",
+                         "pg_autovacuum_workers", "pg_autovacuum_in_progress", "pg_autovacuum_last_tuples_removed",
+                         "pg_autovacuum_last_pages_removed", "pg_stat_wal_wal_fpi", "pg_up", "pg_server_log_events_total",
                          "pg_stat_activity_lock_waits_sessions")
     up_metric = "pg_up"
     server_processes = frozenset({"postgres", "postmaster"})
@@ -89,7 +92,7 @@ class PostgreSQL(Engine):
     def annotations(self) -> list[Any]:
         from benchwatch.engines.postgresql import dashboard
 
-        return list(dashboard.checkpoint_annotations())
+        return [*dashboard.checkpoint_annotations(), dashboard.autovacuum_annotation()]
 
     def dashboard_panels(self, layout: Any) -> list[Any]:
         from benchwatch.engines.postgresql import dashboard
@@ -115,7 +118,8 @@ class PostgreSQL(Engine):
         '{__name__=~"pg_checkpoints?_.*"}',  # the checkpoint collector's regions, last figures and counts
         '{__name__=~"pg_stat_(wal|bgwriter|checkpointer)_.*|pg_control_checkpoint_.*"}',
         '{__name__=~"pg_stat_database_xact_(commit|rollback)"}',
-        "pg_stat_activity_waits_sessions", "pg_autovacuum_workers", "pg_up", "pg_server_log_events_total",
+        "pg_stat_activity_waits_sessions", "pg_up", "pg_server_log_events_total",
+        '{__name__=~"pg_autovacuum_.*"}',  # postgres_exporter's workers and the server log's runs
         "pg_stat_activity_lock_waits_sessions",
         *context_selectors,
     )

@@ -49,6 +49,19 @@ def checkpoint_annotations() -> list[PrometheusAnnotation]:
     return out
 
 
+AUTOVACUUM_ANNOTATION = "Autovacuum (server log)"
+
+
+def autovacuum_annotation() -> PrometheusAnnotation:
+    """One region per autovacuum or autoanalyze run the server log reported, from its end less its elapsed
+    time to its end, titled with its table. Off until switched on in the dashboard's controls: the routine
+    10 ms runs of a busy pgbench's small tables come every few seconds and would hide the checkpoints."""
+    return (PrometheusAnnotation(AUTOVACUUM_ANNOTATION, f"max_over_time({on_targets('pg_autovacuum_in_progress')}[1s]) == 1",
+                                 "#73BF69")
+            .step("1s").title_format("{{target}}: autovacuum {{kind}} of {{table}}").text_format("database {{database}}")
+            .tag_keys("target,table,kind").enable(False))
+
+
 
 def server_transactions() -> str:
     """Commits and rollbacks per second counted by the selected targets' servers (pg_stat_database)."""

@@ -24,6 +24,11 @@ EXPORTER = "postgres_exporter"
 PG_SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
     "log_checkpoints": "on",
+    # Every autovacuum and autoanalyze run, with its duration (explain's autovacuum cause, at the
+    # log's own times). 0 rather than a threshold: a run is logged once, when it ends, in ~15 lines,
+    # and autovacuum_naptime (1 min) keeps them to a few per minute per table that changes; the
+    # short routine runs (pgbench_branches every minute) are the base rate a long one is held against.
+    "log_autovacuum_min_duration": "0",
     "log_line_prefix": "'%m [%p] '",
     "logging_collector": "off",
     "log_destination": "'stderr'",

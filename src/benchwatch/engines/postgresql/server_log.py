@@ -26,12 +26,27 @@ before 17, ", wrote N SLRU buffers" after the percentage from 18; restartpoints
 (standbys) print "restartpoint" in place of "checkpoint".  Each field is matched
 on its own so that any of these versions parses.  Messages must be untranslated
 (``lc_messages = 'C'`` or English).
+
+Autovacuum's runs (``log_autovacuum_min_duration``; vacuumlazy.c ``heap_vacuum_rel``,
+analyze.c ``do_analyze_rel``), logged by the worker when the run ends, 10 to 18::
+
+    automatic [aggressive ]vacuum [to prevent wraparound ]of table "db.schema.table": index scans: N
+    pages: N removed, N remain, ...          (one line per figure; which lines varies by version)
+    tuples: N removed, N remain, ...
+    ...
+    system usage: CPU: user: x s, system: y s, elapsed: z s      (always the last line)
+    automatic analyze of table "db.schema.table"\n...\nsystem usage: ...   (14+)
+    automatic analyze of table "db.schema.table" system usage: ...          (before 14: one line)
+
+In stderr the lines after the first start with a tab; such a record is kept open
+until its ``system usage`` line (9.x wrote "CPU 0.00s/0.01u sec elapsed 0.12 sec").
 """
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,13 +54,16 @@ from datetime import datetime, timedelta, timezone, tzinfo
 
 __all__ = [
     "FORMATS",
+    "AutovacuumRun",
     "CheckpointEvent",
     "LogRecord",
     "RecordReader",
     "Unparsed",
+    "autovacuum_run",
     "classify",
     "detect_format",
     "find_timestamp",
+    "mentions_autovacuum",
     "mentions_checkpoint",
     "parse_complete",
     "parse_csv_record",
@@ -239,6 +257,9 @@ def detect_format(first_line: str, path: str = "") -> str:
 # A csv record must close its quotes within this much text; a stray quote would
 # otherwise swallow the rest of the log.
 MAX_CSV_RECORD_CHARS = 4 << 20
+# An autovacuum record has about 15 lines (one per index more); a record still open after this
+# many is not one (a foreign line pattern): it is closed as it is.
+MAX_OPEN_LINES = 200
 
 
 class RecordReader:
@@ -263,6 +284,9 @@ class RecordReader:
         self.keep = keep
         self._pending: list[str] = []
         self._pending_chars = 0
+        # stderr: a record whose continuation lines are still coming (autovacuum's figures)
+        self._open: LogRecord | None = None
+        self._open_lines: list[str] = []
         self.records = 0
         self.malformed = 0
         self.foreign = 0
@@ -270,8 +294,17 @@ class RecordReader:
     def reset(self) -> None:
         """A new file (rotation): forget the unfinished record, detect the format again."""
         self._pending, self._pending_chars = [], 0
+        self._open, self._open_lines = None, []
         if self.requested == "auto":
             self.format = None
+
+    def _close_open(self) -> list[LogRecord]:
+        """The open stderr record with its continuation lines joined as csvlog has them (newlines)."""
+        rec, lines = self._open, self._open_lines
+        if rec is None:
+            return []
+        self._open, self._open_lines = None, []
+        return [LogRecord(rec.timestamp, rec.severity, "\n".join(lines))]
 
     def feed(self, line: str) -> list[LogRecord]:
         if line.endswith("\r"):
@@ -282,16 +315,27 @@ class RecordReader:
             self.format = detect_format(line, self.path)
         if self.format == "stderr":
             if line.startswith("\t") or not line.strip():
-                return []  # continuation of a multi-line message
+                # Continuation of a multi-line message: kept only for a record that needs its
+                # other lines (autovacuum's figures), which ends at its "system usage" line.
+                if self._open is not None and line.strip():
+                    self._open_lines.append(line[1:])
+                    if line.lstrip().startswith("system usage:") or len(self._open_lines) > MAX_OPEN_LINES:
+                        return self._close_open()
+                return []
             m = _SEVERITY_RE.search(line)
             if m is None:
                 self.foreign += 1
                 return []
+            out = self._close_open()
             self.records += 1
             message = line[m.end():]
             if self.keep is not None and not self.keep(message):
-                return []
-            return [LogRecord(find_timestamp(line[:m.start()], self.local_tz), m.group(1), message)]
+                return out
+            rec = LogRecord(find_timestamp(line[:m.start()], self.local_tz), m.group(1), message)
+            if m.group(1) == "LOG" and _AUTOVACUUM_RE.match(message) and "system usage:" not in message:
+                self._open, self._open_lines = rec, [message]
+                return out
+            return out + [rec]
         if self.format == "jsonlog":
             if not line.strip():
                 return []
@@ -442,3 +486,62 @@ def server_event(rec: LogRecord) -> str | None:
         if rec.severity in severities and rec.message.startswith(prefix):
             return event
     return None
+
+
+# -- autovacuum and autoanalyze runs -----------------------------------------------------------
+
+_AUTOVACUUM_RE = re.compile(r'automatic (aggressive )?(vacuum|analyze)( to prevent wraparound)? of table "')
+_AV_MENTION_RE = re.compile(r"automatic (?:aggressive )?(?:vacuum|analyze)")
+_AV_TABLE_RE = re.compile(r'of table "(.*?)"(?=:| system usage|\n|$)', re.M)
+# pg_rusage_show: "CPU: user: 0.01 s, system: 0.00 s, elapsed: 0.10 s" (10+); 9.x "CPU 0.00s/0.01u sec elapsed 0.12 sec"
+_AV_ELAPSED_RE = re.compile(r"elapsed:? (\d+(?:\.\d+)?) s")
+_AV_FIGURES = (
+    (re.compile(r"^pages: (\d+) removed, (\d+) remain", re.M), ("pages_removed", "pages_remaining")),
+    (re.compile(r"^tuples: (\d+) removed, (\d+) remain", re.M), ("tuples_removed", "tuples_remaining")),
+    (re.compile(r"index scans: (\d+)"), ("index_scans",)),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AutovacuumRun:
+    """One autovacuum or autoanalyze run, logged when it ended (its record's time)."""
+
+    kind: str  # vacuum | analyze
+    database: str
+    table: str  # schema.table
+    elapsed_seconds: float | None  # None: the record was cut before its "system usage" line
+    aggressive: bool = False
+    wraparound: bool = False
+    fields: dict = field(default_factory=dict)  # index_scans, pages_removed/remaining, tuples_removed/remaining
+
+
+def mentions_autovacuum(text: str) -> bool:
+    """Cheap test: could this record's text be one :func:`autovacuum_run` recognises?"""
+    return "automatic " in text and _AV_MENTION_RE.search(text) is not None  # raw jsonlog text has \" for "
+
+
+def autovacuum_run(rec: LogRecord) -> AutovacuumRun | None:
+    """The autovacuum or autoanalyze run a record reports, if any (LOG from an autovacuum worker:
+    a client's ``RAISE LOG`` of the same text is not one, where csvlog/jsonlog say who logged)."""
+    if rec.severity != "LOG" or rec.user or rec.backend_type not in ("", "autovacuum worker"):
+        return None
+    m = _AUTOVACUUM_RE.match(rec.message)
+    if m is None:
+        return None
+    name = _AV_TABLE_RE.search(rec.message, m.end() - len('of table "'))
+    if name is None:
+        return None
+    database, _, table = name.group(1).partition(".")  # %s.%s.%s: a database name with a dot is read wrong
+    got = _AV_ELAPSED_RE.search(rec.message)
+    elapsed = float(got.group(1)) if got else None
+    if elapsed is not None and not math.isfinite(elapsed):
+        elapsed = None  # a garbled record's hundred digits
+    fields: dict[str, float] = {}
+    for regex, names in _AV_FIGURES:
+        got = regex.search(rec.message)
+        if got:
+            for key, value in zip(names, got.groups()):
+                if math.isfinite(float(value)):
+                    fields.setdefault(key, float(value))
+    return AutovacuumRun(m.group(2), database, table, elapsed,
+                         aggressive=bool(m.group(1)), wraparound=bool(m.group(3)), fields=fields)
