@@ -633,6 +633,16 @@ def test_the_database_busier_but_with_cpu_to_spare_is_not_cpu_bound():
     assert c["strength"] == pytest.approx(0.35) and "waited for a CPU 5% of the time" in c["evidence"], c
 
 
+def test_what_the_database_got_is_read_over_the_dip_not_the_scans_before_it():
+    # Scans every 2 s: the two in the 3 s before the dip stand for seconds when the database still had its
+    # 1.2 CPUs; over the dip itself it got 1.0 (0.95, and 1.2 again in its last second): squeezed.
+    loops = [s for s in busy_loops() if s.labels.get("group") != "database"]
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 0.95 if 11 <= t <= 14 else 1.2, 2.0)
+    d = only_dip(run_with_dip() + loops + [db, cpu_pressure()], PG_META)
+    (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]
+    assert c["strength"] == 1.0 and "the database and the load generator got 1.0 CPUs (1.2 usually)" in c["evidence"], c
+
+
 def test_others_using_idle_cpu_without_pressure_weigh_half():
     d = only_dip(run_with_dip() + busy_loops() + [cpu_pressure(40, 41)], PG_META)
     (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]

@@ -509,7 +509,7 @@ class Signals:
                     "or checkpoint age past 7/8 of its maximum)", usual=self._usual(tl, lambda v: v >= 1, lo, end),
                     target=target)
 
-        self._host_signals(add, lo, end)
+        self._host_signals(add, lo, start, end)
         logged = self._log_events(add, lo, end)
         if "deadlock" in logged:
             # The lock waits of a deadlock are its own: the deadlock is the more specific answer.
@@ -521,7 +521,7 @@ class Signals:
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
 
-    def _host_signals(self, add, lo: float, end: float) -> None:
+    def _host_signals(self, add, lo: float, start: float, end: float) -> None:
         """cpu_contention: processes other than the database and the load generator took CPU time
         (the processes collector), while tasks waited for a CPU (pressure stall information, when
         there); database_cpu_bound: the database's own processes used nearly all the CPUs, more than
@@ -553,9 +553,10 @@ class Signals:
             groups = self.cpu_groups[host]
             ours = _sum_by_time([groups.get("database") or [], groups.get("load_generator") or []])
             ours_usual = statistics.median(_window_values(ours, r0, r1) or [0.0])
-            ours_now = _window_values(ours, lo, end)
-            if ours_now:
-                got_now = statistics.fmean(ours_now)
+            # Over the dip itself: a scan every 2-3 s on a loaded machine, the one just inside the window
+            # stands mostly for the seconds before the dip, when they still got their usual CPU.
+            got_now = _mean_over(ours, start, end)
+            if got_now is not None:
                 text += f"; the database and the load generator got {got_now:.1f} CPUs ({ours_usual:.1f} usually)"
                 if got_now >= SQUEEZED * ours_usual:
                     strength *= 0.5  # they got what they usually get: the others did not take it from them
@@ -715,6 +716,22 @@ def _rise(tl: Timeline, run_start: float, run_end: float, lo: float, hi: float,
     if not up:
         return None
     return _active_seconds(tl, lambda v: v >= threshold, lo, hi + step, step), statistics.fmean(up), base
+
+
+def _mean_over(tl: Timeline, a: float, b: float) -> float | None:
+    """The time-weighted mean of a rate timeline over [a, b], each sample standing for the time since the
+    one before it (the first for the usual spacing); None when no sample covers any of it."""
+    step = _spacing(tl)
+    total = weight = 0.0
+    prev = None
+    for t, v in tl:
+        since = t - step if prev is None else prev
+        prev = t
+        covered = min(b, t) - max(a, since)
+        if covered > 0:
+            total += v * covered
+            weight += covered
+    return total / weight if weight > 0 else None
 
 
 def _spacing(tl: Timeline) -> float:
