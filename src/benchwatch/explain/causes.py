@@ -54,10 +54,13 @@ SQUEEZED = 0.9
 # Pressure stall information: the share of the second some task waited, above its usual by this much.
 PRESSURE_FLOOR = 0.1
 IO_PRESSURE_FLOOR = 0.2
-# database_cpu_bound: the database's processes must use this many CPUs more than usual, and at least this
-# share of the host's CPUs (nearly all of them: with less, it left CPU idle and was not bound by it).
+# database_cpu_bound: the database's processes must use this many CPUs more than usual and at least this
+# share of the host's CPUs (the machine's main user: the load generator on the same host needs its share,
+# so 'all of them' is out of reach), while the CPUs are full: tasks waited for one (PSI at PRESSURE_FLOOR),
+# or, without PSI, every process together used this share of them.
 DATABASE_CPU_FLOOR = 0.3
-DATABASE_CPU_SHARE = 0.75
+DATABASE_CPU_SHARE = 0.5
+FULL = 0.9
 BUSIEST = 5  # processes named in cpu_contention's evidence (a few busy loops are each a small share)
 
 WEIGHTS = {
@@ -67,7 +70,8 @@ WEIGHTS = {
     # specific answer when its own measures moved.
     "cpu_contention": 1.0, "io_pressure": 0.5,
     # The server spending its CPUs is the symptom, not why: a checkpoint, a lock or a slow statement in the
-    # same dip is the answer to lead with; alone, a rise of a fifth of the CPUs makes MIN_SCORE (0.5 x 0.4).
+    # same dip is the answer to lead with (and ranks above it, see candidates); alone, a rise of a fifth of
+    # the CPUs makes MIN_SCORE (0.5 x 0.4).
     "database_cpu_bound": 0.5,
     # The server log's events (PostgreSQL: pg_server_log_events_total), at the log's own times.
     "deadlock": 1.0, "lock_timeout": 1.0, "connection_terminated": 1.0, "out_of_memory": 1.0, "write_error": 1.0,
@@ -518,13 +522,23 @@ class Signals:
                     waited.score *= 0.5
                     waited.evidence += " (waits of the deadlocks)"
 
+        # The server spending its CPUs is how a heavier statement, an autovacuum or a checkpoint shows on
+        # the host: beside one of the causes that say why (any but the host's and the disk's, which are
+        # symptoms too) strong enough to be named, it ranks below it whatever its own score.
+        why = max((c.score for c in found if c.cause not in HOST and c.cause != "disk" and c.score >= MIN_SCORE),
+                  default=0.0)
+        for symptom in found:
+            if symptom.cause == "database_cpu_bound" and why and symptom.score >= why:
+                symptom.score = 0.9 * why
+                symptom.details["ranked_below"] = next(o.cause for o in found if o.score == why)
+
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
 
     def _host_signals(self, add, lo: float, start: float, end: float) -> None:
         """cpu_contention: processes other than the database and the load generator took CPU time
         (the processes collector), while tasks waited for a CPU (pressure stall information, when
-        there); database_cpu_bound: the database's own processes used nearly all the CPUs, more than
+        there); database_cpu_bound: the database's own processes used more of the full CPUs than
         usual, the others not; io_pressure: tasks stalled on I/O far more than usual. The strongest
         host of each."""
         r0, r1 = self.ctx.run_start, self.ctx.run_end
@@ -571,10 +585,11 @@ class Signals:
             add("cpu_contention", active_s, strength, text, host=host, measure=which, other_cpus=round(used, 3),
                 other_cpus_usually=round(base, 3), busiest=[{"process": n, "cpus": round(r, 3)} for n, r in top])
 
-        # The database itself spent the CPUs: its processes used nearly all of them, more than over the
-        # rest of the run (one that is CPU-bound all run long explains no particular dip), while the
-        # others did not rise (that is cpu_contention: busy loops beside the run take the database's
-        # CPU, so its own falls).
+        # The database itself spent the CPUs: its processes used more of them than over the rest of the
+        # run (one that is CPU-bound all run long explains no particular dip), at least half of the host's,
+        # while the CPUs were full (tasks waited for one; without PSI, every process together used nearly
+        # all of them) and the others did not rise (that is cpu_contention: busy loops beside the run
+        # take the database's CPU, so its own falls).
         bound: tuple | None = None
         for host, groups in self.cpu_groups.items():
             db = groups.get("database") or []
@@ -584,18 +599,22 @@ class Signals:
             got = _rise(db, r0, r1, lo, end, DATABASE_CPU_FLOOR, at_least=DATABASE_CPU_SHARE * cpus)
             if not got:
                 continue
+            waited = self._cpu_waited(host, lo, end)
+            if waited is None:
+                everyone = _mean_over(_sum_by_time(groups.values()), start, end)
+                if everyone is None or everyone < FULL * cpus:
+                    continue
+            elif waited < PRESSURE_FLOOR:
+                continue  # no task waited for a CPU: it used CPU that was idle, the CPU did not hold it back
             active_s, used, base = got
             strength = min(1.0, (used - base) / (0.5 * cpus))
             if bound is None or active_s * strength > bound[0] * bound[1]:
-                bound = (active_s, strength, host, used, base, cpus, db)
+                bound = (active_s, strength, host, used, base, cpus, db, waited)
         if bound:
-            active_s, strength, host, used, base, cpus, db = bound
+            active_s, strength, host, used, base, cpus, db, waited = bound
             text = f"the database's processes used {used:.1f} of {cpus:.0f} CPUs ({base:.1f} usually)"
-            waited = self._cpu_waited(host, lo, end)
-            if waited is not None:
-                text += f"; tasks waited for a CPU {waited * 100:.0f}% of the time"
-                if waited < PRESSURE_FLOOR:
-                    strength *= 0.5  # no task waited: it used CPU that was idle, it was not held back by it
+            text += (f"; tasks waited for a CPU {waited * 100:.0f}% of the time" if waited is not None
+                     else f"; every process together used nearly all {cpus:.0f}")
             threshold = max(base + DATABASE_CPU_FLOOR, DATABASE_CPU_SHARE * cpus)
             add("database_cpu_bound", active_s, strength, text, host=host,
                 usual=self._usual(db, lambda v: v >= threshold, lo, end, step=_spacing(db)),
