@@ -99,14 +99,19 @@ def test_import_of_a_saved_sysbench_output(mariadb_stack):
         assert values == [(1326794400 + elapsed, tps) for elapsed, tps in printed(f.read())]
 
 
-def progress_lines_in(live, since: float) -> int:
-    """Progress lines of the newest run directory started after ``since``."""
+def run_dirs(live) -> set[str]:
+    return set(os.listdir(os.path.join(live.state_dir, "runs")))
+
+
+def progress_lines_in(live, before: set[str]) -> int:
+    """Progress lines of the run directories that were not there ``before`` (run_dirs), the most of any:
+    by name, not by modification time (an earlier run's directory is written to as it ends, and one
+    of 12 lines let a wait for 9 return before this run began)."""
     runs = os.path.join(live.state_dir, "runs")
-    newest = [os.path.join(runs, d) for d in os.listdir(runs) if os.path.getmtime(os.path.join(runs, d)) >= since]
     total = 0
-    for d in newest:
+    for d in run_dirs(live) - before:
         try:
-            with open(os.path.join(d, "stdout.log"), "rb") as f:
+            with open(os.path.join(runs, d, "stdout.log"), "rb") as f:
                 total = max(total, sum(1 for line in f if PROGRESS.match(line)))
         except FileNotFoundError:
             pass
@@ -115,11 +120,11 @@ def progress_lines_in(live, since: float) -> int:
 
 def test_table_lock_reads_zero_and_fires_the_tps_drop_alert(mariadb_stack, prepared):
     live = mariadb_stack
-    since = time.time() - 1
+    before = run_dirs(live)
     run = BackgroundRun(live, "sysbench", "oltp_read_write", *TABLES, "--threads=2", "--time=22", "--report-interval=1", "run")
     try:
         # A baseline first (10 lines, benchwatch:threshold:pgbench_tps_baseline_min_samples).
-        assert wait_until(lambda: progress_lines_in(live, since) >= 12, 60, interval=0.2)
+        assert wait_until(lambda: progress_lines_in(live, before) >= 12, 60, interval=0.2)
         live.mariadb("LOCK TABLES sbtest1 WRITE, sbtest2 WRITE; SELECT SLEEP(5); UNLOCK TABLES;", timeout=60)
     finally:
         code = run.wait(120)
@@ -180,12 +185,12 @@ def test_busy_loops_beside_a_sysbench_run_are_cpu_contention(mariadb_stack, prep
     counting mariadbd as the database and sysbench as the load generator, so that only the loops are
     the others whose CPU rose."""
     live = mariadb_stack
-    since = time.time() - 1
+    before = run_dirs(live)
     # Point selects from 4 threads: all CPU (the tables are in the buffer pool), no commit to wait on.
     run = BackgroundRun(live, "sysbench", "oltp_point_select", *TABLES, "--threads=4", "--time=25",
                         "--report-interval=1", "run")
     try:
-        assert wait_until(lambda: progress_lines_in(live, since) >= 9, 60, interval=0.2)
+        assert wait_until(lambda: progress_lines_in(live, before) >= 9, 60, interval=0.2)
         with busy_loops(4) as loops:
             began = time.time()
             time.sleep(7)  # the fault itself: the loops run 7 s
