@@ -568,6 +568,18 @@ def test_newcomers_on_a_machine_already_short_of_cpu_are_cpu_contention():
     assert d["evidence"].startswith("processes started lately used 0.7 of 2 CPUs (0.1 usually); busiest: sh (pid 4242)"), d
 
 
+def test_a_process_that_ages_from_new_to_other_in_the_dip_is_named_once():
+    # The newcomers' rise is the evidence (the others gave way to them), with python first new, then other.
+    other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 0.1 if 9 <= t <= 15 else 0.5, 2.0)
+    new = host_counter("benchmark_host_cpu_seconds_total", {"group": "new"}, lambda t: 0.9 if 9 <= t <= 15 else 0.1, 2.0)
+    top = [gauge("benchmark_host_top_process_cpu_ratio", {"host": "h", "comm": "python", "pid": "17", "group": group},
+                 [(T0 + t, 0.5) for t in times]) for group, times in (("new", (10, 12)), ("other", (14, 16)))]
+    cpus = gauge("benchmark_host_cpus", {"host": "h"}, [(T0 + t, 2) for t in range(0, 31, 2)])
+    d = only_dip(run_with_dip() + [other, new, cpus, *top, cpu_pressure()], PG_META)
+    (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]
+    assert c["details"]["measure"] == "new" and c["details"]["busiest"] == [{"process": "python (pid 17)", "cpus": 0.5}], c
+
+
 def test_other_processes_busy_while_the_database_got_its_usual_cpu_weigh_half():
     # A VACUUM FULL beside a CPU hog: the database's CPU did not fall, the disk is the better answer.
     loops = [s for s in busy_loops() if s.labels.get("group") != "database"]

@@ -665,11 +665,14 @@ class Signals:
         new ones first when it is the newcomers' rise that is the evidence."""
         seen = [(t, name, g, v) for t, name, g, v in self.top_processes.get(host, []) if lo < t <= hi]
         scans = len({round(t) for t, *_ in seen}) or 1
-        used: dict[tuple[bool, str], float] = {}
+        used: dict[str, float] = {}
+        newcomer: set[str] = set()  # new in any scan: a process ages from new to other mid-window, one entry
         for _, name, g, v in seen:
-            key = (g != first, name) if first == "new" else (False, name)
-            used[key] = used.get(key, 0.0) + v
-        return [(n, v / scans) for (_, n), v in sorted(used.items(), key=lambda x: (x[0][0], -x[1]))[:BUSIEST]]
+            used[name] = used.get(name, 0.0) + v
+            if g == first:
+                newcomer.add(name)
+        ahead = newcomer if first == "new" else set(used)
+        return [(n, v / scans) for n, v in sorted(used.items(), key=lambda x: (x[0] not in ahead, -x[1]))[:BUSIEST]]
 
     def _waiting_statement(self, lo: float, end: float) -> dict | None:
         """The statement most sessions waited in over the window, with its lock and its blocker."""
