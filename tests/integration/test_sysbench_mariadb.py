@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import time
 
@@ -205,6 +206,8 @@ def test_busy_loops_beside_a_sysbench_run_are_cpu_contention(mariadb_stack, prep
     assert report["engine"] == "mysql" and {"cpu_contention", "io_pressure"} <= set(report["signals"]["weighed"])
     dip = dip_over(report, began, ended, directory)
     assert dip["cause"] == "cpu_contention", json.dumps(dip, indent=1)
+    # This host's processes, weighed against this host's pressure (the exporter labels them as node_exporter).
+    assert dip["candidates"][0]["details"]["host"] == socket.gethostname(), dip["candidates"][0]["details"]
     pids = [f"sh (pid {p.pid})" for p in loops]
     assert any(p in dip["evidence"] for p in pids), (pids, dip["evidence"])
     assert "database_cpu_bound" not in {c["cause"] for c in dip["candidates"]}, json.dumps(dip, indent=1)
