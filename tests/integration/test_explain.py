@@ -18,6 +18,7 @@ import pytest
 
 from benchwatch.stack.native import StackError, pg_bindir
 from benchwatch.util import processes
+from tests.helpers.explain import busy_loops, dip_over, explain_finished
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import BENCHWATCH
 
@@ -70,15 +71,7 @@ class Run:
         """Waits for the end of the run (exit ``code``) and for Prometheus to have it; returns
         `benchwatch explain --json`."""
         assert self.proc.wait(timeout=120) == code, b"".join(self.stderr)
-        prom = self.live.prometheus
-        assert processes.wait_until(
-            lambda: bool(query(prom, f'benchmark_running{{run_id="{self.run_id}"}} == 0')), 30, 0.2)
-        ended = self.meta()["ended_at"]
-        assert processes.wait_until(lambda: time.time() > ended + 2, 5, 0.1)  # the last scrapes of the evidence
-        r = self.live.benchwatch("explain", self.run_id, "--json", timeout=120)
-        assert r.returncode == 0, r.stderr
-        report = json.loads(r.stdout)
-        assert report["run_id"] == self.run_id and report["source"] == "prometheus"
+        report = explain_finished(self.live, self.run_id, self.meta()["ended_at"])
         # pgbench on the stack's PostgreSQL: weighed on PostgreSQL's signals, never InnoDB's; wal_fpi
         # absent exactly when meta.json says the server has no pg_stat_wal.
         meta, signals = self.meta(), report["signals"]
@@ -93,15 +86,6 @@ class Run:
         if self.proc.poll() is None:
             self.proc.terminate()
             self.proc.wait(timeout=30)
-
-
-def dip_over(report: dict, start: float, end: float, run: Run | None = None) -> dict:
-    """The dip that overlaps the fault the most (ties: the one that lost more transactions)."""
-    def overlap(d):
-        return min(d["end"], end) - max(d["start"], start)
-    near = [d for d in report["dips"] if overlap(d) > -2]
-    assert near, (start, end, json.dumps(report, indent=1), run and open(os.path.join(run.dir, "stderr.log")).read())
-    return max(near, key=lambda d: (overlap(d), d["lost_transactions"]))
 
 
 class Session:
@@ -253,7 +237,7 @@ def test_manual_checkpoint_with_many_dirty_buffers(roomy_server):
         report, began, done, run = checkpoint_under_load(live)
         if near(report, began, done + 3) or attempt == 2:
             break
-    dip = dip_over(report, began, done + 3, run)
+    dip = dip_over(report, began, done + 3, run.dir)
     assert dip["cause"] == "checkpoint", json.dumps(dip, indent=1)
     assert "immediate" in dip["evidence"], dip
 
@@ -275,7 +259,7 @@ def test_vacuum_full_of_a_big_table_is_io(live_stack):
     finally:
         run.kill()
         live.psql("DROP TABLE IF EXISTS bw_big")
-    dip = dip_over(report, began, done, run)
+    dip = dip_over(report, began, done, run.dir)
     assert dip["cause"] == "disk", json.dumps(dip, indent=1)
 
 
@@ -297,25 +281,21 @@ def test_busy_loops_beside_the_run_are_cpu_contention(live_stack):
     """Four busy loops on the machine for 7 s in the middle of an unthrottled run: the dip is the CPU the
     others took (issue 23: it was blamed on whichever routine checkpoint started then)."""
     run = Run(live_stack, 25, rate=None, clients=4)
-    loops: list[subprocess.Popen] = []
     try:
         run.wait_lines(9)
-        began = time.time()
-        loops = [subprocess.Popen(["sh", "-c", "while :; do :; done"]) for _ in range(4)]
-        time.sleep(7)  # the fault itself: the loops run 7 s
-    finally:
-        for p in loops:
-            p.kill()
-            p.wait()
-    ended = time.time()
-    try:
+        with busy_loops(4):
+            began = time.time()
+            time.sleep(7)  # the fault itself: the loops run 7 s
+        ended = time.time()
         report = run.finish()
     finally:
         run.kill()
-    dip = dip_over(report, began, ended, run)
+    dip = dip_over(report, began, ended, run.dir)
     assert dip["cause"] == "cpu_contention", json.dumps(dip, indent=1)
     assert "sh (pid" in dip["evidence"], dip
-    assert {"cpu_contention", "io_pressure"} <= set(report["signals"]["weighed"])
+    assert {"cpu_contention", "database_cpu_bound", "io_pressure"} <= set(report["signals"]["weighed"])
+    # The loops took the database's CPU: the database being CPU-bound is not even a candidate.
+    assert "database_cpu_bound" not in {c["cause"] for c in dip["candidates"]}, json.dumps(dip, indent=1)
 
 
 def test_a_server_restart_under_the_run_is_its_end(live_stack):
@@ -374,7 +354,7 @@ def test_deadlocks_are_named_from_the_server_log(live_stack, tmp_path):
     finally:
         run.kill()
         live.psql("DROP TABLE IF EXISTS bw_dl, bw_flip")
-    dip = dip_over(report, began, ended, run)
+    dip = dip_over(report, began, ended, run.dir)
     assert dip["cause"] == "deadlock", json.dumps(dip, indent=1)
     assert "deadlock(s) detected" in dip["evidence"], dip
 

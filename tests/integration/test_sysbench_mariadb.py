@@ -1,10 +1,11 @@
-"""sysbench on a real embedded MariaDB 10.11 under `benchwatch run`: samples, stalls, alerts, InnoDB flushing."""
+"""sysbench on a real embedded MariaDB 10.11 under `benchwatch run`: samples, stalls, alerts, InnoDB flushing, CPU contention."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import socket
 import subprocess
 import time
 
@@ -12,6 +13,7 @@ import pytest
 
 from benchwatch.query.prometheus import query
 from benchwatch.util.processes import wait_until
+from tests.helpers.explain import busy_loops, dip_over, explain_finished
 from tests.helpers.throwaway import BackgroundRun
 
 TABLES = ["--tables=2", "--table-size=10000"]
@@ -98,14 +100,19 @@ def test_import_of_a_saved_sysbench_output(mariadb_stack):
         assert values == [(1326794400 + elapsed, tps) for elapsed, tps in printed(f.read())]
 
 
-def progress_lines_in(live, since: float) -> int:
-    """Progress lines of the newest run directory started after ``since``."""
+def run_dirs(live) -> set[str]:
+    return set(os.listdir(os.path.join(live.state_dir, "runs")))
+
+
+def progress_lines_in(live, before: set[str]) -> int:
+    """Progress lines of the run directories that were not there ``before`` (run_dirs), the most of any:
+    by name, not by modification time (an earlier run's directory is written to as it ends, and one
+    of 12 lines let a wait for 9 return before this run began)."""
     runs = os.path.join(live.state_dir, "runs")
-    newest = [os.path.join(runs, d) for d in os.listdir(runs) if os.path.getmtime(os.path.join(runs, d)) >= since]
     total = 0
-    for d in newest:
+    for d in run_dirs(live) - before:
         try:
-            with open(os.path.join(d, "stdout.log"), "rb") as f:
+            with open(os.path.join(runs, d, "stdout.log"), "rb") as f:
                 total = max(total, sum(1 for line in f if PROGRESS.match(line)))
         except FileNotFoundError:
             pass
@@ -114,11 +121,11 @@ def progress_lines_in(live, since: float) -> int:
 
 def test_table_lock_reads_zero_and_fires_the_tps_drop_alert(mariadb_stack, prepared):
     live = mariadb_stack
-    since = time.time() - 1
+    before = run_dirs(live)
     run = BackgroundRun(live, "sysbench", "oltp_read_write", *TABLES, "--threads=2", "--time=22", "--report-interval=1", "run")
     try:
         # A baseline first (10 lines, benchwatch:threshold:pgbench_tps_baseline_min_samples).
-        assert wait_until(lambda: progress_lines_in(live, since) >= 12, 60, interval=0.2)
+        assert wait_until(lambda: progress_lines_in(live, before) >= 12, 60, interval=0.2)
         live.mariadb("LOCK TABLES sbtest1 WRITE, sbtest2 WRITE; SELECT SLEEP(5); UNLOCK TABLES;", timeout=60)
     finally:
         code = run.wait(120)
@@ -171,3 +178,46 @@ def test_write_heavy_run_shows_dirty_pages_at_the_limit_and_checkpoint_age_climb
         assert labels["target"] == "local" and labels["host"]
     finally:
         live.mariadb("SET GLOBAL innodb_max_dirty_pages_pct = 90;")
+
+
+def test_busy_loops_beside_a_sysbench_run_are_cpu_contention(mariadb_stack, prepared):
+    """Four busy loops on the machine for 7 s in the middle of an unthrottled sysbench run on MariaDB: the
+    dip is the CPU they took (issue 23: CPU pressure for MariaDB runs too), the processes collector
+    counting mariadbd as the database and sysbench as the load generator, so that only the loops are
+    the others whose CPU rose."""
+    live = mariadb_stack
+    before = run_dirs(live)
+    # Point selects from 4 threads: all CPU (the tables are in the buffer pool), no commit to wait on.
+    run = BackgroundRun(live, "sysbench", "oltp_point_select", *TABLES, "--threads=4", "--time=25",
+                        "--report-interval=1", "run")
+    try:
+        assert wait_until(lambda: progress_lines_in(live, before) >= 9, 60, interval=0.2)
+        with busy_loops(4) as loops:
+            began = time.time()
+            time.sleep(7)  # the fault itself: the loops run 7 s
+        ended = time.time()
+    finally:
+        code = run.wait(120)
+    assert code == 0, run.out.get("stderr", b"").decode()
+    directory = run_dir(live, run.out["stderr"])
+    run_id = os.path.basename(directory)
+    meta = json.loads(open(os.path.join(directory, "meta.json")).read())
+    report = explain_finished(live, run_id, meta["ended_at"])
+    assert report["engine"] == "mysql" and {"cpu_contention", "io_pressure"} <= set(report["signals"]["weighed"])
+    dip = dip_over(report, began, ended, directory)
+    assert dip["cause"] == "cpu_contention", json.dumps(dip, indent=1)
+    # This host's processes, weighed against this host's pressure (the exporter labels them as node_exporter).
+    assert dip["candidates"][0]["details"]["host"] == socket.gethostname(), dip["candidates"][0]["details"]
+    pids = [f"sh (pid {p.pid})" for p in loops]
+    assert any(p in dip["evidence"] for p in pids), (pids, dip["evidence"])
+    assert "database_cpu_bound" not in {c["cause"] for c in dip["candidates"]}, json.dumps(dip, indent=1)
+
+    # The groups: mariadbd's and sysbench's CPU counted as theirs (each busy through the run), and never
+    # among the busiest others the collector names.
+    window = f"{int(meta['ended_at'] - meta['clock_start_epoch']) + 2}s"
+    used = {r["metric"]["group"]: float(r["value"][1]) for r in query(
+        live.prometheus, f"sum by (group) (increase(benchmark_host_cpu_seconds_total[{window}]))", time=meta["ended_at"])}
+    assert used.get("database", 0) > 2 and used.get("load_generator", 0) > 0.5, used
+    named = query(live.prometheus, f'benchmark_host_top_process_cpu_ratio{{comm=~"mariadbd|mysqld|sysbench"}}[{window}]',
+                  time=meta["ended_at"])
+    assert named == [], named

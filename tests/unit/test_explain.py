@@ -190,7 +190,8 @@ def test_the_report_says_which_signals_were_weighed():
     result = report.explain(run_with_dip(), MYSQL_META, "r")
     assert result["engine"] == "mysql"
     assert result["signals"] == {"weighed": ["client_stall", "clients_aborted", "disk", "innodb_flushing", "lock",
-                                             "target_down", "cpu_contention", "io_pressure"], "absent": {}}
+                                             "target_down", "cpu_contention", "database_cpu_bound", "io_pressure"],
+                                 "absent": {}}
     # A run of an engine this benchwatch does not know: every signal, as before engines had their own.
     down = gauge("mysql_up", {"target": "m"}, [(T0 + t, 0.0 if 10 <= t <= 15 else 1.0) for t in range(31)])
     unknown = report.explain(run_with_dip() + [down], {**META, "engine": "oracle"}, "r")
@@ -600,6 +601,8 @@ def test_other_processes_taking_the_cpu_is_cpu_contention_not_a_routine_checkpoi
     storm = [s for a in range(0, 30, 5) for s in checkpoint("wal", T0 + a + 0.3, T0 + a + 3.3)]
     d = only_dip(run_with_dip() + storm + busy_loops() + [cpu_pressure()], PG_META)
     assert d["cause"] == "cpu_contention", d
+    # The loops took the database's CPU (its own fell): not the database being CPU-bound.
+    assert "database_cpu_bound" not in {c["cause"] for c in d["candidates"]}, d
     assert "1.6 of 2 CPUs (0.1 usually)" in d["evidence"] and "sh (pid 4242) 0.40" in d["evidence"], d
     assert "waited for a CPU 90%" in d["evidence"], d
     assert d["candidates"][0]["details"]["busiest"][0] == {"process": "sh (pid 4242)", "cpus": 0.4}
@@ -619,6 +622,18 @@ def test_newcomers_on_a_machine_already_short_of_cpu_are_cpu_contention():
     assert d["evidence"].startswith("processes started lately used 0.7 of 2 CPUs (0.1 usually); busiest: sh (pid 4242)"), d
 
 
+def test_a_process_that_ages_from_new_to_other_in_the_dip_is_named_once():
+    # The newcomers' rise is the evidence (the others gave way to them), with python first new, then other.
+    other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 0.1 if 9 <= t <= 15 else 0.5, 2.0)
+    new = host_counter("benchmark_host_cpu_seconds_total", {"group": "new"}, lambda t: 0.9 if 9 <= t <= 15 else 0.1, 2.0)
+    top = [gauge("benchmark_host_top_process_cpu_ratio", {"host": "h", "comm": "python", "pid": "17", "group": group},
+                 [(T0 + t, 0.5) for t in times]) for group, times in (("new", (10, 12)), ("other", (14, 16)))]
+    cpus = gauge("benchmark_host_cpus", {"host": "h"}, [(T0 + t, 2) for t in range(0, 31, 2)])
+    d = only_dip(run_with_dip() + [other, new, cpus, *top, cpu_pressure()], PG_META)
+    (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]
+    assert c["details"]["measure"] == "new" and c["details"]["busiest"] == [{"process": "python (pid 17)", "cpus": 0.5}], c
+
+
 def test_other_processes_busy_while_the_database_got_its_usual_cpu_weigh_half():
     # A VACUUM FULL beside a CPU hog: the database's CPU did not fall, the disk is the better answer.
     loops = [s for s in busy_loops() if s.labels.get("group") != "database"]
@@ -628,12 +643,88 @@ def test_other_processes_busy_while_the_database_got_its_usual_cpu_weigh_half():
     assert c["strength"] == 0.5 and "the database and the load generator got 1.2 CPUs (1.2 usually)" in c["evidence"], c
 
 
-def test_cpu_pressure_without_other_processes_is_not_cpu_contention():
-    # The database itself busy (pressure up, the others idle): not "something else used the CPU".
-    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 1.9 if 9 <= t <= 15 else 1.2, 2.0)
+def database_cpu(busy: float = 1.9, usually: float = 1.2, start: float = 9, end: float = 15) -> list[Series]:
+    """The database's processes using ``busy`` CPUs of 2 from ``start`` to ``end`` (``usually`` else), the
+    others idle, as the processes collector writes them (every 2 s)."""
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"},
+                      lambda t: busy if start <= t <= end else usually, 2.0)
     other = host_counter("benchmark_host_cpu_seconds_total", {"group": "other"}, lambda t: 0.1, 2.0)
-    d = only_dip(run_with_dip() + [db, other, cpu_pressure()], PG_META)
-    assert d["cause"] == report.NO_CAUSE and "cpu_contention" not in {c["cause"] for c in d["candidates"]}, d
+    cpus = gauge("benchmark_host_cpus", {"host": "h"}, [(T0 + t, 2) for t in range(0, 31, 2)])
+    return [db, other, cpus]
+
+
+def cpu_waiting(share: float, start: float = 9, end: float = 15) -> Series:
+    return host_counter("node_pressure_cpu_waiting_seconds_total", {}, lambda t: share if start <= t <= end else 0.05)
+
+
+def test_the_database_spending_the_cpus_is_database_cpu_bound_not_cpu_contention():
+    # The database itself busy (its CPU up to nearly all of the machine's, pressure up, the others idle):
+    # not "something else used the CPU" but a cause of its own.
+    d = only_dip(run_with_dip() + database_cpu() + [cpu_waiting(0.45)], PG_META)
+    assert d["cause"] == "database_cpu_bound" and "cpu_contention" not in {c["cause"] for c in d["candidates"]}, d
+    assert d["evidence"] == ("the database's processes used 1.9 of 2 CPUs (1.2 usually); "
+                             "tasks waited for a CPU 45% of the time"), d
+    (c,) = d["candidates"]
+    assert c["details"]["database_cpus"] == 1.9 and c["details"]["database_cpus_usually"] == 1.2, c
+    # A symptom, not why: weighted below the specific causes (at most 0.5).
+    assert c["score"] == pytest.approx(causes.WEIGHTS["database_cpu_bound"] * 0.7), c
+
+
+def test_the_database_busy_while_other_processes_rose_is_cpu_contention_alone():
+    # Whatever the database did, others taking CPU on the host is the answer there, not both.
+    db = [s for s in database_cpu() if s.labels.get("group") == "database"]
+    d = only_dip(run_with_dip() + db + busy_loops()[:1] + busy_loops()[2:] + [cpu_pressure()], PG_META)
+    assert d["cause"] == "cpu_contention" and "database_cpu_bound" not in {c["cause"] for c in d["candidates"]}, d
+
+
+def test_a_specific_cause_leads_over_the_database_being_cpu_bound():
+    d = only_dip(run_with_dip() + database_cpu() + [cpu_waiting(0.45)]
+                 + checkpoint("immediate force wait", T0 + 8.5, T0 + 9.2, buffers="40000"), PG_META)
+    assert [c["cause"] for c in d["candidates"]] == ["checkpoint", "database_cpu_bound"], d
+
+
+def test_why_the_server_spent_its_cpus_leads_even_when_it_scores_lower():
+    # An autovacuum worker in the dip (0.6 x 0.5) while the database rose by half the machine (0.5 x 1):
+    # the worker says why, the CPU is how it showed.
+    worker = gauge("pg_autovacuum_workers", {}, [(T0 + t, 1.0 if 9 <= t <= 15 else 0.0) for t in range(31)])
+    d = only_dip(run_with_dip() + database_cpu(busy=2.0, usually=1.0) + [cpu_waiting(0.45), worker], PG_META)
+    assert [c["cause"] for c in d["candidates"]] == ["autovacuum", "database_cpu_bound"], d
+    assert d["candidates"][1]["details"]["ranked_below"] == "autovacuum", d
+    assert d["candidates"][1]["score"] == pytest.approx(0.9 * d["candidates"][0]["score"]), d
+
+
+def test_a_run_cpu_bound_throughout_explains_no_dip_by_it():
+    # 1.9 of 2 CPUs all run long, tasks always waiting: as much outside the dip as in it.
+    d = only_dip(run_with_dip() + database_cpu(usually=1.9) + [cpu_waiting(0.45, 0, 30)], PG_META)
+    assert d["cause"] == report.NO_CAUSE and d["candidates"] == [], d
+
+
+def test_the_database_busier_but_with_cpu_to_spare_is_not_cpu_bound():
+    # Its processes busier, but no task waited for a CPU (PSI): it used CPU that was idle, not held back by it.
+    d = only_dip(run_with_dip() + database_cpu() + [cpu_waiting(0.02)], PG_META)
+    assert "database_cpu_bound" not in {c["cause"] for c in d["candidates"]}, d
+    # Up from 0.3 to 0.9 of 2 CPUs while tasks waited: not the machine's main user, what kept others waiting.
+    d = only_dip(run_with_dip() + database_cpu(busy=0.9, usually=0.3) + [cpu_waiting(0.45)], PG_META)
+    assert "database_cpu_bound" not in {c["cause"] for c in d["candidates"]}, d
+
+
+def test_without_pressure_stall_information_the_cpus_are_full_when_every_process_used_them():
+    d = only_dip(run_with_dip() + database_cpu(), PG_META)  # 1.9 + 0.1 of 2
+    assert d["cause"] == "database_cpu_bound", d
+    assert d["evidence"] == "the database's processes used 1.9 of 2 CPUs (1.2 usually); every process together used nearly all 2", d
+    # 1.1 + 0.1 of 2: CPU to spare.
+    d = only_dip(run_with_dip() + database_cpu(busy=1.1, usually=0.5), PG_META)
+    assert "database_cpu_bound" not in {c["cause"] for c in d["candidates"]}, d
+
+
+def test_what_the_database_got_is_read_over_the_dip_not_the_scans_before_it():
+    # Scans every 2 s: the two in the 3 s before the dip stand for seconds when the database still had its
+    # 1.2 CPUs; over the dip itself it got 1.0 (0.95, and 1.2 again in its last second): squeezed.
+    loops = [s for s in busy_loops() if s.labels.get("group") != "database"]
+    db = host_counter("benchmark_host_cpu_seconds_total", {"group": "database"}, lambda t: 0.95 if 11 <= t <= 14 else 1.2, 2.0)
+    d = only_dip(run_with_dip() + loops + [db, cpu_pressure()], PG_META)
+    (c,) = [c for c in d["candidates"] if c["cause"] == "cpu_contention"]
+    assert c["strength"] == 1.0 and "the database and the load generator got 1.0 CPUs (1.2 usually)" in c["evidence"], c
 
 
 def test_others_using_idle_cpu_without_pressure_weigh_half():

@@ -54,6 +54,13 @@ SQUEEZED = 0.9
 # Pressure stall information: the share of the second some task waited, above its usual by this much.
 PRESSURE_FLOOR = 0.1
 IO_PRESSURE_FLOOR = 0.2
+# database_cpu_bound: the database's processes must use this many CPUs more than usual and at least this
+# share of the host's CPUs (the machine's main user: the load generator on the same host needs its share,
+# so 'all of them' is out of reach), while the CPUs are full: tasks waited for one (PSI at PRESSURE_FLOOR),
+# or, without PSI, every process together used this share of them.
+DATABASE_CPU_FLOOR = 0.3
+DATABASE_CPU_SHARE = 0.5
+FULL = 0.9
 BUSIEST = 5  # processes named in cpu_contention's evidence (a few busy loops are each a small share)
 
 WEIGHTS = {
@@ -62,6 +69,10 @@ WEIGHTS = {
     # Tasks waiting on I/O is what a busy disk does to them: the disk (or the checkpoint) is the more
     # specific answer when its own measures moved.
     "cpu_contention": 1.0, "io_pressure": 0.5,
+    # The server spending its CPUs is the symptom, not why: a checkpoint, a lock or a slow statement in the
+    # same dip is the answer to lead with (and ranks above it, see candidates); alone, a rise of a fifth of
+    # the CPUs makes MIN_SCORE (0.5 x 0.4).
+    "database_cpu_bound": 0.5,
     # The server log's events (PostgreSQL: pg_server_log_events_total), at the log's own times.
     "deadlock": 1.0, "lock_timeout": 1.0, "connection_terminated": 1.0, "out_of_memory": 1.0, "write_error": 1.0,
 }
@@ -78,7 +89,7 @@ EVENT_LEAD_S = 1.0
 
 # The signals of every run, whatever its engine: the client's and the host's (listed after the engine's).
 NEUTRAL = ("client_stall", "clients_aborted", "disk")
-HOST = ("cpu_contention", "io_pressure")
+HOST = ("cpu_contention", "database_cpu_bound", "io_pressure")
 
 # Series the neutral signals read (raw, as stored), for fetching from Prometheus and saving with a run;
 # each engine's are its Engine.explain_selectors.
@@ -521,7 +532,7 @@ class Signals:
                     "or checkpoint age past 7/8 of its maximum)", usual=self._usual(tl, lambda v: v >= 1, lo, end),
                     target=target)
 
-        self._host_signals(add, lo, end)
+        self._host_signals(add, lo, start, end)
         logged = self._log_events(add, lo, end)
         if "deadlock" in logged:
             # The lock waits of a deadlock are its own: the deadlock is the more specific answer.
@@ -529,6 +540,16 @@ class Signals:
                 if waited.cause == "lock":
                     waited.score *= 0.5
                     waited.evidence += " (waits of the deadlocks)"
+
+        # The server spending its CPUs is how a heavier statement, an autovacuum or a checkpoint shows on
+        # the host: beside one of the causes that say why (any but the host's and the disk's, which are
+        # symptoms too) strong enough to be named, it ranks below it whatever its own score.
+        why = max((c.score for c in found if c.cause not in HOST and c.cause != "disk" and c.score >= MIN_SCORE),
+                  default=0.0)
+        for symptom in found:
+            if symptom.cause == "database_cpu_bound" and why and symptom.score >= why:
+                symptom.score = 0.9 * why
+                symptom.details["ranked_below"] = next(o.cause for o in found if o.score == why)
 
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
@@ -569,12 +590,15 @@ class Signals:
                     f"{peak:.0f} autovacuum worker(s) active",
                     usual=self._usual(self.autovacuum, lambda v: v > 0, lo, end), source="workers", workers=peak)
 
-    def _host_signals(self, add, lo: float, end: float) -> None:
+    def _host_signals(self, add, lo: float, start: float, end: float) -> None:
         """cpu_contention: processes other than the database and the load generator took CPU time
         (the processes collector), while tasks waited for a CPU (pressure stall information, when
-        there); io_pressure: tasks stalled on I/O far more than usual. The strongest host of each."""
+        there); database_cpu_bound: the database's own processes used more of the full CPUs than
+        usual, the others not; io_pressure: tasks stalled on I/O far more than usual. The strongest
+        host of each."""
         r0, r1 = self.ctx.run_start, self.ctx.run_end
         best: tuple | None = None
+        contended: set[str] = set()  # hosts whose other processes rose: theirs is the answer there
         for host, groups in self.cpu_groups.items():
             cpus = self.cpus.get(host) or 1.0
             # Every process but the database's and the load generator's; and those started lately alone:
@@ -587,6 +611,7 @@ class Signals:
                 if not got:
                     continue
                 active_s, used, base = got
+                contended.add(host)
                 strength = min(1.0, (used - base) / (0.5 * cpus))
                 if best is None or active_s * strength > best[0] * best[1]:
                     best = (active_s, strength, host, which, used, base, cpus)
@@ -597,23 +622,58 @@ class Signals:
             groups = self.cpu_groups[host]
             ours = _sum_by_time([groups.get("database") or [], groups.get("load_generator") or []])
             ours_usual = statistics.median(_window_values(ours, r0, r1) or [0.0])
-            ours_now = _window_values(ours, lo, end)
-            if ours_now:
-                got_now = statistics.fmean(ours_now)
+            # Over the dip itself: a scan every 2-3 s on a loaded machine, the one just inside the window
+            # stands mostly for the seconds before the dip, when they still got their usual CPU.
+            got_now = _mean_over(ours, start, end)
+            if got_now is not None:
                 text += f"; the database and the load generator got {got_now:.1f} CPUs ({ours_usual:.1f} usually)"
                 if got_now >= SQUEEZED * ours_usual:
                     strength *= 0.5  # they got what they usually get: the others did not take it from them
             top = self._busiest(host, lo, end + 2.0, first=which)
             if top:
                 text += "; busiest: " + ", ".join(f"{name} {r:.2f}" for name, r in top)
-            psi = self.cpu_pressure.get(host) or (next(iter(self.cpu_pressure.values())) if len(self.cpu_pressure) == 1 else None)
-            waited = _window_values(psi, lo, end) if psi else []
-            if waited:
-                text += f"; tasks waited for a CPU {min(1.0, max(waited)) * 100:.0f}% of the time"
-                if max(waited) < PRESSURE_FLOOR:
+            waited = self._cpu_waited(host, lo, end)
+            if waited is not None:
+                text += f"; tasks waited for a CPU {waited * 100:.0f}% of the time"
+                if waited < PRESSURE_FLOOR:
                     strength *= 0.5  # the CPUs had room for both: the others took what was idle
             add("cpu_contention", active_s, strength, text, host=host, measure=which, other_cpus=round(used, 3),
                 other_cpus_usually=round(base, 3), busiest=[{"process": n, "cpus": round(r, 3)} for n, r in top])
+
+        # The database itself spent the CPUs: its processes used more of them than over the rest of the
+        # run (one that is CPU-bound all run long explains no particular dip), at least half of the host's,
+        # while the CPUs were full (tasks waited for one; without PSI, every process together used nearly
+        # all of them) and the others did not rise (that is cpu_contention: busy loops beside the run
+        # take the database's CPU, so its own falls).
+        bound: tuple | None = None
+        for host, groups in self.cpu_groups.items():
+            db = groups.get("database") or []
+            cpus = self.cpus.get(host) or 1.0
+            if host in contended or not db:
+                continue
+            got = _rise(db, r0, r1, lo, end, DATABASE_CPU_FLOOR, at_least=DATABASE_CPU_SHARE * cpus)
+            if not got:
+                continue
+            waited = self._cpu_waited(host, lo, end)
+            if waited is None:
+                everyone = _mean_over(_sum_by_time(groups.values()), start, end)
+                if everyone is None or everyone < FULL * cpus:
+                    continue
+            elif waited < PRESSURE_FLOOR:
+                continue  # no task waited for a CPU: it used CPU that was idle, the CPU did not hold it back
+            active_s, used, base = got
+            strength = min(1.0, (used - base) / (0.5 * cpus))
+            if bound is None or active_s * strength > bound[0] * bound[1]:
+                bound = (active_s, strength, host, used, base, cpus, db, waited)
+        if bound:
+            active_s, strength, host, used, base, cpus, db, waited = bound
+            text = f"the database's processes used {used:.1f} of {cpus:.0f} CPUs ({base:.1f} usually)"
+            text += (f"; tasks waited for a CPU {waited * 100:.0f}% of the time" if waited is not None
+                     else f"; every process together used nearly all {cpus:.0f}")
+            threshold = max(base + DATABASE_CPU_FLOOR, DATABASE_CPU_SHARE * cpus)
+            add("database_cpu_bound", active_s, strength, text, host=host,
+                usual=self._usual(db, lambda v: v >= threshold, lo, end, step=_spacing(db)),
+                database_cpus=round(used, 3), database_cpus_usually=round(base, 3), cpus=cpus)
 
         io_best: tuple | None = None
         for host, tl in self.io_pressure.items():
@@ -625,6 +685,13 @@ class Signals:
             add("io_pressure", active_s, strength,
                 f"tasks waited on I/O {peak * 100:.0f}% of the time ({base * 100:.0f}% usually)",
                 host=host, peak=round(peak, 3), baseline=round(base, 3))
+
+    def _cpu_waited(self, host: str, lo: float, end: float) -> float | None:
+        """The highest share of a second some task waited for a CPU on the host in [lo, end] (PSI; the only
+        host's when the processes collector and node_exporter name it apart), None without PSI."""
+        psi = self.cpu_pressure.get(host) or (next(iter(self.cpu_pressure.values())) if len(self.cpu_pressure) == 1 else None)
+        waited = _window_values(psi, lo, end) if psi else []
+        return min(1.0, max(waited)) if waited else None
 
     def _log_events(self, add, lo: float, end: float) -> set[str]:
         """Each kind of server log event in the window (from EVENT_LEAD_S before the dip to one interval
@@ -653,11 +720,14 @@ class Signals:
         new ones first when it is the newcomers' rise that is the evidence."""
         seen = [(t, name, g, v) for t, name, g, v in self.top_processes.get(host, []) if lo < t <= hi]
         scans = len({round(t) for t, *_ in seen}) or 1
-        used: dict[tuple[bool, str], float] = {}
+        used: dict[str, float] = {}
+        newcomer: set[str] = set()  # new in any scan: a process ages from new to other mid-window, one entry
         for _, name, g, v in seen:
-            key = (g != first, name) if first == "new" else (False, name)
-            used[key] = used.get(key, 0.0) + v
-        return [(n, v / scans) for (_, n), v in sorted(used.items(), key=lambda x: (x[0][0], -x[1]))[:BUSIEST]]
+            used[name] = used.get(name, 0.0) + v
+            if g == first:
+                newcomer.add(name)
+        ahead = newcomer if first == "new" else set(used)
+        return [(n, v / scans) for n, v in sorted(used.items(), key=lambda x: (x[0] not in ahead, -x[1]))[:BUSIEST]]
 
     def _waiting_statement(self, lo: float, end: float) -> dict | None:
         """The statement most sessions waited in over the window, with its lock and its blocker."""
@@ -677,13 +747,14 @@ class Signals:
         r0, r1 = self.ctx.run_start, self.ctx.run_end
         return max(0.0, (r1 - r0) - max(0.0, min(end, r1) - max(lo, r0)))
 
-    def _usual(self, tl: Timeline, active, lo: float, end: float) -> float:
-        """The share of the rest of the run where the timeline is active (0 when the rest is too short to say)."""
+    def _usual(self, tl: Timeline, active, lo: float, end: float, step: float = 1.0) -> float:
+        """The share of the rest of the run where the timeline is active (0 when the rest is too short to say);
+        ``step``: the seconds each sample stands for."""
         rest = self._rest(lo, end)
         if rest < 2 * self.ctx.interval_s:
             return 0.0
         r0, r1 = self.ctx.run_start, self.ctx.run_end
-        on = _active_seconds(tl, active, r0, r1) - _active_seconds(tl, active, max(lo, r0), min(end, r1))
+        on = _active_seconds(tl, active, r0, r1, step) - _active_seconds(tl, active, max(lo, r0), min(end, r1), step)
         return min(1.0, max(0.0, on / rest))
 
     def _usual_spans(self, spans: Iterable[tuple[float, float]], lo: float, end: float) -> float:
@@ -723,16 +794,33 @@ def _host(s: Series) -> str:
 
 
 def _rise(tl: Timeline, run_start: float, run_end: float, lo: float, hi: float,
-          floor: float) -> tuple[float, float, float] | None:
+          floor: float, at_least: float = 0.0) -> tuple[float, float, float] | None:
     """(active seconds, mean while active, baseline) of a level (CPUs used) that rose by at least ``floor``
-    above the run's median in [lo, hi]; unlike _deviation it need not double (a loaded machine's CPUs cannot)."""
+    above the run's median in [lo, hi], and to ``at_least``; unlike _deviation it need not double (a loaded
+    machine's CPUs cannot)."""
     base = statistics.median(_window_values(tl, run_start, run_end) or [0.0])
     step = _spacing(tl)
-    threshold = base + floor
+    threshold = max(base + floor, at_least)
     up = [v for t, v in tl if lo < t <= hi + step and v >= threshold]
     if not up:
         return None
     return _active_seconds(tl, lambda v: v >= threshold, lo, hi + step, step), statistics.fmean(up), base
+
+
+def _mean_over(tl: Timeline, a: float, b: float) -> float | None:
+    """The time-weighted mean of a rate timeline over [a, b], each sample standing for the time since the
+    one before it (the first for the usual spacing); None when no sample covers any of it."""
+    step = _spacing(tl)
+    total = weight = 0.0
+    prev = None
+    for t, v in tl:
+        since = t - step if prev is None else prev
+        prev = t
+        covered = min(b, t) - max(a, since)
+        if covered > 0:
+            total += v * covered
+            weight += covered
+    return total / weight if weight > 0 else None
 
 
 def _spacing(tl: Timeline) -> float:

@@ -81,7 +81,7 @@ PROCESSES_HEADER = """
 CPU time of the database's processes (the engines' servers: `postgres`, `mariadbd`, ...), the load
 generators' (`pgbench`, `sysbench`, `go-tpc`) and every other process the exporter can see, read from
 `/proc/<pid>/stat` every 2 s and remote-written: `benchwatch explain` tells "something else used the
-CPU" (`cpu_contention`) from the database being busy ([explain.md](explain.md)). They carry the
+CPU" (`cpu_contention`) from the database being busy (`database_cpu_bound`, [explain.md](explain.md)). They carry the
 exporter's `target` and `host` labels; the processes are told apart by name.
 
 | metric | type | meaning |
