@@ -79,7 +79,7 @@ class PostgreSQL(Engine):
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         from benchwatch.engines.postgresql.settings import missing_reason
 
-        return missing_reason(capability, facts.get("server_version"))
+        return missing_reason(capability, facts.get("server_version"), facts.get("capabilities"))
 
     def server_transactions_expr(self) -> str:
         from benchwatch.engines.postgresql import dashboard
