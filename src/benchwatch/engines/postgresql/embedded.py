@@ -172,6 +172,10 @@ class PostgreSQLPart(StackPart):
         return [f"--server-log={self.stack.log_file(SERVER)}",
                 *(f"--label={k}={v}" for k, v in self.stack.cfg.database_labels().items())]
 
+    def exporter_env(self) -> dict[str, str]:
+        # The statements collector's connection: libpq's variables, the password in the 0600 pgpass file.
+        return self.stack.pg_env()
+
     def status(self, restarts: Mapping[str, Mapping[str, Any]]) -> dict:
         embedded = self.embedded
         pg: dict[str, Any] = {"dsn": self.stack.public_dsn(), "embedded": embedded,
