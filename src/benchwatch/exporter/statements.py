@@ -235,12 +235,12 @@ class Reader:
 
         conn = connect.connect(self.params)
         try:
-            conn.execute("SET statement_timeout = '2s'")
-            got = conn.execute("SELECT current_setting('server_version_num')::int").fetchone()
+            conn.execute(MARK + " SET statement_timeout = '2s'")
+            got = conn.execute(MARK + " SELECT current_setting('server_version_num')::int").fetchone()
             version = got[0] if got else 0
             if version < 140000:
                 raise RuntimeError(f"the statements collector needs PostgreSQL 14 (query_id); server {version}")
-            row = conn.execute("SELECT extnamespace::regnamespace::text FROM pg_catalog.pg_extension "
+            row = conn.execute(MARK + " SELECT extnamespace::regnamespace::text FROM pg_catalog.pg_extension "
                                "WHERE extname = 'pg_stat_statements'").fetchone()
             self.schema = sql.Identifier(row[0]).as_string(conn) if row else None
             if self.schema is None:
