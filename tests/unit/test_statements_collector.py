@@ -68,20 +68,47 @@ def by_name(samples: list[Sample], name: str) -> dict[str, float]:
 def test_top_statements_by_time_since_the_last_reading_with_their_counters():
     clock, server, sent = Clock(), Server(), []
     c = statements.StatementsCollector(sent.extend, server, clock=clock, labels={"target": "local", "host": "h"})
-    server.rows = [("-101", 1000, 200.0), ("-102", 1000, 100.0), ("-106", 1000, 1.0)]
+    # The first reading is the starting point: pgbench -i's statements, run before, are not what runs now.
+    server.rows = [("-101", 1000, 200.0), ("-102", 1000, 100.0), ("-106", 1000, 1.0), ("-900", 1, 9000.0)]
+    assert c.sample_once() == []
+    clock.t += 5
+    server.rows = [("-101", 1100, 220.0), ("-102", 1100, 110.0), ("-106", 1100, 1.1), ("-900", 1, 9000.0)]
     got = c.sample_once()
     calls = by_name(got, "pg_statement_calls_total")
-    assert calls == {"-101": 1000, "-102": 1000, "-106": 1000}
+    assert calls == {"-101": 1100, "-102": 1100, "-106": 1100}
     seconds = by_name(got, "pg_statement_exec_seconds_total")
-    assert seconds["-101"] == 0.2
+    assert seconds["-101"] == 0.22
     first = next(s for s in got if s.name == "pg_statement_calls_total" and dict(s.labels)["queryid"] == "-101")
     assert dict(first.labels) == {"target": "local", "host": "h", "queryid": "-101", "statement": TEXTS["-101"]}
     assert first.timestamp_ms == round(clock.t * 1000)
     # A new statement that took most of the time since joins; the others stay (sticky for TRACK_S).
     clock.t += 5
-    server.rows = [("-101", 1100, 220.0), ("-102", 1100, 110.0), ("-106", 1100, 1.1), ("-103", 50, 900.0)]
+    server.rows = [("-101", 1200, 240.0), ("-102", 1200, 120.0), ("-106", 1200, 1.2), ("-103", 50, 900.0)]
     got = c.sample_once()
     assert set(by_name(got, "pg_statement_calls_total")) == {"-101", "-102", "-106", "-103"}
+
+
+def test_a_statement_that_turns_hot_gets_in_when_the_budget_is_full():
+    clock, server = Clock(), Server()
+    server.text_rows = {f"-{i}": f"SELECT {i} FROM t{i} WHERE id = $1" for i in range(100)}
+    c = statements.StatementsCollector([].extend, server, clock=clock)
+    total = dict.fromkeys((f"-{i}" for i in range(100)), 0.0)
+
+    def reading(busy: list[str]) -> set[str]:
+        for q in busy:
+            total[q] += 10.0
+        server.rows = [(q, 1.0 + ms, ms) for q, ms in total.items()]
+        clock.t += 1
+        return {dict(s.labels)["queryid"] for s in c.sample_once() if s.name == "pg_statement_calls_total"
+                and not math.isnan(s.value)}
+    reading([])
+    reading([f"-{i}" for i in range(8)])
+    reading([f"-{i}" for i in range(8, 16)])
+    assert len(c.tracker.tracked) == statements.MAX_TRACKED
+    # pgbench starts: its statements are written at once, in place of those longest out of the top.
+    live = reading(["-50", "-51"])
+    assert {"-50", "-51"} <= live and len(live) == statements.MAX_TRACKED
+    assert len({f"-{i}" for i in range(8)} & live) == 6  # two of the first 8, out of the top the longest, left
 
 
 def test_statements_left_out_of_the_top_stop_with_a_staleness_marker_and_the_budget_holds():
@@ -108,6 +135,8 @@ def test_our_own_queries_are_left_out_and_literals_never_reach_a_label():
     server.text_rows = {"-1": statements.MARK + "\nSELECT s.queryid::text ...", "-2": "LOCK TABLE t IN ACCESS EXCLUSIVE MODE",
                         "-3": "SET application_name = 'secret 42'"}
     c = statements.StatementsCollector([].extend, server, clock=clock)
+    server.rows = [("-1", 0, 0.0), ("-2", 0, 0.0), ("-3", 0, 0.0)]
+    c.sample_once()
     server.rows = [("-1", 10, 500.0), ("-2", 1, 10.0), ("-3", 1, 5.0)]
     got = c.sample_once()
     texts = {dict(s.labels)["queryid"]: dict(s.labels)["statement"] for s in got}
@@ -120,6 +149,7 @@ def test_our_own_queries_are_left_out_and_literals_never_reach_a_label():
 def test_statements_in_flight_by_wait_event_and_gone_ones_end():
     clock, server = Clock(), Server()
     c = statements.StatementsCollector([].extend, server, clock=clock)
+    c.sample_once()
     server.rows = [("-103", 100, 10.0)]
     server.active_rows = [("-103", "Lock", "relation", 2.0, "UPDATE pgbench_tellers SET tbalance = tbalance + -4017 WHERE tid = 7;"),
                           ("-999", "CPU", "CPU", 1.0, "SELECT * FROM big WHERE note = 'private'")]
@@ -170,6 +200,7 @@ def test_a_server_away_is_logged_once_and_retried(caplog):
         assert c.tick() == statements.RETRY_S
         assert c.tick() == statements.RETRY_S
         server.down = False
+        assert c.tick() == statements.EVERY_S
         server.rows = [("-101", 10, 2.0)]
         assert c.tick() == statements.EVERY_S
     c.stop()  # before the first poll: its thread ends at once, the ticks above are the test's

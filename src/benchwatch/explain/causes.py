@@ -836,7 +836,7 @@ def _ms_details(st: dict) -> dict:
 def _text_key(text: str) -> str:
     """A statement's text without its parameters and literals ($1, ?, -42), spaces or final ";": the lock-waits
     query's text and pg_stat_statements' compare equal."""
-    return re.sub(r"\$\d+|\?|-?\d+(\.\d+)?|[\s;…]", "", text)[:60]
+    return re.sub(r"\$\d+|-?\?|-?\d+(\.\d+)?|[\s;…]", "", text)[:60]
 
 
 def _host(s: Series) -> str:

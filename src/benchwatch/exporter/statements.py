@@ -12,7 +12,8 @@ PGPORT, PGDATABASE, PGUSER, the password in PGPASSFILE, a 0600 file; never argv)
 
 and remote-writes, at each sample's time, for the TOP statements by execution time since the
 previous sample (a statement stays written TRACK_S after it was last among them, at most
-MAX_TRACKED at once: a bounded set of queryids):
+MAX_TRACKED at once, the one longest out of the top making room for a new one: a bounded set of
+queryids; the first reading only sets the starting point):
 
 - ``pg_statement_calls_total{queryid, statement}``, ``pg_statement_exec_seconds_total{...}``;
 - ``pg_statement_active_sessions{queryid, statement, wait_event_type, wait_event}`` (the ACTIVE_ROWS
@@ -111,28 +112,36 @@ class Tracker:
     last: dict[str, tuple[float, float]] = field(default_factory=dict)  # queryid -> (calls, ms) last read
     tracked: dict[str, float] = field(default_factory=dict)   # queryid -> when last among the top
     active: set[tuple[tuple[str, str], ...]] = field(default_factory=set)  # in-flight label sets last written
+    started: bool = False  # a first reading (the starting point) was taken
 
     def choose(self, rows: Sequence[StatementRow], now: float) -> list[str]:
-        """The queryids to write now; those without a known text yet are for ``need_texts``."""
-        first = not self.last
+        """The queryids to write now; those without a known text yet are for ``need_texts``. The first
+        reading only sets the starting point: what ran before (a pgbench -i, yesterday's benchmark) is
+        not what runs now."""
+        first, self.started = not self.started, True
         spent = []
         for qid, _calls, ms in rows:
-            if qid in self.ignored:
-                continue
             before = self.last.get(qid)
-            # First reading: by all time spent so far; then by time spent since the last reading
-            # (a reset of the statistics counts from zero).
-            delta = ms if first or before is None or ms < before[1] else ms - before[1]
-            if delta > 0:
+            # By time spent since the last reading (a new statement, or a reset of the statistics: all of it).
+            delta = ms if before is None or ms < before[1] else ms - before[1]
+            if delta > 0 and qid not in self.ignored:
                 spent.append((delta, qid))
         self.last = {qid: (calls, ms) for qid, calls, ms in rows}
-        for _, qid in sorted(spent, reverse=True)[:TOP]:
-            if qid in self.tracked or len(self.tracked) < MAX_TRACKED:
-                self.tracked[qid] = now
+        if first:
+            return []
+        top = [qid for _, qid in sorted(spent, reverse=True)[:TOP]]
         for qid, seen in list(self.tracked.items()):
             if now - seen > TRACK_S or qid not in self.last or qid in self.ignored:
                 del self.tracked[qid]
-        return [qid for qid in self.tracked]
+        for qid in top:
+            if qid not in self.tracked and len(self.tracked) >= MAX_TRACKED:
+                # Full: the statement longest out of the top makes room (a hot one always gets in).
+                stale = min((q for q in self.tracked if q not in top), key=lambda q: self.tracked[q], default=None)
+                if stale is None:
+                    continue
+                del self.tracked[stale]
+            self.tracked[qid] = now
+        return list(self.tracked)
 
     def need_texts(self) -> list[str]:
         return [qid for qid in self.tracked if qid not in self.texts]
