@@ -761,16 +761,36 @@ def test_a_lock_stays_the_cause_and_names_the_waiting_statement_its_time_per_cal
     # No call ends while the lock is held; the two stuck ones end in the second after, 5 s each.
     tellers = statement("-3", TELLERS_UPDATE, lambda t: 2.5 if t == 16 else 0.0001,
                         lambda t: 0 if in_dip(t) else 2 if t == 16 else 100)
-    series = (run_with_dip() + [waits, waiting, in_flight("-3", TELLERS_UPDATE, "Lock", "relation", range(11, 16))]
+    longest = gauge("pg_statement_active_seconds_max", {"target": "local", "host": "h", "queryid": "-3",
+                                                        "statement": TELLERS_UPDATE, "wait_event_type": "Lock",
+                                                        "wait_event": "relation"}, [(T0 + t, t - 10.0) for t in range(11, 16)])
+    series = (run_with_dip() + [waits, waiting, longest, in_flight("-3", TELLERS_UPDATE, "Lock", "relation", range(11, 16))]
               + tellers + statement("-1", ACCOUNTS_UPDATE, lambda t: 0.00005, lambda t: 0 if in_dip(t) else 100))
     d = only_dip(series, PG_STATEMENTS_META)
     assert d["cause"] == "lock", d
     assert ("UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?; waited on Lock:relation, blocked by a "
             "session active (pid 4242): BEGIN; LOCK TABLE pgbench_tellers") in d["evidence"], d["evidence"]
-    assert d["evidence"].endswith("; 0.10 ms → 2,500 ms per call"), d["evidence"]
+    assert d["evidence"].endswith("; 0.10 ms → 2,500 ms per call, in flight up to 5.0 s"), d["evidence"]
     lock = d["candidates"][0]
     assert lock["details"]["waiting_statement"] == {"statement": TELLERS_UPDATE, "queryid": "-3",
-                                                    "ms_per_call_before": 0.1, "ms_per_call_in_dip": 2500.0}
+                                                    "ms_per_call_before": 0.1, "ms_per_call_in_dip": 2500.0,
+                                                    "longest_in_flight_s": 5.0}
     # The statement is a candidate too, below the lock it waited on.
     (stmt,) = [c for c in d["candidates"] if c["cause"] == "statement"]
     assert stmt["score"] < lock["score"] and stmt["evidence"].endswith("(it waited on a lock)"), d["candidates"]
+
+
+def test_without_in_flight_samples_the_waiter_is_found_by_the_lock_waits_text():
+    """The statements collector sampled nothing in flight (every 5 s, the lock shorter): the lock-waits query's
+    statement (literals as ?, pgbench's negative delta as -?) is matched to pg_stat_statements' text ($n)."""
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
+                  [(T0 + t, 2) for t in range(10, 16)])
+    waiting = gauge("pg_stat_activity_lock_waits_sessions",
+                    {"statement": "UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?;",
+                     "wait_event": "relation", "blocker": "idle in transaction: SELECT ?;", "blocker_pid": "77"},
+                    [(T0 + t, 2) for t in range(10, 16)])
+    tellers = statement("-3", TELLERS_UPDATE, lambda t: 2.5 if t == 16 else 0.0001,
+                        lambda t: 0 if in_dip(t) else 2 if t == 16 else 100)
+    d = only_dip(run_with_dip() + [waits, waiting] + tellers, PG_STATEMENTS_META)
+    assert d["cause"] == "lock" and "blocked by a session idle in transaction (pid 77): SELECT ?" in d["evidence"], d
+    assert d["evidence"].endswith("; 0.10 ms → 2,500 ms per call"), d["evidence"]

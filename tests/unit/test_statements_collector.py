@@ -151,18 +151,31 @@ def test_statements_in_flight_by_wait_event_and_gone_ones_end():
     c = statements.StatementsCollector([].extend, server, clock=clock)
     c.sample_once()
     server.rows = [("-103", 100, 10.0)]
-    server.active_rows = [("-103", "Lock", "relation", 2.0, "UPDATE pgbench_tellers SET tbalance = tbalance + -4017 WHERE tid = 7;"),
-                          ("-999", "CPU", "CPU", 1.0, "SELECT * FROM big WHERE note = 'private'")]
+    server.active_rows = [("-103", "Lock", "relation", 2.0, 5.8,
+                           "UPDATE pgbench_tellers SET tbalance = tbalance + -4017 WHERE tid = 7;"),
+                          ("-999", "CPU", "CPU", 1.0, 0.01, "SELECT * FROM big WHERE note = 'private'")]
     got = c.sample_once()
     active = {dict(s.labels)["queryid"]: s for s in got if s.name == "pg_statement_active_sessions"}
     assert dict(active["-103"].labels)["statement"] == TEXTS["-103"]  # pg_stat_statements' text for a known queryid
     assert dict(active["-103"].labels)["wait_event_type"] == "Lock" and active["-103"].value == 2.0
     assert dict(active["-999"].labels)["statement"] == "SELECT * FROM big WHERE note = ?"  # its own text, no literal
+    longest = {dict(s.labels)["queryid"]: s.value for s in got if s.name == "pg_statement_active_seconds_max"}
+    assert longest == {"-103": 5.8, "-999": 0.01}
+    # Sessions waiting for a table lock while their statement is parsed have no query_id yet: the tracked
+    # statement of the same text takes them (pgbench -M simple sends its literals), added to its group.
+    clock.t += 1
+    server.active_rows = [("-103", "Lock", "relation", 1.0, 2.0, "UPDATE pgbench_tellers SET tbalance = tbalance + 17 WHERE tid = 3;"),
+                          ("", "Lock", "relation", 2.0, 6.5, "UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?;"),
+                          ("", "Lock", "relation", 1.0, 1.0, "UPDATE other SET v = ? WHERE id = ?")]
+    got = {(dict(s.labels).get("queryid"), dict(s.labels)["statement"]): s.value for s in c.sample_once()
+           if s.name == "pg_statement_active_sessions" and not math.isnan(s.value)}
+    assert got == {("-103", TEXTS["-103"]): 3.0, (None, "UPDATE other SET v = ? WHERE id = ?"): 1.0}
     clock.t += 1
     server.active_rows = []
     got = c.sample_once()
-    assert sorted(dict(s.labels)["queryid"] for s in got if s.name == "pg_statement_active_sessions"
-                  and math.isnan(s.value)) == ["-103", "-999"]
+    assert sorted((dict(s.labels).get("queryid", ""), s.name) for s in got if math.isnan(s.value)) == [
+        ("", "pg_statement_active_seconds_max"), ("", "pg_statement_active_sessions"),
+        ("-103", "pg_statement_active_seconds_max"), ("-103", "pg_statement_active_sessions")]
 
 
 def tps(run: str, t: float, v: float) -> Sample:

@@ -26,7 +26,6 @@ InnoDB region of another target, nor a MySQL run on a PostgreSQL checkpoint.
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
 from benchwatch.record.host import NOT_DISKS
+from benchwatch.util import sqltext
 
 LEAD_S = 3.0          # a cause may start this long before the TPS falls
 AFTERMATH_S = 5.0     # a checkpoint still costs this long after it ends (full-page images)
@@ -301,6 +301,10 @@ class Signals:
             if intervals:
                 out[key] = {"text": entry["text"], "intervals": intervals}
         flight: dict[tuple[str, str], list] = {}
+        # (target, queryid) -> [(t, seconds the longest session had been in it)]
+        self.longest_in_flight: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for s in of("pg_statement_active_seconds_max"):
+            self.longest_in_flight.setdefault((_host(s), s.labels.get("queryid", "?")), []).extend(_clean(s))
         for s in of("pg_statement_active_sessions"):
             key = (_host(s), s.labels.get("queryid", "?"))
             rows = flight.setdefault(key, [])
@@ -459,10 +463,17 @@ class Signals:
                         text += f", blocked by a session {state}{pid}" + (f": {query}" if query else "")
                 elif waiter and waiter.get("lock_event"):
                     text += f"; {waiter['text']} waited on Lock:{waiter['lock_event']}"
-                if waiter and waiter.get("dip_s") is not None and waiter.get("usual_s") is not None:
-                    text = text.rstrip(";") + f"; {_per_call(waiter['usual_s'])} → {_per_call(waiter['dip_s'])} per call"
+                if waiter and waiter.get("usual_s") is not None:
+                    if waiter.get("dip_s") is not None:
+                        text = text.rstrip(";") + f"; {_per_call(waiter['usual_s'])} → {_per_call(waiter['dip_s'])} per call"
+                    else:
+                        text = text.rstrip(";") + f"; {_per_call(waiter['usual_s'])} per call before"
+                    # A wait for a table lock comes while the statement is parsed, before its execution: not
+                    # in pg_stat_statements' time. How long its sessions had been at it shows the wait.
+                    if waiter.get("longest_s"):
+                        text += f", in flight up to {waiter['longest_s']:.1f} s"
                     extra["waiting_statement"] = {"statement": waiter["text"], "queryid": waiter["queryid"],
-                                                  **_ms_details(waiter)}
+                                                  **_ms_details(waiter), "longest_in_flight_s": waiter.get("longest_s")}
                 add("lock", _active_seconds(total, lambda v: v >= 1, lo, end),
                     min(1.0, (waiting - usual) / max(clients, 1)), text, peak_sessions=peak,
                     mean_sessions=round(waiting, 3), run_mean_sessions=round(usual, 3), **extra)
@@ -567,6 +578,8 @@ class Signals:
                     "the top statements' time)")
             if st.get("in_flight"):
                 text += "; in flight: " + st["in_flight"]
+                if st.get("longest_s"):
+                    text += f", one for up to {st['longest_s']:.1f} s"
             add("statement", st["active_s"], st["strength"], text, usual=st["usual_share"],
                 statement=st["text"], queryid=st["queryid"], share=round(st["share"], 3), calls=st["calls"],
                 **_ms_details(st))
@@ -708,6 +721,8 @@ class Signals:
                                   "usual_s": statistics.median(per) if len(per) >= 2 else None,
                                   "dip_s": spent / calls if calls > 0 else None}
             st["in_flight"], st["lock_event"], st["lock_share"] = self._in_flight(host, qid, lo, end)
+            st["longest_s"] = max((v for t, v in self.longest_in_flight.get((host, qid), []) if lo <= t <= end + 1.0),
+                                  default=None)
             out.append(st)
         for st in out:
             total = spent_by_host.get(st["host"]) or 0.0
@@ -761,8 +776,8 @@ class Signals:
         if waiting:
             return max(waiting, key=lambda st: st["lock_share"] * (st["spent"] + 1e-9 + st["calls"]))
         if stmt:
-            key = _text_key(stmt["statement"])
-            return next((st for st in slowed if key and _text_key(st["text"]) == key), None)
+            key = sqltext.key(stmt["statement"])
+            return next((st for st in slowed if key and sqltext.key(st["text"]) == key), None)
         return None
 
     def _waited_on_lock(self, details: dict, lock: Candidate, lo: float, end: float) -> bool:
@@ -831,12 +846,6 @@ def _per_call(seconds: float) -> str:
 def _ms_details(st: dict) -> dict:
     return {"ms_per_call_before": None if st.get("usual_s") is None else round(st["usual_s"] * 1000, 4),
             "ms_per_call_in_dip": None if st.get("dip_s") is None else round(st["dip_s"] * 1000, 4)}
-
-
-def _text_key(text: str) -> str:
-    """A statement's text without its parameters and literals ($1, ?, -42), spaces or final ";": the lock-waits
-    query's text and pg_stat_statements' compare equal."""
-    return re.sub(r"\$\d+|-?\?|-?\d+(\.\d+)?|[\s;…]", "", text)[:60]
 
 
 def _host(s: Series) -> str:

@@ -17,7 +17,9 @@ queryids; the first reading only sets the starting point):
 
 - ``pg_statement_calls_total{queryid, statement}``, ``pg_statement_exec_seconds_total{...}``;
 - ``pg_statement_active_sessions{queryid, statement, wait_event_type, wait_event}`` (the ACTIVE_ROWS
-  largest groups; ``CPU`` for a session that waits on nothing).
+  largest groups; ``CPU`` for a session that waits on nothing) and ``pg_statement_active_seconds_max``
+  (how long the longest of them had been at it: a wait for a table lock is taken while the statement
+  is parsed, before execution, and pg_stat_statements' time never holds it).
 
 ``statement`` is pg_stat_statements' text (constants already ``$n``), any literal left replaced by
 ``?``, whitespace collapsed, cut at TEXT_CHARS. It samples every EVERY_S seconds, every FAST_S while
@@ -30,7 +32,6 @@ progress lines. A connection that fails is logged once and tried again RETRY_S l
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -40,6 +41,7 @@ from typing import Any
 from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.exporter.dips import INTERVAL, TPS, possibly_low
 from benchwatch.model.samples import STALE_NAN, Sample, sample
+from benchwatch.util import sqltext
 
 log = logging.getLogger("benchwatch.exporter")
 
@@ -54,6 +56,10 @@ METRICS: dict[str, tuple[str, str]] = {
     "pg_statement_active_sessions": (
         "gauge", "Active sessions running a statement (pg_stat_activity by query_id) by what they wait on "
                  "(wait_event_type, wait_event; CPU for none), the 8 largest groups, when sampled."),
+    "pg_statement_active_seconds_max": (
+        "gauge", "How long the longest of those sessions had been running the statement when sampled (now - "
+                 "query_start), in seconds: a wait for a table lock comes before execution and is not in "
+                 "pg_stat_statements' time."),
 }
 
 EVERY_S = 5.0        # a quiet run: the baseline per call, at a few ms of the server's CPU per sample
@@ -77,28 +83,27 @@ GROUP BY 1"""
 TEXTS_SQL = MARK + """
 SELECT s.queryid::text, min(s.query) FROM {schema}.pg_stat_statements(true) s
 WHERE s.queryid::text = ANY(%s) GROUP BY 1"""
-ACTIVE_SQL = MARK + """
-SELECT a.query_id::text, coalesce(a.wait_event_type, 'CPU'), coalesce(a.wait_event, 'CPU'), count(*)::float8,
+ACTIVE_SQL = MARK + r"""
+SELECT coalesce(a.query_id::text, ''), coalesce(a.wait_event_type, 'CPU'), coalesce(a.wait_event, 'CPU'),
+       count(*)::float8, coalesce(max(extract(epoch FROM clock_timestamp() - a.query_start)), 0)::float8,
        min(left(a.query, 1000))
 FROM pg_catalog.pg_stat_activity a
-WHERE a.state = 'active' AND a.query_id IS NOT NULL AND a.pid <> pg_catalog.pg_backend_pid()
+WHERE a.state = 'active' AND a.pid <> pg_catalog.pg_backend_pid()
   AND a.datname = current_database() AND a.backend_type = 'client backend'
-GROUP BY 1, 2, 3 ORDER BY 4 DESC, 1 LIMIT %s"""
-
-_QUOTED = re.compile(r"'(?:[^']|'')*'")
-_NUMBER = re.compile(r"(?<![$\w.])\d+(?:\.\d+)?\b")
-_SPACE = re.compile(r"\s+")
-
+GROUP BY a.query_id, 2, 3,
+         -- No query_id yet (a session waiting for a table lock while its statement is parsed): by its text.
+         CASE WHEN a.query_id IS NULL THEN regexp_replace(regexp_replace(left(a.query, 1000), '''[^'']*''', '?', 'g'),
+                                                          '\m-?[0-9]+(\.[0-9]+)?\M', '?', 'g') END
+ORDER BY 4 DESC, 1 LIMIT %s"""
 
 def normalize(text: str) -> str:
     """A statement's text fit for a label: literals as ``?`` (pg_stat_statements leaves some in utility
     statements), one space between words, at most TEXT_CHARS characters."""
-    text = _SPACE.sub(" ", _NUMBER.sub("?", _QUOTED.sub("?", text))).strip()
-    return text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…"
+    return sqltext.normalize(text, TEXT_CHARS)
 
 
 StatementRow = tuple[str, float, float]               # queryid, calls, total execution time in ms
-ActiveRow = tuple[str, str, str, float, str]          # queryid, wait_event_type, wait_event, sessions, query
+ActiveRow = tuple[str, str, str, float, float, str]   # queryid, wait_event_type, wait_event, sessions, longest s, query
 
 
 @dataclass
@@ -173,16 +178,28 @@ class Tracker:
                 labels = {**self.labels, "queryid": qid, "statement": self.texts[qid]}
                 out += [sample(name, labels, STALE_NAN, ts)
                         for name in ("pg_statement_calls_total", "pg_statement_exec_seconds_total")]
-        now_active = set()
-        for qid, wtype, wevent, sessions, query in active:
-            if qid in self.ignored:
+        now_active: set[tuple[tuple[str, str], ...]] = set()
+        groups: dict[tuple[tuple[str, str], ...], list[float]] = {}
+        by_key = {sqltext.key(text): qid for qid, text in self.texts.items()}
+        for qid, wtype, wevent, sessions, longest, query in active:
+            if not qid:
+                # A statement waiting for a table lock has no query_id before it is parsed: the tracked
+                # statement of the same text (pg_stat_statements' $n against the literals sent).
+                qid = by_key.get(sqltext.key(query or ""), "")
+            if qid in self.ignored or MARK in (query or ""):
                 continue
             text = self.texts.get(qid) or normalize(query or "")
-            labels = {**self.labels, "queryid": qid, "statement": text, "wait_event_type": wtype, "wait_event": wevent}
-            got = sample("pg_statement_active_sessions", labels, float(sessions), ts)
-            now_active.add(got.labels)
-            out.append(got)
-        out += [Sample("pg_statement_active_sessions", key, STALE_NAN, ts) for key in self.active - now_active]
+            key = sample("pg_statement_active_sessions", {**self.labels, "queryid": qid, "statement": text,
+                                                             "wait_event_type": wtype, "wait_event": wevent}, 0.0, ts).labels
+            got = groups.setdefault(key, [0.0, 0.0])
+            got[0] += float(sessions)
+            got[1] = max(got[1], round(float(longest), 3))
+        for key, (sessions, longest) in groups.items():
+            now_active.add(key)
+            out += [Sample("pg_statement_active_sessions", key, sessions, ts),
+                    Sample("pg_statement_active_seconds_max", key, longest, ts)]
+        out += [Sample(name, key, STALE_NAN, ts) for key in self.active - now_active
+                for name in ("pg_statement_active_sessions", "pg_statement_active_seconds_max")]
         self.active = now_active
         return out
 
@@ -271,7 +288,8 @@ class Reader:
         return list(self.conn.execute(TEXTS_SQL.format(schema=self.schema), (queryids,)).fetchall())
 
     def active(self) -> list[ActiveRow]:
-        return [(q, wt, we, n, text) for q, wt, we, n, text in self.conn.execute(ACTIVE_SQL, (ACTIVE_ROWS,)).fetchall()]
+        return [(q, wt, we, n, longest, text)
+                for q, wt, we, n, longest, text in self.conn.execute(ACTIVE_SQL, (ACTIVE_ROWS,)).fetchall()]
 
     def close(self) -> None:
         if self.conn is not None:

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
 
 # The exporter's statements collector (benchwatch.exporter.statements): explain's `statement` cause.
-STATEMENT_SERIES = ("pg_statement_calls_total", "pg_statement_exec_seconds_total", "pg_statement_active_sessions")
+STATEMENT_SERIES = ("pg_statement_calls_total", "pg_statement_exec_seconds_total", "pg_statement_active_sessions",
+                    "pg_statement_active_seconds_max")
 
 
 class PostgreSQL(Engine):
