@@ -61,6 +61,8 @@ STATEMENT_RISE = 3.0
 STATEMENT_FLOOR_S = 0.001
 # A statement that took this share of the top statements' time in the dip (or more) weighs fully.
 STATEMENT_FULL_SHARE = 0.5
+# A statement in flight this long (seconds) when sampled is worth naming in the evidence.
+IN_FLIGHT_SHOWN_S = 0.5
 
 WEIGHTS = {
     "client_stall": 1.0, "clients_aborted": 1.0, "target_down": 1.0, "lock": 1.0, "checkpoint": 1.0,
@@ -470,8 +472,11 @@ class Signals:
                         text = text.rstrip(";") + f"; {_per_call(waiter['usual_s'])} per call before"
                     # A wait for a table lock comes while the statement is parsed, before its execution: not
                     # in pg_stat_statements' time. How long its sessions had been at it shows the wait.
-                    if waiter.get("longest_s"):
-                        text += f", in flight up to {waiter['longest_s']:.1f} s"
+                    longest = waiter.get("longest_s") or 0.0
+                    if longest >= IN_FLIGHT_SHOWN_S:
+                        text += f", in flight up to {longest:.1f} s"
+                        if longest > 10 * (waiter.get("dip_s") or 0.0):
+                            text += " (a wait for a table lock comes before execution, outside pg_stat_statements' time)"
                     extra["waiting_statement"] = {"statement": waiter["text"], "queryid": waiter["queryid"],
                                                   **_ms_details(waiter), "longest_in_flight_s": waiter.get("longest_s")}
                 add("lock", _active_seconds(total, lambda v: v >= 1, lo, end),
@@ -578,7 +583,7 @@ class Signals:
                     "the top statements' time)")
             if st.get("in_flight"):
                 text += "; in flight: " + st["in_flight"]
-                if st.get("longest_s"):
+                if (st.get("longest_s") or 0.0) >= IN_FLIGHT_SHOWN_S:
                     text += f", one for up to {st['longest_s']:.1f} s"
             add("statement", st["active_s"], st["strength"], text, usual=st["usual_share"],
                 statement=st["text"], queryid=st["queryid"], share=round(st["share"], 3), calls=st["calls"],
