@@ -721,6 +721,10 @@ def test_a_statement_that_slowed_alone_is_the_cause_with_its_time_per_call_befor
               + statement("-2", ACCOUNTS_SELECT, lambda t: 0.015 if in_dip(t) else 0.00001,
                           lambda t: 10 if in_dip(t) else 100)
               + statement("-3", TELLERS_UPDATE, lambda t: 0.0001, lambda t: 10 if in_dip(t) else 100)
+              + statement("-4", "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2", lambda t: 0.0001,
+                          lambda t: 10 if in_dip(t) else 100)
+              + statement("-5", "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, "
+                          "CURRENT_TIMESTAMP)", lambda t: 0.00001, lambda t: 10 if in_dip(t) else 100)
               + [in_flight("-1", ACCOUNTS_UPDATE, "CPU", "CPU", range(11, 16), 1),
                  in_flight("-2", ACCOUNTS_SELECT, "IO", "DataFileRead", range(11, 16), 1)])
     d = only_dip(series, PG_STATEMENTS_META)
@@ -813,3 +817,12 @@ def test_a_table_lock_wait_shows_in_flight_not_in_the_time_per_call():
                                   "to 6.0 s (a wait for a table lock comes before execution, outside pg_stat_statements' "
                                   "time)"), d["evidence"]
     assert "statement" not in {c["cause"] for c in d["candidates"]}  # its time per call did not rise
+
+
+def test_every_statement_slowing_alike_is_not_a_statement_cause():
+    """A CPU hog or a busy disk slows every statement about as much: no one statement is the answer."""
+    slower = [statement(f"-{i}", text, lambda t: (0.0005 if in_dip(t) else 0.0001) * (i + 1),
+                        lambda t: 30 if in_dip(t) else 100)
+              for i, text in enumerate((ACCOUNTS_UPDATE, ACCOUNTS_SELECT, TELLERS_UPDATE))]
+    d = only_dip(run_with_dip() + [s for pair in slower for s in pair], PG_STATEMENTS_META)
+    assert d["cause"] == report.NO_CAUSE and "statement" not in {c["cause"] for c in d["candidates"]}, d

@@ -585,9 +585,11 @@ class Signals:
                 text += "; in flight: " + st["in_flight"]
                 if (st.get("longest_s") or 0.0) >= IN_FLIGHT_SHOWN_S:
                     text += f", one for up to {st['longest_s']:.1f} s"
+            if st["others_rise"] is not None:
+                text += f"; the other statements {st['others_rise']:.1f}× their usual"
             add("statement", st["active_s"], st["strength"], text, usual=st["usual_share"],
                 statement=st["text"], queryid=st["queryid"], share=round(st["share"], 3), calls=st["calls"],
-                **_ms_details(st))
+                others_rise=st["others_rise"], **_ms_details(st))
         self._host_signals(add, lo, end)
         logged = self._log_events(add, lo, end)
         if "deadlock" in logged:
@@ -751,7 +753,13 @@ class Signals:
             rest_slow = sum(iv[1] - iv[0] for iv in st["rest"] if slow(iv))
             st["usual_share"] = rest_slow / rest_s if rest_s >= 2 * self.ctx.interval_s else 0.0
             st["active_s"] = active_s
-            st["strength"] = (1.0 - usual / dip) * min(1.0, st["share"] / STATEMENT_FULL_SHARE)
+            # One statement's own trouble, not everyone's: under a CPU hog or a busy disk every statement slows
+            # alike, and the cause is elsewhere. Held against how much the other statements slowed (median).
+            others = [o["dip_s"] / o["usual_s"] for o in out if o is not st and o["host"] == st["host"]
+                      and o.get("usual_s") and o.get("dip_s") is not None]
+            specific = max(0.0, 1.0 - (statistics.median(others) if others else 1.0) / (dip / usual))
+            st["others_rise"] = round(statistics.median(others), 2) if others else None
+            st["strength"] = (1.0 - usual / dip) * specific * min(1.0, st["share"] / STATEMENT_FULL_SHARE)
             length = max(end - (lo + LEAD_S), self.ctx.interval_s)
             st["score"] = WEIGHTS["statement"] * lift(min(1.0, active_s / length), st["usual_share"]) * st["strength"]
         return out
