@@ -230,3 +230,16 @@ def test_the_connection_comes_from_the_daemons_environment_without_a_password():
     assert pg_environment(env) == {"host": "127.0.0.1", "port": "15432", "dbname": "pgbench", "user": "postgres",
                                    "passfile": "/state/secrets/pgpass"}
     assert pg_environment({"HOME": "/root", "PGDATABASE": "x"}) is None  # the stack gave it no server: no collector
+
+
+def test_a_server_too_old_for_query_id_is_asked_again_only_every_few_minutes(caplog):
+    class Old(Server):
+        def open(self):
+            raise statements.Unsupported("PostgreSQL 14 or later needed (pg_stat_activity.query_id); server 130004")
+    c = statements.StatementsCollector([].extend, Old(), clock=Clock())
+    with caplog.at_level(logging.INFO, logger="benchwatch.exporter"):
+        assert c.tick() == statements.UNSUPPORTED_RETRY_S
+        assert c.tick() == statements.UNSUPPORTED_RETRY_S
+    assert [r.getMessage() for r in caplog.records] == [
+        "statements collector: PostgreSQL 14 or later needed (pg_stat_activity.query_id); server 130004; trying again "
+        "every 600 s"]

@@ -71,6 +71,7 @@ MAX_TRACKED = 16     # at most this many queryids written at once (the series bu
 ACTIVE_ROWS = 8      # in-flight groups written per sample
 TEXT_CHARS = 100
 RETRY_S = 10.0
+UNSUPPORTED_RETRY_S = 600.0  # a server too old for query_id may be upgraded, not within seconds
 KEEP_LINES_S = 60.0  # TPS lines kept per run for possibly_low (its window is 30 s)
 # Our own queries carry this comment, by which their pg_stat_statements rows are left out.
 MARK = "/* benchwatch statements */"
@@ -246,6 +247,10 @@ class Schedule:
         return FAST_S if self.clock() < self.fast_until else EVERY_S
 
 
+class Unsupported(Exception):
+    """The server cannot give what the collector reads: asked again only every UNSUPPORTED_RETRY_S."""
+
+
 class Reader:
     """The server side: one autocommit connection (libpq keywords, the password from the passfile), kept."""
 
@@ -265,7 +270,7 @@ class Reader:
             got = conn.execute(MARK + " SELECT current_setting('server_version_num')::int").fetchone()
             version = got[0] if got else 0
             if version < 140000:
-                raise RuntimeError(f"the statements collector needs PostgreSQL 14 (query_id); server {version}")
+                raise Unsupported(f"PostgreSQL 14 or later needed (pg_stat_activity.query_id); server {version}")
             row = conn.execute(MARK + " SELECT extnamespace::regnamespace::text FROM pg_catalog.pg_extension "
                                "WHERE extname = 'pg_stat_statements'").fetchone()
             self.schema = sql.Identifier(row[0]).as_string(conn) if row else None
@@ -338,12 +343,13 @@ class StatementsCollector:
         try:
             got = self.sample_once()
         except Exception as e:  # a server away, a restart, a permission: never the exporter's end
+            delay = UNSUPPORTED_RETRY_S if isinstance(e, Unsupported) else RETRY_S
             if not self.failing:
                 log.warning("statements collector: %s; trying again every %.0f s",
-                            str(e).strip() or type(e).__name__, RETRY_S)
+                            str(e).strip() or type(e).__name__, delay)
             self.failing = True
             self.reader.close()
-            return RETRY_S
+            return delay
         if self.failing:
             log.info("statements collector: reading the server again")
         self.failing = False
