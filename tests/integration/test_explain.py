@@ -413,3 +413,65 @@ def test_an_autovacuum_mid_run_reaches_prometheus_and_explain_from_the_server_lo
             named = [c for c in dip["candidates"] if c["cause"] == "autovacuum"]
             assert named and named[0]["details"]["table"] == "public.bw_av", json.dumps(dip, indent=1)
             assert named[0]["details"]["source"] == "server_log", named
+
+
+def statement_details(dip: dict, cause: str) -> dict:
+    return next(c["details"] for c in dip["candidates"] if c["cause"] == cause)
+
+
+def test_a_dropped_primary_key_is_the_statement_that_slowed(live_stack):
+    """pgbench_accounts' primary key dropped for 6 s mid-run, then added back: its UPDATE and SELECT scan the
+    whole table meanwhile. No lock is held long, no other process works: the dip's cause is the statement,
+    with its time per call before and in the dip (pg_stat_statements, the exporter's statements collector)."""
+    live = live_stack
+    run = Run(live, 30)
+    try:
+        run.wait_lines(12)
+        live.psql("ALTER TABLE pgbench_accounts DROP CONSTRAINT pgbench_accounts_pkey")
+        began = time.time()
+        time.sleep(6)  # the fault itself: 6 s without the index
+        live.psql("ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid)")
+        ended = time.time()
+        report = run.finish()
+    finally:
+        run.kill()
+        live.psql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'pgbench_accounts_pkey') THEN "
+                  "ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid); END IF; END $$")
+    assert "statement" in report["signals"]["weighed"], report["signals"]
+    dip = dip_over(report, began, ended, run)
+    assert dip["cause"] == "statement", json.dumps(dip, indent=1)
+    assert "pgbench_accounts" in dip["evidence"] and "per call" in dip["evidence"], dip
+    details = statement_details(dip, "statement")
+    assert details["statement"].startswith(("UPDATE pgbench_accounts", "SELECT abalance FROM pgbench_accounts")), details
+    assert details["ms_per_call_in_dip"] > 10 * details["ms_per_call_before"], details
+
+
+def test_a_lock_on_one_statement_of_the_script_names_it_its_time_per_call_and_the_blocker(live_stack):
+    """LOCK TABLE pgbench_tellers held 6 s by another session: of tpcb-like's statements only the UPDATE of
+    pgbench_tellers waits. The lock is the cause; its evidence names that statement, its time per call, how
+    long it waited in flight, and the blocking session's pid and statement."""
+    live = live_stack
+    run = Run(live, 30)
+    try:
+        run.wait_lines(12)
+        began = time.time()
+        # One query string: the session is active (and shows its LOCK TABLE) while it holds the lock.
+        live.psql("BEGIN; LOCK TABLE pgbench_tellers IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(6); COMMIT;")
+        ended = time.time()
+        report = run.finish()
+    finally:
+        run.kill()
+    dip = dip_over(report, began, ended, run)
+    assert dip["cause"] == "lock", json.dumps(dip, indent=1)
+    evidence = dip["evidence"]
+    assert "UPDATE pgbench_tellers" in evidence and "waited on Lock:relation" in evidence, evidence
+    assert "(pid " in evidence and "LOCK TABLE pgbench_tellers" in evidence, evidence
+    assert "per call" in evidence, evidence
+    waiter = statement_details(dip, "lock")["waiting_statement"]
+    assert waiter["statement"].startswith("UPDATE pgbench_tellers"), waiter
+    # Its usual time per call (well under a millisecond), and how long its sessions waited: a table lock is
+    # waited for while the statement is parsed, before execution, so pg_stat_statements' time does not hold
+    # it; the in-flight samples (now - query_start) do.
+    assert 0 < waiter["ms_per_call_before"] < 50, waiter
+    assert waiter["longest_in_flight_s"] > 3, waiter
+    assert "in flight up to" in evidence, evidence

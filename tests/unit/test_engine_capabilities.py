@@ -39,6 +39,16 @@ def test_pg_stat_statements_when_preloaded():
     assert settings.capabilities(None, "pg_stat_statements") == {}  # version unknown: nothing said
 
 
+def test_pg_stat_statements_preloaded_without_its_extension_says_what_is_missing():
+    caps = settings.capabilities("15.4", "pg_stat_statements", statements_view=False)
+    assert caps["pg_stat_statements"] is False
+    assert "not created in the benchmark's database" in engines.get("postgresql").capability_missing(
+        "pg_stat_statements", {"server_version": "15.4", "capabilities": caps})
+    assert settings.capabilities("15.4", "pg_stat_statements", statements_view=True)["pg_stat_statements"]
+    assert engines.get("postgresql").capability_missing("pg_stat_statements", {"server_version": "15.4"}) == (
+        "pg_stat_statements is not in shared_preload_libraries")
+
+
 def test_mysql_performance_schema():
     assert mysql_server.capabilities({"performance_schema": "OFF"}) == {"performance_schema": False}
     assert mysql_server.capabilities({"performance_schema": "ON"}) == {"performance_schema": True}

@@ -198,7 +198,10 @@ def test_the_report_says_which_signals_were_weighed():
     assert unknown["engine"] is None and unknown["dips"][0]["cause"] == "target_down"
     assert {"checkpoint", "innodb_flushing"} <= set(unknown["signals"]["weighed"])
     pg = report.explain(run_with_dip(), PG_META, "r")
-    assert pg["engine"] == "postgresql" and pg["signals"]["absent"] == {}
+    # A server without pg_stat_statements: the statement signal is absent, and the report says what is missing.
+    assert pg["engine"] == "postgresql" and pg["signals"]["absent"] == {
+        "statement": "pg_stat_statements is not in shared_preload_libraries"}
+    assert "absent: statement (pg_stat_statements is not in shared_preload_libraries)" in report.text_table(pg)
     assert {"checkpoint", "wal_fpi", "autovacuum", "lock", "target_down"} <= set(pg["signals"]["weighed"])
     assert "innodb_flushing" not in pg["signals"]["weighed"]
     # Every key explain --json had before is still there.
@@ -222,7 +225,10 @@ def test_absent_signals_are_listed_with_the_reason(facts):
     meta = {**META, "tool": "pgbench", "engine": "postgresql", **facts}
     ckpt = checkpoint("time", T0 + 7, T0 + 8)
     result = report.explain(run_with_dip() + ckpt + fpi_burst(), meta, "r")
-    assert result["signals"]["absent"] == {"wal_fpi": "pg_stat_wal needs PostgreSQL 14 (server 13.4)"}
+    absent = {"wal_fpi": "pg_stat_wal needs PostgreSQL 14 (server 13.4)"}
+    if "capabilities" in facts:  # a run recorded before did not say whether pg_stat_statements was loaded
+        absent["statement"] = "pg_stat_statements is not in shared_preload_libraries"
+    assert result["signals"]["absent"] == absent
     assert "wal_fpi" not in result["signals"]["weighed"] and "checkpoint" in result["signals"]["weighed"]
     (d,) = result["dips"]
     assert "wal_fpi" not in {c["cause"] for c in d["candidates"]}, d
@@ -814,3 +820,154 @@ def test_every_server_log_event_can_explain_a_dip(event):
     assert d["cause"] == event, d
     # Not weighed for a MySQL run (another engine's target in the same Prometheus).
     assert only_dip(run_with_dip() + [log_events(event, [10.5])], MYSQL_META)["cause"] == report.NO_CAUSE
+
+
+# -- statement: one statement's time per call (the exporter's statements collector) -----------------------
+
+PG_STATEMENTS_META = {**PG_META, "capabilities": {**PG_META["capabilities"], "pg_stat_statements": True}}
+ACCOUNTS_UPDATE = "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2"
+ACCOUNTS_SELECT = "SELECT abalance FROM pgbench_accounts WHERE aid = $1"
+TELLERS_UPDATE = "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2"
+# As the collector samples: every 5 s, every second while lines are low (from T0 + 9) and 10 s after.
+SAMPLED = sorted({*range(0, 31, 5), *range(9, 26)})
+
+
+def statement(qid: str, text: str, per_call, calls_per_s=lambda t: 100.0) -> list[Series]:
+    """pg_statement_calls_total and pg_statement_exec_seconds_total of one statement whose calls that end in
+    the second before t took per_call(t) seconds each."""
+    labels = {"target": "local", "host": "h", "queryid": qid, "statement": text}
+    calls = seconds = 0.0
+    c_pts, s_pts = [], []
+    for t in range(0, 31):
+        if t:
+            calls += calls_per_s(t)
+            seconds += calls_per_s(t) * per_call(t)
+        if t in SAMPLED:
+            c_pts.append((T0 + t, calls))
+            s_pts.append((T0 + t, seconds))
+    return [gauge("pg_statement_calls_total", labels, c_pts), gauge("pg_statement_exec_seconds_total", labels, s_pts)]
+
+
+def in_flight(qid: str, text: str, wait_type: str, wait_event: str, times, sessions: float = 2) -> Series:
+    return gauge("pg_statement_active_sessions", {"target": "local", "host": "h", "queryid": qid, "statement": text,
+                                                  "wait_event_type": wait_type, "wait_event": wait_event},
+                 [(T0 + t, sessions) for t in times])
+
+
+def in_dip(t: int) -> bool:
+    return 11 <= t <= 15
+
+
+def test_a_statement_that_slowed_alone_is_the_cause_with_its_time_per_call_before_and_after():
+    """A dropped index: both statements on pgbench_accounts turn into sequential scans during the dip."""
+    series = (run_with_dip()
+              + statement("-1", ACCOUNTS_UPDATE, lambda t: 0.020 if in_dip(t) else 0.00005,
+                          lambda t: 10 if in_dip(t) else 100)
+              + statement("-2", ACCOUNTS_SELECT, lambda t: 0.015 if in_dip(t) else 0.00001,
+                          lambda t: 10 if in_dip(t) else 100)
+              + statement("-3", TELLERS_UPDATE, lambda t: 0.0001, lambda t: 10 if in_dip(t) else 100)
+              + statement("-4", "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2", lambda t: 0.0001,
+                          lambda t: 10 if in_dip(t) else 100)
+              + statement("-5", "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, "
+                          "CURRENT_TIMESTAMP)", lambda t: 0.00001, lambda t: 10 if in_dip(t) else 100)
+              + [in_flight("-1", ACCOUNTS_UPDATE, "CPU", "CPU", range(11, 16), 1),
+                 in_flight("-2", ACCOUNTS_SELECT, "IO", "DataFileRead", range(11, 16), 1)])
+    d = only_dip(series, PG_STATEMENTS_META)
+    assert d["cause"] == "statement", d
+    assert d["evidence"].startswith(f"{ACCOUNTS_UPDATE}: 0.05 ms → 20 ms per call"), d["evidence"]
+    assert "in flight: sessions waited on CPU 100%" in d["evidence"], d["evidence"]
+    top = d["candidates"][0]
+    assert top["details"]["queryid"] == "-1" and top["details"]["ms_per_call_before"] == 0.05
+    assert top["details"]["ms_per_call_in_dip"] == pytest.approx(20.0)
+    assert top["score"] >= 0.8
+    # The SELECT slowed too, a smaller share of the time: not the cause named, and no other cause weighs more.
+    assert [c["cause"] for c in d["candidates"]] == ["statement"]
+    # On a server without pg_stat_statements the same series are not weighed (the report says why).
+    assert only_dip(series, PG_META)["cause"] == report.NO_CAUSE
+
+
+def test_a_statement_slow_as_often_elsewhere_in_the_run_is_not_the_cause():
+    def slow(t: int) -> bool:
+        return in_dip(t) or 1 <= t <= 5 or 21 <= t <= 30
+    d = only_dip(run_with_dip() + statement("-1", ACCOUNTS_UPDATE, lambda t: 0.020 if slow(t) else 0.00005), PG_STATEMENTS_META)
+    assert d["cause"] == report.NO_CAUSE, d
+    # A statement whose time per call hardly moved (twice its usual) is not one either.
+    d = only_dip(run_with_dip() + statement("-1", ACCOUNTS_UPDATE, lambda t: 0.0001 if in_dip(t) else 0.00005),
+                 PG_STATEMENTS_META)
+    assert d["cause"] == report.NO_CAUSE, d
+
+
+def test_a_lock_stays_the_cause_and_names_the_waiting_statement_its_time_per_call_and_the_blocker():
+    """LOCK TABLE pgbench_tellers held through the dip: every client waits in UPDATE pgbench_tellers, whose calls
+    end (slow) once it is released."""
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
+                  [(T0 + t, 2) for t in range(10, 16)])
+    waiting = gauge("pg_stat_activity_lock_waits_sessions",
+                    {"statement": "UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?;", "wait_event": "relation",
+                     "blocker": "active: BEGIN; LOCK TABLE pgbench_tellers IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(?);",
+                     "blocker_pid": "4242"},
+                    [(T0 + t, 2) for t in range(10, 16)])
+    # No call ends while the lock is held; the two stuck ones end in the second after, 5 s each.
+    tellers = statement("-3", TELLERS_UPDATE, lambda t: 2.5 if t == 16 else 0.0001,
+                        lambda t: 0 if in_dip(t) else 2 if t == 16 else 100)
+    longest = gauge("pg_statement_active_seconds_max", {"target": "local", "host": "h", "queryid": "-3",
+                                                        "statement": TELLERS_UPDATE, "wait_event_type": "Lock",
+                                                        "wait_event": "relation"}, [(T0 + t, t - 10.0) for t in range(11, 16)])
+    series = (run_with_dip() + [waits, waiting, longest, in_flight("-3", TELLERS_UPDATE, "Lock", "relation", range(11, 16))]
+              + tellers + statement("-1", ACCOUNTS_UPDATE, lambda t: 0.00005, lambda t: 0 if in_dip(t) else 100))
+    d = only_dip(series, PG_STATEMENTS_META)
+    assert d["cause"] == "lock", d
+    assert ("UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?; waited on Lock:relation, blocked by a "
+            "session active (pid 4242): BEGIN; LOCK TABLE pgbench_tellers") in d["evidence"], d["evidence"]
+    assert d["evidence"].endswith("; 0.10 ms → 2,500 ms per call, in flight up to 5.0 s"), d["evidence"]
+    lock = d["candidates"][0]
+    assert lock["details"]["waiting_statement"] == {"statement": TELLERS_UPDATE, "queryid": "-3",
+                                                    "ms_per_call_before": 0.1, "ms_per_call_in_dip": 2500.0,
+                                                    "longest_in_flight_s": 5.0}
+    # The statement is a candidate too, below the lock it waited on.
+    (stmt,) = [c for c in d["candidates"] if c["cause"] == "statement"]
+    assert stmt["score"] < lock["score"] and stmt["evidence"].endswith("(it waited on a lock)"), d["candidates"]
+
+
+def test_without_in_flight_samples_the_waiter_is_found_by_the_lock_waits_text():
+    """The statements collector sampled nothing in flight (every 5 s, the lock shorter): the lock-waits query's
+    statement (literals as ?, pgbench's negative delta as -?) is matched to pg_stat_statements' text ($n)."""
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
+                  [(T0 + t, 2) for t in range(10, 16)])
+    waiting = gauge("pg_stat_activity_lock_waits_sessions",
+                    {"statement": "UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?;",
+                     "wait_event": "relation", "blocker": "idle in transaction: SELECT ?;", "blocker_pid": "77"},
+                    [(T0 + t, 2) for t in range(10, 16)])
+    tellers = statement("-3", TELLERS_UPDATE, lambda t: 2.5 if t == 16 else 0.0001,
+                        lambda t: 0 if in_dip(t) else 2 if t == 16 else 100)
+    d = only_dip(run_with_dip() + [waits, waiting] + tellers, PG_STATEMENTS_META)
+    assert d["cause"] == "lock" and "blocked by a session idle in transaction (pid 77): SELECT ?" in d["evidence"], d
+    assert d["evidence"].endswith("; 0.10 ms → 2,500 ms per call"), d["evidence"]
+
+
+def test_a_table_lock_wait_shows_in_flight_not_in_the_time_per_call():
+    """As measured on PostgreSQL 15: through a 6 s LOCK TABLE pgbench_tellers the UPDATE's time per call stayed
+    0.02 ms (the relation lock is taken while the statement is parsed, before execution); its sessions had been
+    in flight for up to 6 s when sampled."""
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
+                  [(T0 + t, 2) for t in range(10, 16)])
+    labels = {"target": "local", "host": "h", "queryid": "-3", "statement": TELLERS_UPDATE, "wait_event_type": "Lock",
+              "wait_event": "relation"}
+    longest = gauge("pg_statement_active_seconds_max", labels, [(T0 + t, t - 10.0) for t in range(11, 17)])
+    tellers = statement("-3", TELLERS_UPDATE, lambda t: 0.00002, lambda t: 0 if in_dip(t) else 2 if t == 16 else 100)
+    d = only_dip(run_with_dip() + [waits, longest, in_flight("-3", TELLERS_UPDATE, "Lock", "relation", range(11, 16))]
+                 + tellers, PG_STATEMENTS_META)
+    assert d["cause"] == "lock", d
+    assert d["evidence"].endswith(f"; {TELLERS_UPDATE} waited on Lock:relation; 0.02 ms → 0.02 ms per call, in flight up "
+                                  "to 6.0 s (a wait for a table lock comes before execution, outside pg_stat_statements' "
+                                  "time)"), d["evidence"]
+    assert "statement" not in {c["cause"] for c in d["candidates"]}  # its time per call did not rise
+
+
+def test_every_statement_slowing_alike_is_not_a_statement_cause():
+    """A CPU hog or a busy disk slows every statement about as much: no one statement is the answer."""
+    slower = [statement(f"-{i}", text, lambda t: (0.0005 if in_dip(t) else 0.0001) * (i + 1),
+                        lambda t: 30 if in_dip(t) else 100)
+              for i, text in enumerate((ACCOUNTS_UPDATE, ACCOUNTS_SELECT, TELLERS_UPDATE))]
+    d = only_dip(run_with_dip() + [s for pair in slower for s in pair], PG_STATEMENTS_META)
+    assert d["cause"] == report.NO_CAUSE and "statement" not in {c["cause"] for c in d["candidates"]}, d

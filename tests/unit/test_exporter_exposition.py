@@ -70,7 +70,10 @@ def make_exporter(tmp_path, url: str, server_log: str | None = SERVER_LOG, archi
 
 @pytest.fixture
 def exporter(tmp_path, refused_url):
-    e = make_exporter(tmp_path, refused_url, archive_runs=True)
+    # The statements collector connects to a port nobody answers: it says so once and retries, and its poll succeeds.
+    refused_pg = {"host": "127.0.0.1", "port": refused_url.split(":")[2].split("/")[0], "dbname": "pgbench",
+                  "user": "postgres"}
+    e = make_exporter(tmp_path, refused_url, archive_runs=True, pg_params=refused_pg)
     e.poll_once()
     # The finished run goes to the archiver's thread, which finds no Prometheus: wait for its verdict.
     archiver = e.collectors["pgbench_runs"].on_finished
@@ -216,11 +219,13 @@ def test_collector_flags_come_from_the_registry():
     parser = server.build_parser()
     base = ["--runs-dir", "r", "--remote-write-url", "http://127.0.0.1:9/api/v1/write"]
     assert enabled_collectors(parser.parse_args(base)) == {name: spec.default for name, spec in load_collectors().items()}
-    assert list(load_collectors()) == ["pgbench_runs", "checkpoints", "dips", "processes"]
+    assert list(load_collectors()) == ["pgbench_runs", "checkpoints", "dips", "processes", "statements"]
     args = parser.parse_args(base + ["--no-collector.checkpoints", "--collector.pgbench_runs"])
-    assert enabled_collectors(args) == {"pgbench_runs": True, "checkpoints": False, "dips": True, "processes": True}
+    assert enabled_collectors(args) == {"pgbench_runs": True, "checkpoints": False, "dips": True, "processes": True,
+                                        "statements": True}
     args = parser.parse_args(base + ["--no-collector.pgbench_runs", "--no-collector.dips", "--no-collector.processes"])
-    assert enabled_collectors(args) == {"pgbench_runs": False, "checkpoints": True, "dips": False, "processes": False}
+    assert enabled_collectors(args) == {"pgbench_runs": False, "checkpoints": True, "dips": False, "processes": False,
+                                        "statements": True}
 
 
 def test_collector_flags_in_the_daemon_help():

@@ -225,6 +225,11 @@ class StackPart:
         """Arguments of the benchwatch exporter for this engine's server (its log, its labels)."""
         return []
 
+    def exporter_env(self) -> dict[str, str]:
+        """Variables of the benchwatch exporter's environment for this engine's server (a connection's
+        parameters, the password in a 0600 file: never argv)."""
+        return {}
+
     def status(self, restarts: Mapping[str, Mapping[str, Any]]) -> dict:
         """Its keys of ``status --json`` (e.g. "postgres", "mysql"), each a dict."""
         return {}

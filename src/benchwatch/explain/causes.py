@@ -37,6 +37,7 @@ from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
 from benchwatch.record.host import NOT_DISKS
+from benchwatch.util import sqltext
 
 LEAD_S = 3.0          # a cause may start this long before the TPS falls
 AFTERMATH_S = 5.0     # a checkpoint still costs this long after it ends (full-page images)
@@ -62,6 +63,13 @@ DATABASE_CPU_FLOOR = 0.3
 DATABASE_CPU_SHARE = 0.5
 FULL = 0.9
 BUSIEST = 5  # processes named in cpu_contention's evidence (a few busy loops are each a small share)
+# statement: time per call must rise to this many times its usual, and by this much (seconds) at least.
+STATEMENT_RISE = 3.0
+STATEMENT_FLOOR_S = 0.001
+# A statement that took this share of the top statements' time in the dip (or more) weighs fully.
+STATEMENT_FULL_SHARE = 0.5
+# A statement in flight this long (seconds) when sampled is worth naming in the evidence.
+IN_FLIGHT_SHOWN_S = 0.5
 
 WEIGHTS = {
     "client_stall": 1.0, "clients_aborted": 1.0, "target_down": 1.0, "lock": 1.0, "checkpoint": 1.0,
@@ -75,6 +83,8 @@ WEIGHTS = {
     "database_cpu_bound": 0.5,
     # The server log's events (PostgreSQL: pg_server_log_events_total), at the log's own times.
     "deadlock": 1.0, "lock_timeout": 1.0, "connection_terminated": 1.0, "out_of_memory": 1.0, "write_error": 1.0,
+    # One statement's time per call rose (the exporter's statements collector: pg_stat_statements, pg_stat_activity).
+    "statement": 1.0,
 }
 # What each event says, for the evidence.
 LOG_EVENTS = {
@@ -216,12 +226,13 @@ class Signals:
         series = [s for s in series if s.samples and s.samples[-1][0] / 1000 >= in_run[0]]
         self.checkpoints = self._checkpoints(series)
         self.locks = self._waits(series)
-        # (statement, wait_event, blocker) -> sessions waiting in it (postgres_exporter's lock-waits query)
+        # (statement, wait_event, blocker, blocker_pid) -> sessions waiting in it (postgres_exporter's lock-waits query)
         self.waiting_statements = {(s.labels.get("statement", "?"), s.labels.get("wait_event", "?"),
-                                    s.labels.get("blocker", "")): _clean(s)
+                                    s.labels.get("blocker", ""), s.labels.get("blocker_pid", "")): _clean(s)
                                    for s in _named(series, "pg_stat_activity_lock_waits_sessions")
                                    if self.ctx.engine_series is None
                                    or "pg_stat_activity_lock_waits_sessions" in self.ctx.engine_series}
+        self.statements, self.in_flight = self._statements(series)
         # Autovacuum: the server log's runs (table, kind, exact span), and postgres_exporter's worker count
         # where no logged run accounts for it (a run stored before, a log not followed, a run still going).
         self.autovacuum_runs = self._autovacuum_runs(series)
@@ -299,6 +310,46 @@ class Signals:
                     row.update(removed.get((database, table, b), {}))
                 out.append(row)
         return sorted(out, key=lambda r: r["start"])
+
+    def _statements(self, series: list[Series]) -> tuple[dict[tuple[str, str], dict], dict[tuple[str, str], list]]:
+        """The statements collector's series, by (target, queryid): {"text", "intervals": [(t0, t1, calls, seconds)]}
+        (what finished between two samples: pg_stat_statements' counters), and the in-flight samples
+        [(t, wait_event_type, wait_event, sessions)]."""
+        own = self.ctx.engine_series
+
+        def of(name: str) -> list[Series]:
+            return _named(series, name) if own is None or name in own else []
+        counters: dict[tuple[str, str], dict] = {}
+        for name, what in (("pg_statement_calls_total", "calls"), ("pg_statement_exec_seconds_total", "seconds")):
+            for s in of(name):
+                key = (_host(s), s.labels.get("queryid", "?"))
+                entry = counters.setdefault(key, {"text": s.labels.get("statement", "?")})
+                entry[what] = {round(t, 3): v for t, v in _clean(s)}
+        out = {}
+        for key, entry in counters.items():
+            calls, secs = entry.get("calls", {}), entry.get("seconds", {})
+            times = sorted(set(calls) & set(secs))
+            intervals = []
+            for t0, t1 in zip(times, times[1:]):
+                dc, ds = calls[t1] - calls[t0], secs[t1] - secs[t0]
+                if dc < 0 or ds < 0:  # statistics reset: what was counted since
+                    dc, ds = calls[t1], secs[t1]
+                intervals.append((t0, t1, dc, ds))
+            if intervals:
+                out[key] = {"text": entry["text"], "intervals": intervals}
+        flight: dict[tuple[str, str], list] = {}
+        # (target, queryid) -> [(t, seconds the longest session had been in it)]
+        self.longest_in_flight: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for s in of("pg_statement_active_seconds_max"):
+            self.longest_in_flight.setdefault((_host(s), s.labels.get("queryid", "?")), []).extend(_clean(s))
+        for s in of("pg_statement_active_sessions"):
+            key = (_host(s), s.labels.get("queryid", "?"))
+            rows = flight.setdefault(key, [])
+            rows += [(t, s.labels.get("wait_event_type", "?"), s.labels.get("wait_event", "?"), v) for t, v in _clean(s)]
+            counters.setdefault(key, {"text": s.labels.get("statement", "?")})
+            if key not in out:
+                out[key] = {"text": s.labels.get("statement", "?"), "intervals": []}
+        return out, flight
 
     def _waits(self, series: list[Series]) -> dict[str, Timeline]:
         """Sessions waiting on heavyweight locks, per wait_event ("relation", "transactionid", "tuple", ...);
@@ -418,6 +469,7 @@ class Signals:
                 add("target_down", down, 1.0, f"target {target} down ({up_series} 0) for {down:.0f} s",
                     usual=self._usual(tl, lambda v: v == 0, lo, end), target=target)
 
+        slowed = self._slowed_statements(lo, end)
         if self.locks:
             # Sessions waiting on average, in the dip against the whole run (seconds without a
             # row count as 0), per client: a lock that holds every client scores near 1, the
@@ -437,10 +489,31 @@ class Signals:
                         f"{usual:.2f} over the run")
                 stmt = self._waiting_statement(lo, end)
                 extra: dict[str, Any] = {"statement": stmt} if stmt else {}
+                # The statement collector's view of the waiter: the statement its sessions waited in on a
+                # heavyweight lock (in flight), else the one the lock-waits query names; its time per call.
+                waiter = self._lock_waiter(slowed, lo, end, stmt)
                 if stmt:
                     text += f"; {stmt['statement']} waited on Lock:{stmt['wait_event']}"
                     if stmt["blocker"]:
-                        text += f", blocked by a session {stmt['blocker']}"
+                        state, _, query = stmt["blocker"].partition(": ")
+                        pid = f" (pid {stmt['blocker_pid']})" if stmt.get("blocker_pid") else ""
+                        text += f", blocked by a session {state}{pid}" + (f": {query}" if query else "")
+                elif waiter and waiter.get("lock_event"):
+                    text += f"; {waiter['text']} waited on Lock:{waiter['lock_event']}"
+                if waiter and waiter.get("usual_s") is not None:
+                    if waiter.get("dip_s") is not None:
+                        text = text.rstrip(";") + f"; {_per_call(waiter['usual_s'])} → {_per_call(waiter['dip_s'])} per call"
+                    else:
+                        text = text.rstrip(";") + f"; {_per_call(waiter['usual_s'])} per call before"
+                    # A wait for a table lock comes while the statement is parsed, before its execution: not
+                    # in pg_stat_statements' time. How long its sessions had been at it shows the wait.
+                    longest = waiter.get("longest_s") or 0.0
+                    if longest >= IN_FLIGHT_SHOWN_S:
+                        text += f", in flight up to {longest:.1f} s"
+                        if longest > 10 * (waiter.get("dip_s") or 0.0):
+                            text += " (a wait for a table lock comes before execution, outside pg_stat_statements' time)"
+                    extra["waiting_statement"] = {"statement": waiter["text"], "queryid": waiter["queryid"],
+                                                  **_ms_details(waiter), "longest_in_flight_s": waiter.get("longest_s")}
                 add("lock", _active_seconds(total, lambda v: v >= 1, lo, end),
                     min(1.0, (waiting - usual) / max(clients, 1)), text, peak_sessions=peak,
                     mean_sessions=round(waiting, 3), run_mean_sessions=round(usual, 3), **extra)
@@ -532,6 +605,21 @@ class Signals:
                     "or checkpoint age past 7/8 of its maximum)", usual=self._usual(tl, lambda v: v >= 1, lo, end),
                     target=target)
 
+        best_statement = max((st for st in slowed if st.get("score")), key=lambda st: st["score"], default=None)
+        if best_statement:
+            st = best_statement
+            text = (f"{st['text']}: {_per_call(st['usual_s'])} → {_per_call(st['dip_s'])} per call "
+                    f"({st['calls']:.0f} calls finished in the dip and the sample after, {st['share'] * 100:.0f}% of "
+                    "the top statements' time)")
+            if st.get("in_flight"):
+                text += "; in flight: " + st["in_flight"]
+                if (st.get("longest_s") or 0.0) >= IN_FLIGHT_SHOWN_S:
+                    text += f", one for up to {st['longest_s']:.1f} s"
+            if st["others_rise"] is not None:
+                text += f"; the other statements {st['others_rise']:.1f}× their usual"
+            add("statement", st["active_s"], st["strength"], text, usual=st["usual_share"],
+                statement=st["text"], queryid=st["queryid"], share=round(st["share"], 3), calls=st["calls"],
+                others_rise=st["others_rise"], **_ms_details(st))
         self._host_signals(add, lo, start, end)
         logged = self._log_events(add, lo, end)
         if "deadlock" in logged:
@@ -540,6 +628,14 @@ class Signals:
                 if waited.cause == "lock":
                     waited.score *= 0.5
                     waited.evidence += " (waits of the deadlocks)"
+
+        lock = next((c for c in found if c.cause == "lock"), None)
+        for cand in found:
+            if cand.cause == "statement" and lock is not None and self._waited_on_lock(cand.details, lock, lo, end):
+                # A statement slowed by the lock it waited on: the lock (with its blocker) is the answer,
+                # and its evidence names this statement's time per call.
+                cand.score *= 0.5
+                cand.evidence += " (it waited on a lock)"
 
         # The server spending its CPUs is how a heavier statement, an autovacuum or a checkpoint shows on
         # the host: beside one of the causes that say why (any but the host's and the disk's, which are
@@ -729,16 +825,120 @@ class Signals:
         ahead = newcomer if first == "new" else set(used)
         return [(n, v / scans) for n, v in sorted(used.items(), key=lambda x: (x[0] not in ahead, -x[1]))[:BUSIEST]]
 
+    def _slowed_statements(self, lo: float, end: float) -> list[dict]:
+        """Each statement's time per call in the dip's window against the rest of the run. pg_stat_statements
+        counts a call when it ends: the window is the samples from ``lo`` to one sample after ``end``.
+        Those whose time per call rose STATEMENT_RISE times (and by STATEMENT_FLOOR_S) get a ``score``."""
+        r0, r1 = self.ctx.run_start, self.ctx.run_end
+        out = []
+        spent_by_host: dict[str, float] = {}
+        for (host, qid), entry in self.statements.items():
+            ivs = [iv for iv in entry["intervals"] if iv[1] > r0 - 1 and iv[0] < r1 + 5]
+            # The dip itself, not the lead before it: an interval that ends before TPS fell holds the usual calls.
+            inside = [iv for iv in ivs if iv[1] > lo + LEAD_S and iv[0] < end]
+            after = [iv for iv in ivs if iv[0] >= end][:1]
+            window = inside + [iv for iv in after if iv not in inside]
+            w_end = window[-1][1] if window else end
+            rest = [iv for iv in ivs if iv[1] <= lo or iv[0] >= w_end]
+            calls = sum(iv[2] for iv in inside)
+            spent = sum(iv[3] for iv in inside)
+            # The calls stuck in the dip end in the sample after it: counted when they raise the time per call
+            # (not the quick calls after the dip's end, which would dilute it).
+            if after and after[0] not in inside and after[0][2] > 0 and (
+                    calls == 0 or after[0][3] / after[0][2] > spent / calls):
+                calls, spent = calls + after[0][2], spent + after[0][3]
+            spent_by_host[host] = spent_by_host.get(host, 0.0) + spent
+            per = [iv[3] / iv[2] for iv in rest if iv[2] > 0]
+            st: dict[str, Any] = {"host": host, "queryid": qid, "text": entry["text"], "calls": calls, "spent": spent,
+                                  "window": window, "after": after[0] if after else None, "rest": rest,
+                                  "usual_s": statistics.median(per) if len(per) >= 2 else None,
+                                  "dip_s": spent / calls if calls > 0 else None}
+            st["in_flight"], st["lock_event"], st["lock_share"] = self._in_flight(host, qid, lo, end)
+            st["longest_s"] = max((v for t, v in self.longest_in_flight.get((host, qid), []) if lo <= t <= end + 1.0),
+                                  default=None)
+            out.append(st)
+        for st in out:
+            total = spent_by_host.get(st["host"]) or 0.0
+            st["share"] = st["spent"] / total if total > 0 else 0.0
+            usual, dip = st["usual_s"], st["dip_s"]
+            if usual is None or dip is None:
+                continue
+            threshold = max(STATEMENT_RISE * usual, usual + STATEMENT_FLOOR_S)
+            if dip < threshold:
+                continue
+            flight = self.in_flight.get((st["host"], st["queryid"]), [])
+
+            def slow(iv: tuple[float, float, float, float]) -> bool:
+                # Slow calls finished in it, or none finished while sessions were in it (stuck).
+                return (iv[2] > 0 and iv[3] / iv[2] >= threshold) or (
+                    iv[2] == 0 and any(iv[0] < t <= iv[1] and n > 0 for t, *_, n in flight))
+            active_s = sum(max(0.0, min(iv[1], end) - max(iv[0], lo)) for iv in st["window"] if slow(iv))
+            if st["after"] is not None and slow(st["after"]):
+                active_s = max(active_s, self.ctx.interval_s)  # its slow calls were counted when they ended
+            rest_s = sum(iv[1] - iv[0] for iv in st["rest"])
+            rest_slow = sum(iv[1] - iv[0] for iv in st["rest"] if slow(iv))
+            st["usual_share"] = rest_slow / rest_s if rest_s >= 2 * self.ctx.interval_s else 0.0
+            st["active_s"] = active_s
+            # One statement's own trouble, not everyone's: under a CPU hog or a busy disk every statement slows
+            # alike, and the cause is elsewhere. Held against how much the other statements slowed (median).
+            others = [o["dip_s"] / o["usual_s"] for o in out if o is not st and o["host"] == st["host"]
+                      and o.get("usual_s") and o.get("dip_s") is not None]
+            specific = max(0.0, 1.0 - (statistics.median(others) if others else 1.0) / (dip / usual))
+            st["others_rise"] = round(statistics.median(others), 2) if others else None
+            st["strength"] = (1.0 - usual / dip) * specific * min(1.0, st["share"] / STATEMENT_FULL_SHARE)
+            length = max(end - (lo + LEAD_S), self.ctx.interval_s)
+            st["score"] = WEIGHTS["statement"] * lift(min(1.0, active_s / length), st["usual_share"]) * st["strength"]
+        return out
+
+    def _in_flight(self, host: str, qid: str, lo: float, end: float) -> tuple[str, str | None, float]:
+        """What the statement's sessions waited on in the window (share of the session samples, strongest first),
+        the heavyweight lock they waited on most (None) and the share of their samples spent on such locks."""
+        seen: dict[str, float] = {}
+        locks: dict[str, float] = {}
+        for t, wtype, wevent, n in self.in_flight.get((host, qid), []):
+            if lo <= t <= end + 1.0 and n > 0:
+                name = "CPU" if wtype == "CPU" else f"{wtype}:{wevent}"
+                seen[name] = seen.get(name, 0.0) + n
+                if wtype == "Lock":
+                    locks[wevent] = locks.get(wevent, 0.0) + n
+        total = sum(seen.values())
+        if not total:
+            return "", None, 0.0
+        text = ", ".join(f"{name} {n / total * 100:.0f}%" for name, n in sorted(seen.items(), key=lambda x: -x[1])[:3])
+        top_lock = max(locks, key=lambda k: locks[k]) if locks else None
+        return f"sessions waited on {text}", top_lock, sum(locks.values()) / total
+
+    def _lock_waiter(self, slowed: list[dict], lo: float, end: float, stmt: dict | None) -> dict | None:
+        """The statement sessions waited in on a heavyweight lock in the window: from the in-flight samples
+        (most session samples on a Lock), else the lock-waits query's statement matched by its text."""
+        waiting = [st for st in slowed if st.get("lock_event")]
+        if waiting:
+            return max(waiting, key=lambda st: st["lock_share"] * (st["spent"] + 1e-9 + st["calls"]))
+        if stmt:
+            key = sqltext.key(stmt["statement"])
+            return next((st for st in slowed if key and sqltext.key(st["text"]) == key), None)
+        return None
+
+    def _waited_on_lock(self, details: dict, lock: Candidate, lo: float, end: float) -> bool:
+        waiter = lock.details.get("waiting_statement") or {}
+        if waiter.get("queryid") == details.get("queryid"):
+            return True
+        host_qid = [k for k in self.in_flight if k[1] == details.get("queryid")]
+        return any(self._in_flight(h, q, lo, end)[2] >= 0.5 for h, q in host_qid)
+
     def _waiting_statement(self, lo: float, end: float) -> dict | None:
         """The statement most sessions waited in over the window, with its lock and its blocker."""
         best = None
-        for (statement, event, blocker), tl in self.waiting_statements.items():
+        for (statement, event, blocker, pid), tl in self.waiting_statements.items():
             n = sum(_window_values(tl, lo, end))
             if n > 0 and (best is None or n > best[0]):
-                best = (n, statement, event, blocker)
+                best = (n, statement, event, blocker, pid)
         if best is None:
             return None
-        return {"statement": best[1], "wait_event": best[2], "blocker": best[3]}
+        out = {"statement": best[1], "wait_event": best[2], "blocker": best[3]}
+        if best[4]:
+            out["blocker_pid"] = best[4]
+        return out
 
     # -- base rates: how often a signal is on over the rest of the run --------------------------
 
@@ -787,6 +987,17 @@ def _uncovered(tl: Timeline, spans: list[tuple[float, float]]) -> Timeline:
         covered = sum(max(0.0, min(b, t) - max(a, t - 1.0)) for a, b in spans if a < t and b > t - 1.0)
         out.append((t, 0.0 if covered >= 0.5 else v))
     return out
+
+
+def _per_call(seconds: float) -> str:
+    """A time per call as people read it: 0.21 ms, 4.5 ms, 48 ms, 2,950 ms."""
+    ms = seconds * 1000
+    return f"{ms:.2f} ms" if ms < 1 else f"{ms:.1f} ms" if ms < 10 else f"{ms:,.0f} ms"
+
+
+def _ms_details(st: dict) -> dict:
+    return {"ms_per_call_before": None if st.get("usual_s") is None else round(st["usual_s"] * 1000, 4),
+            "ms_per_call_in_dip": None if st.get("dip_s") is None else round(st["dip_s"] * 1000, 4)}
 
 
 def _host(s: Series) -> str:

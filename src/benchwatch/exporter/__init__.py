@@ -51,6 +51,9 @@ class ExporterOptions:
     # collector, right after it is queued: how one collector sees another's samples without
     # reading them back from Prometheus (the dips collector watches the TPS lines this way).
     subscribe: Callable[[Callable[[list[Sample]], None]], None] | None = None
+    # libpq keywords of the database the stack watches, without a password (PGPASSFILE holds it), from
+    # the daemon's PG* environment: the statements collector's connection. None: no database to read.
+    pg_params: dict[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class CollectorSpec:
 # name -> spec, filled by load_collectors().
 COLLECTORS: dict[str, CollectorSpec] = {}
 # The modules that register collectors; their order is the order of polling and of /metrics.
-COLLECTOR_MODULES = ("pgbench_runs", "checkpoints", "dips", "processes")
+COLLECTOR_MODULES = ("pgbench_runs", "checkpoints", "dips", "processes", "statements")
 
 
 def register_collector(name: str, help: str, *, default: bool = True):

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from benchwatch import loadgens
 from benchwatch.engines.postgresql import autovacuum as autovacuum_model
 from benchwatch.engines.postgresql import checkpoints as checkpoint_model
-from benchwatch.exporter import checkpoints, dips, processes
+from benchwatch.exporter import checkpoints, dips, processes, statements
 from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.history import series as history_series
 from benchwatch.model.run import METRICS
@@ -89,6 +89,24 @@ exporter's `target` and `host` labels; the processes are told apart by name.
 """
 
 
+STATEMENTS_HEADER = """
+## Statements (benchwatch exporter, `statements` collector)
+
+The benchmark database's top statements, read from `pg_stat_statements` (time per call: the rate of
+`pg_statement_exec_seconds_total` over the rate of `pg_statement_calls_total`) and `pg_stat_activity`
+(the statements in flight and what they wait on) every 5 s, every second while a run's TPS line is
+possibly low and 10 s after, remote-written at each sample's time: `benchwatch explain`'s `statement`
+cause ([explain.md](explain.md)). Only the 8 statements that took most time since the previous sample
+(each kept 60 s after, at most 16 at once). They carry the exporter's `target` and `host` labels,
+`queryid` and `statement` (its normalized text: constants as `$n` or `?`, cut at 100 characters).
+PostgreSQL 14 or later, `pg_stat_statements` preloaded and created in the database (the embedded
+server does both); the connection comes from the exporter's PG* environment and pgpass file.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
+
+
 HISTORY_HEADER = """
 ## Run history (`benchwatch history`, `benchwatch annotate`)
 
@@ -107,7 +125,7 @@ its 95 % interval and p-value, as text) and `changed` (what differs between the 
 SELF_HEADER = """
 ## The exporter itself (on its /metrics only)
 
-`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`, `dips`, `processes`: the collectors
+`benchwatch_exporter_collector_*` carry `collector` (`pgbench_runs`, `checkpoints`, `dips`, `processes`, `statements`: the collectors
 switched by `--[no-]collector.NAME`), like node_exporter's `node_scrape_collector_*`; a collector that
 raises is counted and the others go on. The daemon's
 process is described by client_python's standard `process_*` (CPU, resident memory, open files) and
@@ -130,6 +148,7 @@ def render() -> str:
                                                   **autovacuum_model.METRICS})
             + DIPS_HEADER + _rows(dips.DIP_METRICS)
             + PROCESSES_HEADER + _rows(processes.METRICS)
+            + STATEMENTS_HEADER + _rows(statements.METRICS)
             + HISTORY_HEADER + _rows(history_series.METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import re
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, generate_latest
@@ -145,7 +146,7 @@ class Exporter:
                  collectors: dict[str, bool] | None = None, clock: Callable[[], float] = time.time,
                  registry: CollectorRegistry | None = None, archive_runs: bool = True,
                  timer: Callable[[], float] = time.perf_counter, database_labels: dict[str, str] | None = None,
-                 use_inotify: bool = True):
+                 use_inotify: bool = True, pg_params: dict[str, str] | None = None):
         registered = load_collectors()
         unknown = sorted(set(collectors or {}) - set(registered))
         if unknown:
@@ -164,7 +165,7 @@ class Exporter:
                                   server_log=server_log, clock=clock, archive_url=archive_url,
                                   database_labels=dict(database_labels or {}),
                                   mark=self.writer.mark, backlog=lambda: self.writer.stats().pending,
-                                  subscribe=self.subscribers.append)
+                                  subscribe=self.subscribers.append, pg_params=pg_params)
         self.collectors: dict[str, Collector] = {}
         for name, spec in registered.items():
             collector = spec.factory(options) if enabled[name] else None
@@ -305,13 +306,23 @@ def _label(text: str) -> tuple[str, str]:
     return name, value
 
 
+def pg_environment(environ: Mapping[str, str]) -> dict[str, str] | None:
+    """The database the stack gave the daemon in libpq's variables (its ``client_env``: PGHOST, PGPORT,
+    PGDATABASE, PGUSER, PGPASSFILE; never a password in argv), or None when it gave none."""
+    from benchwatch.engines.postgresql.connect import params_from_env
+
+    params = params_from_env(environ)
+    params.pop("password", None)  # a PGPASSWORD inherited from someone's shell stays libpq's own business
+    return params if {"host", "port", "service"} & set(params) else None
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     host, _, port = args.listen.rpartition(":")
     exporter = Exporter(runs_dir=args.runs_dir, remote_write_url=args.remote_write_url,
                         server_log=args.server_log, collectors=enabled_collectors(args),
-                        database_labels=dict(args.label))
+                        database_labels=dict(args.label), pg_params=pg_environment(os.environ))
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: exporter.stop_soon(stop))

@@ -421,7 +421,7 @@ class Stack(ProcessManager):
         self.spawn("node_exporter", argv, env=self.base_env())
 
     def _start_benchwatch_exporter(self) -> None:
-        env = self.base_env()
+        env = dict(self.base_env(), **self.server.exporter_env())  # e.g. PG* for the statements collector
         argv = [sys.executable, "-m", "benchwatch", "exporter",
                 f"--listen={LISTEN_HOST}:{self.cfg.ports['benchwatch_exporter']}",
                 f"--runs-dir={self.cfg.runs_dir}", f"--remote-write-url={self.cfg.remote_write_url}"]

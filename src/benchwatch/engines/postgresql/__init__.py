@@ -12,6 +12,11 @@ if TYPE_CHECKING:
     from benchwatch.stack.native import Stack
 
 
+# The exporter's statements collector (benchwatch.exporter.statements): explain's `statement` cause.
+STATEMENT_SERIES = ("pg_statement_calls_total", "pg_statement_exec_seconds_total", "pg_statement_active_sessions",
+                    "pg_statement_active_seconds_max")
+
+
 class PostgreSQL(Engine):
     name = "postgresql"
     title = "PostgreSQL"
@@ -54,8 +59,9 @@ class PostgreSQL(Engine):
     # explain's signals (benchwatch.explain.causes): full-page images are read from pg_stat_wal.
     # The server log's events (server_log.SERVER_EVENTS) are causes of their own.
     explain_signals = ("checkpoint", "wal_fpi", "autovacuum", "lock", "target_down", "deadlock", "lock_timeout",
-                       "connection_terminated", "out_of_memory", "write_error")
-    explain_needs: ClassVar[Mapping[str, str]] = {"wal_fpi": "pg_stat_wal"}
+                       "connection_terminated", "out_of_memory", "write_error", "statement")
+    # statement: time per call from pg_stat_statements (the exporter's statements collector).
+    explain_needs: ClassVar[Mapping[str, str]] = {"wal_fpi": "pg_stat_wal", "statement": "pg_stat_statements"}
     evidence_signals = (
         ("WAL syncs per transaction", "sum(increase(pg_stat_wal_wal_sync[{w}]))"),
         ("WAL writes per transaction", "sum(increase(pg_stat_wal_wal_write[{w}]))"),
@@ -75,14 +81,14 @@ class PostgreSQL(Engine):
     explain_selectors = ("pg_checkpoint_in_progress", "pg_checkpoint_info", "pg_stat_activity_waits_sessions",
                          "pg_autovacuum_workers", "pg_autovacuum_in_progress", "pg_autovacuum_last_tuples_removed",
                          "pg_autovacuum_last_pages_removed", "pg_stat_wal_wal_fpi", "pg_up", "pg_server_log_events_total",
-                         "pg_stat_activity_lock_waits_sessions")
+                         "pg_stat_activity_lock_waits_sessions", *STATEMENT_SERIES)
     up_metric = "pg_up"
     server_processes = frozenset({"postgres", "postmaster"})
 
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         from benchwatch.engines.postgresql.settings import missing_reason
 
-        return missing_reason(capability, facts.get("server_version"))
+        return missing_reason(capability, facts.get("server_version"), facts.get("capabilities"))
 
     def server_transactions_expr(self) -> str:
         from benchwatch.engines.postgresql import dashboard
@@ -120,7 +126,7 @@ class PostgreSQL(Engine):
         '{__name__=~"pg_stat_database_xact_(commit|rollback)"}',
         "pg_stat_activity_waits_sessions", "pg_up", "pg_server_log_events_total",
         '{__name__=~"pg_autovacuum_.*"}',  # postgres_exporter's workers and the server log's runs
-        "pg_stat_activity_lock_waits_sessions",
+        "pg_stat_activity_lock_waits_sessions", *STATEMENT_SERIES,
         *context_selectors,
     )
 

@@ -64,3 +64,10 @@ def ensure_database(params: Mapping[str, str], name: str) -> bool:
             return False
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     return True
+
+
+def ensure_statements_extension(params: Mapping[str, str]) -> None:
+    """pg_stat_statements' view in the benchmark's database (``params``' dbname), where the statements
+    collector reads it; the library must be preloaded, which only the embedded server's settings ensure."""
+    with connect(params) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")

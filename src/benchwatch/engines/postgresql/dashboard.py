@@ -18,6 +18,9 @@ from benchwatch.grafana.panels import (
 
 CHECKPOINTS_WAL = ("benchwatch-checkpoints-wal", "checkpoints-wal.json", "Checkpoints & WAL")
 NOT_TEMPLATE = 'datname!~"template.*"'
+# The statements collector samples every 5 s (every second while TPS is low): any window this long holds two,
+# where $__rate_interval (4 s at the 1 s scrape) often holds one; the panel takes it when $__rate_interval is empty.
+STATEMENT_WINDOW = "11s"
 
 # One colour per checkpoint reason, so a dip's cause reads at a glance.
 CHECKPOINT_REASONS = [
@@ -99,6 +102,10 @@ def target_rows(L: Layout) -> list[PanelBuilder]:
     def per_device(rule: str, legend: str) -> tuple:
         return (rules.expr(f"instance_device:{rule}", f"{one}, {DISKS}"), f"{{{{device}}}} {legend}")
 
+    def per_call(window: str) -> str:
+        return (f"(1000 * sum by (queryid, statement) (increase(pg_statement_exec_seconds_total{{{one}}}[{window}])) "
+                f"/ sum by (queryid, statement) (increase(pg_statement_calls_total{{{one}}}[{window}])))")
+
     items.append(row(L, "Target: $target", repeat="target"))
     items += [
         timeseries(L, "$target: disk await", "Average time a read or write took on each disk of the target's host, "
@@ -124,6 +131,17 @@ def target_rows(L: Layout) -> list[PanelBuilder]:
                    "(1 + checkpoint_completion_target).", "bytes",
                    [(f"pg_control_checkpoint_wal_since_redo_bytes{{{one}}}", "WAL since redo"),
                     (f"pg_control_checkpoint_max_wal_size_bytes{{{one}}}", "max_wal_size")], w=8, h=7),
+        timeseries(L, "$target: statements: time per call", "Time per call of the benchmark database's top statements "
+                   f"over $__rate_interval (at least {STATEMENT_WINDOW}): execution time over calls from pg_stat_statements (the benchwatch "
+                   "exporter's statements collector, every 5 s, every second while TPS is low). A call counts when it "
+                   "ends, so a statement stuck on a lock shows its time after the wait. benchwatch explain's "
+                   "`statement` cause.", "ms",
+                   [(f"{per_call('$__rate_interval')} or {per_call(STATEMENT_WINDOW)}", "{{statement}}")], w=12, h=8),
+        timeseries(L, "$target: statements in flight by wait event", "Active sessions of the benchmark database by "
+                   "statement and what they wait on (pg_stat_activity by query_id; CPU: waiting on nothing), sampled "
+                   "with the statements: which statement waited on a lock while TPS fell.", "short",
+                   [(f"sum by (statement, wait_event_type, wait_event) (pg_statement_active_sessions{{{one}}})",
+                     "{{wait_event_type}}:{{wait_event}} {{statement}}")], w=12, h=8, stack=True),
     ]
     return items
 

@@ -39,6 +39,9 @@ PG_SETTINGS = {
     "track_io_timing": "on",
     "track_wal_io_timing": "on",
     "password_encryption": "'scram-sha-256'",
+    # Time per call of each statement (the exporter's statements collector, explain's `statement`);
+    # with it loaded, compute_query_id's default (auto) fills pg_stat_activity.query_id as well.
+    "shared_preload_libraries": "'pg_stat_statements'",
 }
 
 # postgres_exporter: settings come from the run's metadata, database sizes are unused;
@@ -174,6 +177,10 @@ class PostgreSQLPart(StackPart):
         return [f"--server-log={self.stack.log_file(SERVER)}",
                 *(f"--label={k}={v}" for k, v in self.stack.cfg.database_labels().items())]
 
+    def exporter_env(self) -> dict[str, str]:
+        # The statements collector's connection: libpq's variables, the password in the 0600 pgpass file.
+        return self.stack.pg_env()
+
     def status(self, restarts: Mapping[str, Mapping[str, Any]]) -> dict:
         embedded = self.embedded
         pg: dict[str, Any] = {"dsn": self.stack.public_dsn(), "embedded": embedded,
@@ -224,6 +231,10 @@ class PostgreSQLPart(StackPart):
             connect.ensure_database(self.stack.pg_params(), self.stack.cfg.pg_database)
         except psycopg.Error as e:
             raise StackError(f"could not create database {self.stack.cfg.pg_database!r}: {str(e).strip()}") from None
+        try:
+            connect.ensure_statements_extension(self.stack.pg_params())
+        except psycopg.Error as e:  # statement times are a signal among others: say so, go on
+            self.stack.out(f"pg_stat_statements not created in {self.stack.cfg.pg_database!r}: {str(e).strip()}")
 
     def _start_exporter(self) -> None:
         # The DSN goes through the environment, never argv, and without the

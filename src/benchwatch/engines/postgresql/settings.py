@@ -30,22 +30,32 @@ SINCE = {
 }
 
 
-def capabilities(version: str | None, preload_libraries: str | None) -> dict[str, bool]:
+def capabilities(version: str | None, preload_libraries: str | None,
+                 statements_view: bool | None = None) -> dict[str, bool]:
     """Which statistics the server has, for meta.json: what explain and compare may expect of it.
-    {} when the version is unknown (nothing to say, rather than "absent")."""
+    {} when the version is unknown (nothing to say, rather than "absent"). ``statements_view``: whether
+    the pg_stat_statements extension is created in the benchmark's database (None: not looked at);
+    its view is readable only when it is and the library is preloaded."""
     major = major_version(version)
     if major is None:
         return {}
     loaded = {lib.strip().strip('"') for lib in (preload_libraries or "").split(",")}
-    return {**{cap: major >= since for cap, since in SINCE.items()},
-            "pg_stat_statements": "pg_stat_statements" in loaded}
+    preloaded = "pg_stat_statements" in loaded
+    out = {**{cap: major >= since for cap, since in SINCE.items()},
+           "pg_stat_statements": preloaded and statements_view is not False}
+    if preloaded and statements_view is False:
+        out["pg_stat_statements_preloaded"] = True  # what is missing is the extension: missing_reason says so
+    return out
 
 
-def missing_reason(capability: str, version: str | None) -> str:
-    """Why a server lacks a capability, for explain's report: "pg_stat_wal needs PostgreSQL 14 (server 13.4)"."""
+def missing_reason(capability: str, version: str | None, recorded: Mapping[str, bool] | None = None) -> str:
+    """Why a server lacks a capability, for explain's report: "pg_stat_wal needs PostgreSQL 14 (server 13.4)".
+    ``recorded``: the run's capabilities, which say whether pg_stat_statements was preloaded."""
     if capability in SINCE:
         return f"{capability} needs PostgreSQL {SINCE[capability]} (server {version or 'of unknown version'})"
     if capability == "pg_stat_statements":
+        if (recorded or {}).get("pg_stat_statements_preloaded"):
+            return "pg_stat_statements is preloaded but not created in the benchmark's database (CREATE EXTENSION pg_stat_statements)"
         return "pg_stat_statements is not in shared_preload_libraries"
     return f"{capability} is not available on the server"
 
@@ -74,7 +84,8 @@ def describe_server(env: Mapping[str, str]) -> dict:
             if version:
                 out["server_version"] = str(version).split()[0]
             preload = _one(conn, "SELECT current_setting('shared_preload_libraries')")
-            caps = capabilities(out.get("server_version"), preload)
+            view = bool(_one(conn, "SELECT count(*) FROM pg_extension WHERE extname = 'pg_stat_statements'"))
+            caps = capabilities(out.get("server_version"), preload, view)
             if caps:
                 out["capabilities"] = caps
             rows = conn.execute("SELECT name, setting || coalesce(' ' || unit, '') FROM pg_settings "

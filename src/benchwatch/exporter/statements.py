@@ -1,0 +1,391 @@
+"""The statements collector: time per call of the benchmark's top statements, and which are in flight.
+
+A TPS dip that comes from one statement (an UPDATE waiting on a lock, a SELECT whose plan lost its
+index) shows in no server-wide counter; pgbench's ``-r`` averages each statement over the whole run.
+This collector reads, in the benchmark's database (the exporter's libpq environment: PGHOST,
+PGPORT, PGDATABASE, PGUSER, the password in PGPASSFILE, a 0600 file; never argv):
+
+- ``pg_stat_statements`` (calls and execution time, by ``queryid``): recorded when a statement
+  finishes, so a statement stuck for the whole dip shows only after it;
+- ``pg_stat_activity`` (active sessions by ``query_id`` and wait event): the statements in flight,
+  what shows while the dip is under way.
+
+and remote-writes, at each sample's time, for the TOP statements by execution time since the
+previous sample (a statement stays written TRACK_S after it was last among them, at most
+MAX_TRACKED at once, the one longest out of the top making room for a new one: a bounded set of
+queryids; the first reading only sets the starting point):
+
+- ``pg_statement_calls_total{queryid, statement}``, ``pg_statement_exec_seconds_total{...}``;
+- ``pg_statement_active_sessions{queryid, statement, wait_event_type, wait_event}`` (the ACTIVE_ROWS
+  largest groups; ``CPU`` for a session that waits on nothing) and ``pg_statement_active_seconds_max``
+  (how long the longest of them had been at it: a wait for a table lock is taken while the statement
+  is parsed, before execution, and pg_stat_statements' time never holds it).
+
+``statement`` is pg_stat_statements' text (constants already ``$n``), any literal left replaced by
+``?``, whitespace collapsed, cut at TEXT_CHARS. It samples every EVERY_S seconds, every FAST_S while
+a followed run's progress line is possibly low (``dips.possibly_low``, as the dips collector decides
+to look) and FAST_HOLD_S after: pg_stat_statements records the slow calls when they end, after the
+dip. Queries run in a thread of their own: a server that does not answer never holds up the
+progress lines. A connection that fails is logged once and tried again RETRY_S later.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from benchwatch.exporter import ExporterOptions, register_collector
+from benchwatch.exporter.dips import INTERVAL, TPS, possibly_low
+from benchwatch.model.samples import STALE_NAN, Sample, sample
+from benchwatch.util import sqltext
+
+log = logging.getLogger("benchwatch.exporter")
+
+METRICS: dict[str, tuple[str, str]] = {
+    "pg_statement_calls_total": (
+        "counter", "Calls of one of the benchmark database's top statements (pg_stat_statements, by queryid; "
+                   "statement: its normalized text, cut at 100 characters), sampled every 5 s, every second while a "
+                   "run's TPS line is possibly low."),
+    "pg_statement_exec_seconds_total": (
+        "counter", "Execution time of the same statements (pg_stat_statements' total_exec_time), in seconds; "
+                   "divided by the calls' rate: time per call."),
+    "pg_statement_active_sessions": (
+        "gauge", "Active sessions running a statement (pg_stat_activity by query_id) by what they wait on "
+                 "(wait_event_type, wait_event; CPU for none), the 8 largest groups, when sampled."),
+    "pg_statement_active_seconds_max": (
+        "gauge", "How long the longest of those sessions had been running the statement when sampled (now - "
+                 "query_start), in seconds: a wait for a table lock comes before execution and is not in "
+                 "pg_stat_statements' time."),
+}
+
+EVERY_S = 5.0        # a quiet run: the baseline per call, at a few ms of the server's CPU per sample
+FAST_S = 1.0         # while a progress line is possibly low
+FAST_HOLD_S = 10.0   # ... and this long after: the slow calls are recorded when they end
+TOP = 8              # statements written per sample (pgbench's tpcb-like has 7)
+TRACK_S = 60.0       # a statement stays written this long after it left the top, so its counters go on
+MAX_TRACKED = 16     # at most this many queryids written at once (the series budget)
+ACTIVE_ROWS = 8      # in-flight groups written per sample
+TEXT_CHARS = 100
+RETRY_S = 10.0
+UNSUPPORTED_RETRY_S = 600.0  # a server too old for query_id may be upgraded, not within seconds
+KEEP_LINES_S = 60.0  # TPS lines kept per run for possibly_low (its window is 30 s)
+# Our own queries carry this comment, by which their pg_stat_statements rows are left out.
+MARK = "/* benchwatch statements */"
+
+STATEMENTS_SQL = MARK + """
+SELECT s.queryid::text, sum(s.calls)::float8, sum(s.total_exec_time)::float8
+FROM {schema}.pg_stat_statements(false) s
+WHERE s.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) AND s.toplevel
+GROUP BY 1"""
+TEXTS_SQL = MARK + """
+SELECT s.queryid::text, min(s.query) FROM {schema}.pg_stat_statements(true) s
+WHERE s.queryid::text = ANY(%s) GROUP BY 1"""
+ACTIVE_SQL = MARK + r"""
+SELECT coalesce(a.query_id::text, ''), coalesce(a.wait_event_type, 'CPU'), coalesce(a.wait_event, 'CPU'),
+       count(*)::float8, coalesce(max(extract(epoch FROM clock_timestamp() - a.query_start)), 0)::float8,
+       min(left(a.query, 1000))
+FROM pg_catalog.pg_stat_activity a
+WHERE a.state = 'active' AND a.pid <> pg_catalog.pg_backend_pid()
+  AND a.datname = current_database() AND a.backend_type = 'client backend'
+GROUP BY a.query_id, 2, 3,
+         -- No query_id yet (a session waiting for a table lock while its statement is parsed): by its text.
+         CASE WHEN a.query_id IS NULL THEN regexp_replace(regexp_replace(left(a.query, 1000), '''[^'']*''', '?', 'g'),
+                                                          '\m-?[0-9]+(\.[0-9]+)?\M', '?', 'g') END
+ORDER BY 4 DESC, 1 LIMIT %s"""
+
+def normalize(text: str) -> str:
+    """A statement's text fit for a label: literals as ``?`` (pg_stat_statements leaves some in utility
+    statements), one space between words, at most TEXT_CHARS characters."""
+    return sqltext.normalize(text, TEXT_CHARS)
+
+
+StatementRow = tuple[str, float, float]               # queryid, calls, total execution time in ms
+ActiveRow = tuple[str, str, str, float, float, str]   # queryid, wait_event_type, wait_event, sessions, longest s, query
+
+
+@dataclass
+class Tracker:
+    """Turns successive readings into samples: which statements are written (top by time since the last
+    reading, sticky for TRACK_S, at most MAX_TRACKED), their texts, and the in-flight groups."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)       # queryid -> normalized text
+    ignored: set[str] = field(default_factory=set)            # our own queries
+    last: dict[str, tuple[float, float]] = field(default_factory=dict)  # queryid -> (calls, ms) last read
+    tracked: dict[str, float] = field(default_factory=dict)   # queryid -> when last among the top
+    active: set[tuple[tuple[str, str], ...]] = field(default_factory=set)  # in-flight label sets last written
+    started: bool = False  # a first reading (the starting point) was taken
+
+    def choose(self, rows: Sequence[StatementRow], now: float) -> list[str]:
+        """The queryids to write now; those without a known text yet are for ``need_texts``. The first
+        reading only sets the starting point: what ran before (a pgbench -i, yesterday's benchmark) is
+        not what runs now."""
+        first, self.started = not self.started, True
+        spent = []
+        for qid, _calls, ms in rows:
+            before = self.last.get(qid)
+            # By time spent since the last reading (a new statement, or a reset of the statistics: all of it).
+            delta = ms if before is None or ms < before[1] else ms - before[1]
+            if delta > 0 and qid not in self.ignored:
+                spent.append((delta, qid))
+        self.last = {qid: (calls, ms) for qid, calls, ms in rows}
+        if first:
+            return []
+        top = [qid for _, qid in sorted(spent, reverse=True)[:TOP]]
+        for qid, seen in list(self.tracked.items()):
+            if now - seen > TRACK_S or qid not in self.last or qid in self.ignored:
+                del self.tracked[qid]
+        for qid in top:
+            if qid not in self.tracked and len(self.tracked) >= MAX_TRACKED:
+                # Full: the statement longest out of the top makes room (a hot one always gets in).
+                stale = min((q for q in self.tracked if q not in top), key=lambda q: self.tracked[q], default=None)
+                if stale is None:
+                    continue
+                del self.tracked[stale]
+            self.tracked[qid] = now
+        return list(self.tracked)
+
+    def need_texts(self) -> list[str]:
+        return [qid for qid in self.tracked if qid not in self.texts]
+
+    def learn_texts(self, rows: Iterable[tuple[str, str]]) -> None:
+        for qid, query in rows:
+            if MARK in (query or ""):
+                self.ignored.add(qid)
+                self.tracked.pop(qid, None)
+            else:
+                self.texts[qid] = normalize(query or "")
+
+    def samples(self, written_before: Iterable[str], rows: Sequence[StatementRow],
+                active: Sequence[ActiveRow], now: float) -> list[Sample]:
+        """The samples of one reading at ``now``: counters of the tracked statements, staleness markers for
+        those no longer tracked (``written_before``), the in-flight groups (and markers for gone ones)."""
+        ts = round(now * 1000)
+        out: list[Sample] = []
+        by_id = {qid: (calls, ms) for qid, calls, ms in rows}
+        for qid in self.tracked:
+            if qid not in self.texts or qid not in by_id:
+                continue
+            calls, ms = by_id[qid]
+            labels = {**self.labels, "queryid": qid, "statement": self.texts[qid]}
+            out.append(sample("pg_statement_calls_total", labels, calls, ts))
+            out.append(sample("pg_statement_exec_seconds_total", labels, ms / 1000.0, ts))
+        for qid in written_before:
+            if qid not in self.tracked and qid in self.texts:
+                labels = {**self.labels, "queryid": qid, "statement": self.texts[qid]}
+                out += [sample(name, labels, STALE_NAN, ts)
+                        for name in ("pg_statement_calls_total", "pg_statement_exec_seconds_total")]
+        now_active: set[tuple[tuple[str, str], ...]] = set()
+        groups: dict[tuple[tuple[str, str], ...], list[float]] = {}
+        by_key = {sqltext.key(text): qid for qid, text in self.texts.items()}
+        for qid, wtype, wevent, sessions, longest, query in active:
+            if not qid:
+                # A statement waiting for a table lock has no query_id before it is parsed: the tracked
+                # statement of the same text (pg_stat_statements' $n against the literals sent).
+                qid = by_key.get(sqltext.key(query or ""), "")
+            if qid in self.ignored or MARK in (query or ""):
+                continue
+            text = self.texts.get(qid) or normalize(query or "")
+            key = sample("pg_statement_active_sessions", {**self.labels, "queryid": qid, "statement": text,
+                                                             "wait_event_type": wtype, "wait_event": wevent}, 0.0, ts).labels
+            got = groups.setdefault(key, [0.0, 0.0])
+            got[0] += float(sessions)
+            got[1] = max(got[1], round(float(longest), 3))
+        for key, (sessions, longest) in groups.items():
+            now_active.add(key)
+            out += [Sample("pg_statement_active_sessions", key, sessions, ts),
+                    Sample("pg_statement_active_seconds_max", key, longest, ts)]
+        out += [Sample(name, key, STALE_NAN, ts) for key in self.active - now_active
+                for name in ("pg_statement_active_sessions", "pg_statement_active_seconds_max")]
+        self.active = now_active
+        return out
+
+
+class Schedule:
+    """When the next sample is due: every EVERY_S, every FAST_S while a followed run's newest TPS line is
+    possibly low and FAST_HOLD_S after. ``observe`` takes every batch the exporter sends."""
+
+    def __init__(self, clock: Callable[[], float] = time.time, wake: Callable[[], None] | None = None):
+        self.clock = clock
+        self.wake = wake  # called when the pace turns fast, so the wait for a slow step ends
+        self.lines: dict[str, list[tuple[int, float]]] = {}
+        self.intervals: dict[str, float] = {}
+        self.fast_until = 0.0
+        self.lock = threading.Lock()
+
+    def observe(self, samples: list[Sample]) -> None:
+        low = False
+        with self.lock:
+            for s in samples:
+                if s.name not in (TPS, INTERVAL) or s.value != s.value:
+                    continue
+                run_id = dict(s.labels).get("run_id")
+                if not run_id:
+                    continue
+                if s.name == INTERVAL:
+                    self.intervals[run_id] = s.value
+                    continue
+                points = self.lines.setdefault(run_id, [])
+                if points and s.timestamp_ms <= points[-1][0]:
+                    continue
+                points.append((s.timestamp_ms, s.value))
+                if points[0][0] < s.timestamp_ms - 2 * KEEP_LINES_S * 1000:
+                    points[:] = [p for p in points if p[0] >= s.timestamp_ms - KEEP_LINES_S * 1000]
+                low = low or possibly_low(points, len(points) - 1, (self.intervals.get(run_id) or 1.0,))
+            if low:
+                was_fast = self.clock() < self.fast_until
+                self.fast_until = self.clock() + FAST_HOLD_S
+                if not was_fast and self.wake is not None:
+                    self.wake()
+
+    def step(self) -> float:
+        """Seconds until the next sample after one taken now."""
+        return FAST_S if self.clock() < self.fast_until else EVERY_S
+
+
+class Unsupported(Exception):
+    """The server cannot give what the collector reads: asked again only every UNSUPPORTED_RETRY_S."""
+
+
+class Reader:
+    """The server side: one autocommit connection (libpq keywords, the password from the passfile), kept."""
+
+    def __init__(self, params: Mapping[str, str]):
+        self.params = dict(params)
+        self.conn: Any = None
+        self.schema: str | None = None  # pg_stat_statements' schema; None: not there (in flight only)
+
+    def open(self) -> None:
+        from psycopg import sql
+
+        from benchwatch.engines.postgresql import connect
+
+        conn = connect.connect(self.params)
+        try:
+            conn.execute(MARK + " SET statement_timeout = '2s'")
+            got = conn.execute(MARK + " SELECT current_setting('server_version_num')::int").fetchone()
+            version = got[0] if got else 0
+            if version < 140000:
+                raise Unsupported(f"PostgreSQL 14 or later needed (pg_stat_activity.query_id); server {version}")
+            row = conn.execute(MARK + " SELECT extnamespace::regnamespace::text FROM pg_catalog.pg_extension "
+                               "WHERE extname = 'pg_stat_statements'").fetchone()
+            self.schema = sql.Identifier(row[0]).as_string(conn) if row else None
+            if self.schema is None:
+                log.warning("statements collector: pg_stat_statements is not created in this database; "
+                            "sampling statements in flight only")
+        except Exception:
+            conn.close()
+            raise
+        self.conn = conn
+
+    def statements(self) -> list[StatementRow]:
+        if self.schema is None:
+            return []
+        return [(q, c, t) for q, c, t in self.conn.execute(STATEMENTS_SQL.format(schema=self.schema)).fetchall()]
+
+    def texts(self, queryids: list[str]) -> list[tuple[str, str]]:
+        if self.schema is None or not queryids:
+            return []
+        return list(self.conn.execute(TEXTS_SQL.format(schema=self.schema), (queryids,)).fetchall())
+
+    def active(self) -> list[ActiveRow]:
+        return [(q, wt, we, n, longest, text)
+                for q, wt, we, n, longest, text in self.conn.execute(ACTIVE_SQL, (ACTIVE_ROWS,)).fetchall()]
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except Exception:  # already broken
+                pass
+        self.conn = None
+
+
+class StatementsCollector:
+    def __init__(self, sink: Callable[[list[Sample]], None], reader: Any, clock: Callable[[], float] = time.time,
+                 labels: Mapping[str, str] | None = None,
+                 subscribe: Callable[[Callable[[list[Sample]], None]], None] | None = None):
+        self.sink = sink
+        self.reader = reader
+        self.clock = clock
+        self.tracker = Tracker(labels=dict(labels or {}))
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self.schedule = Schedule(clock, wake=self._wake.set)
+        if subscribe is not None:
+            subscribe(self.schedule.observe)
+        self._outbox: list[Sample] = []
+        self._outbox_lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+        self.failing = False
+
+    def sample_once(self) -> list[Sample]:
+        """One reading: connects if need be; returns its samples (raises on a server error)."""
+        if self.reader.conn is None:
+            self.reader.open()
+        rows = self.reader.statements()
+        now = self.clock()
+        before = list(self.tracker.tracked)
+        self.tracker.choose(rows, now)
+        missing = self.tracker.need_texts()
+        if missing:
+            self.tracker.learn_texts(self.reader.texts(missing))
+        active = self.reader.active()
+        return self.tracker.samples(before, rows, active, now)
+
+    def tick(self) -> float:
+        """One reading into the outbox; returns the seconds until the next. A failure is logged once
+        (until a reading succeeds again) and retried RETRY_S later, with a new connection."""
+        try:
+            got = self.sample_once()
+        except Exception as e:  # a server away, a restart, a permission: never the exporter's end
+            delay = UNSUPPORTED_RETRY_S if isinstance(e, Unsupported) else RETRY_S
+            if not self.failing:
+                log.warning("statements collector: %s; trying again every %.0f s",
+                            str(e).strip() or type(e).__name__, delay)
+            self.failing = True
+            self.reader.close()
+            return delay
+        if self.failing:
+            log.info("statements collector: reading the server again")
+        self.failing = False
+        if got:
+            with self._outbox_lock:
+                self._outbox.extend(got)
+        return self.schedule.step()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            delay = self.tick()
+            self._wake.wait(delay)  # set early when a possibly low line asks for the fast pace
+            self._wake.clear()
+
+    def poll(self) -> int:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._loop, daemon=True, name="statements")
+            self.thread.start()
+        with self._outbox_lock:
+            ready, self._outbox = self._outbox, []
+        if ready:
+            self.sink(ready)
+        return len(ready)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    def collect(self) -> Iterable:
+        return ()  # remote-written at each sample's time, like the processes collector
+
+
+@register_collector("statements", "time per call of the benchmark database's top statements and those in flight "
+                                  "(pg_stat_statements, pg_stat_activity; PostgreSQL 14+)")
+def _build(options: ExporterOptions) -> StatementsCollector | None:
+    if not options.pg_params:
+        return None
+    return StatementsCollector(options.sink, Reader(options.pg_params), clock=options.clock,
+                               labels=options.database_labels, subscribe=options.subscribe)

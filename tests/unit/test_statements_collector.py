@@ -1,0 +1,245 @@
+"""The statements collector: readings of pg_stat_statements and pg_stat_activity turned into samples, and its pace."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+from benchwatch.exporter import statements
+from benchwatch.model.samples import Sample, sample
+
+# pgbench's tpcb-like statements as pg_stat_statements shows them (PostgreSQL 15, -M simple).
+TEXTS = {
+    "-101": "UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2",
+    "-102": "SELECT abalance FROM pgbench_accounts WHERE aid = $1",
+    "-103": "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2",
+    "-104": "UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2",
+    "-105": "INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES ($1, $2, $3, $4, CURRENT_TIMESTAMP)",
+    "-106": "BEGIN",
+    "-107": "END",
+}
+
+
+class Clock:
+    def __init__(self, t: float = 1_800_000_000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Server:
+    """What the collector's Reader returns, set by the test (rows as the SQL gives them)."""
+
+    def __init__(self):
+        self.conn = None
+        self.rows: list[statements.StatementRow] = []
+        self.active_rows: list[statements.ActiveRow] = []
+        self.text_rows = dict(TEXTS)
+        self.down = False
+        self.opened = 0
+
+    def open(self):
+        if self.down:
+            raise OSError("connection to server at \"127.0.0.1\", port 15432 failed: Connection refused")
+        self.opened += 1
+        self.conn = object()
+
+    def statements(self):
+        if self.down:
+            raise OSError("server closed the connection unexpectedly")
+        return list(self.rows)
+
+    def texts(self, queryids):
+        return [(q, self.text_rows[q]) for q in queryids if q in self.text_rows]
+
+    def active(self):
+        return list(self.active_rows)
+
+    def close(self):
+        self.conn = None
+
+
+def by_name(samples: list[Sample], name: str) -> dict[str, float]:
+    return {dict(s.labels)["queryid"] + ("/" + dict(s.labels)["wait_event"] if "wait_event" in dict(s.labels) else ""):
+            s.value for s in samples if s.name == name}
+
+
+def test_top_statements_by_time_since_the_last_reading_with_their_counters():
+    clock, server, sent = Clock(), Server(), []
+    c = statements.StatementsCollector(sent.extend, server, clock=clock, labels={"target": "local", "host": "h"})
+    # The first reading is the starting point: pgbench -i's statements, run before, are not what runs now.
+    server.rows = [("-101", 1000, 200.0), ("-102", 1000, 100.0), ("-106", 1000, 1.0), ("-900", 1, 9000.0)]
+    assert c.sample_once() == []
+    clock.t += 5
+    server.rows = [("-101", 1100, 220.0), ("-102", 1100, 110.0), ("-106", 1100, 1.1), ("-900", 1, 9000.0)]
+    got = c.sample_once()
+    calls = by_name(got, "pg_statement_calls_total")
+    assert calls == {"-101": 1100, "-102": 1100, "-106": 1100}
+    seconds = by_name(got, "pg_statement_exec_seconds_total")
+    assert seconds["-101"] == 0.22
+    first = next(s for s in got if s.name == "pg_statement_calls_total" and dict(s.labels)["queryid"] == "-101")
+    assert dict(first.labels) == {"target": "local", "host": "h", "queryid": "-101", "statement": TEXTS["-101"]}
+    assert first.timestamp_ms == round(clock.t * 1000)
+    # A new statement that took most of the time since joins; the others stay (sticky for TRACK_S).
+    clock.t += 5
+    server.rows = [("-101", 1200, 240.0), ("-102", 1200, 120.0), ("-106", 1200, 1.2), ("-103", 50, 900.0)]
+    got = c.sample_once()
+    assert set(by_name(got, "pg_statement_calls_total")) == {"-101", "-102", "-106", "-103"}
+
+
+def test_a_statement_that_turns_hot_gets_in_when_the_budget_is_full():
+    clock, server = Clock(), Server()
+    server.text_rows = {f"-{i}": f"SELECT {i} FROM t{i} WHERE id = $1" for i in range(100)}
+    c = statements.StatementsCollector([].extend, server, clock=clock)
+    total = dict.fromkeys((f"-{i}" for i in range(100)), 0.0)
+
+    def reading(busy: list[str]) -> set[str]:
+        for q in busy:
+            total[q] += 10.0
+        server.rows = [(q, 1.0 + ms, ms) for q, ms in total.items()]
+        clock.t += 1
+        return {dict(s.labels)["queryid"] for s in c.sample_once() if s.name == "pg_statement_calls_total"
+                and not math.isnan(s.value)}
+    reading([])
+    reading([f"-{i}" for i in range(8)])
+    reading([f"-{i}" for i in range(8, 16)])
+    assert len(c.tracker.tracked) == statements.MAX_TRACKED
+    # pgbench starts: its statements are written at once, in place of those longest out of the top.
+    live = reading(["-50", "-51"])
+    assert {"-50", "-51"} <= live and len(live) == statements.MAX_TRACKED
+    assert len({f"-{i}" for i in range(8)} & live) == 6  # two of the first 8, out of the top the longest, left
+
+
+def test_statements_left_out_of_the_top_stop_with_a_staleness_marker_and_the_budget_holds():
+    clock, server = Clock(), Server()
+    server.text_rows = {f"-{i}": f"SELECT {i} FROM t{i} WHERE id = $1" for i in range(100)}
+    c = statements.StatementsCollector([].extend, server, clock=clock)
+    # 40 statements, each the busiest once: at most MAX_TRACKED written at any time.
+    for i in range(40):
+        server.rows = [(f"-{j}", 10.0 * (j + 1), 10.0 * (j + 1) + (1000.0 if j == i else 0.0) + i) for j in range(40)]
+        got = c.sample_once()
+        live = {dict(s.labels)["queryid"] for s in got if s.name == "pg_statement_calls_total" and not math.isnan(s.value)}
+        assert len(live) <= statements.MAX_TRACKED
+        clock.t += 1
+    # Nothing for TRACK_S: each tracked one leaves with one staleness marker per counter.
+    clock.t += statements.TRACK_S + 1
+    got = c.sample_once()
+    gone = [s for s in got if math.isnan(s.value)]
+    assert gone and all(s.name in ("pg_statement_calls_total", "pg_statement_exec_seconds_total") for s in gone)
+    assert len(gone) == 2 * len({dict(s.labels)["queryid"] for s in gone})
+
+
+def test_our_own_queries_are_left_out_and_literals_never_reach_a_label():
+    clock, server = Clock(), Server()
+    server.text_rows = {"-1": statements.MARK + "\nSELECT s.queryid::text ...", "-2": "LOCK TABLE t IN ACCESS EXCLUSIVE MODE",
+                        "-3": "SET application_name = 'secret 42'"}
+    c = statements.StatementsCollector([].extend, server, clock=clock)
+    server.rows = [("-1", 0, 0.0), ("-2", 0, 0.0), ("-3", 0, 0.0)]
+    c.sample_once()
+    server.rows = [("-1", 10, 500.0), ("-2", 1, 10.0), ("-3", 1, 5.0)]
+    got = c.sample_once()
+    texts = {dict(s.labels)["queryid"]: dict(s.labels)["statement"] for s in got}
+    assert texts == {"-2": "LOCK TABLE t IN ACCESS EXCLUSIVE MODE", "-3": "SET application_name = ?"}
+    assert statements.normalize("UPDATE t SET v = 'x''y', w = 12.5\n   WHERE id = $1 AND k IN (1, 2)") == (
+        "UPDATE t SET v = ?, w = ? WHERE id = $1 AND k IN (?, ?)")
+    assert len(statements.normalize("SELECT " + "a, " * 100)) == statements.TEXT_CHARS
+
+
+def test_statements_in_flight_by_wait_event_and_gone_ones_end():
+    clock, server = Clock(), Server()
+    c = statements.StatementsCollector([].extend, server, clock=clock)
+    c.sample_once()
+    server.rows = [("-103", 100, 10.0)]
+    server.active_rows = [("-103", "Lock", "relation", 2.0, 5.8,
+                           "UPDATE pgbench_tellers SET tbalance = tbalance + -4017 WHERE tid = 7;"),
+                          ("-999", "CPU", "CPU", 1.0, 0.01, "SELECT * FROM big WHERE note = 'private'")]
+    got = c.sample_once()
+    active = {dict(s.labels)["queryid"]: s for s in got if s.name == "pg_statement_active_sessions"}
+    assert dict(active["-103"].labels)["statement"] == TEXTS["-103"]  # pg_stat_statements' text for a known queryid
+    assert dict(active["-103"].labels)["wait_event_type"] == "Lock" and active["-103"].value == 2.0
+    assert dict(active["-999"].labels)["statement"] == "SELECT * FROM big WHERE note = ?"  # its own text, no literal
+    longest = {dict(s.labels)["queryid"]: s.value for s in got if s.name == "pg_statement_active_seconds_max"}
+    assert longest == {"-103": 5.8, "-999": 0.01}
+    # Sessions waiting for a table lock while their statement is parsed have no query_id yet: the tracked
+    # statement of the same text takes them (pgbench -M simple sends its literals), added to its group.
+    clock.t += 1
+    server.active_rows = [("-103", "Lock", "relation", 1.0, 2.0, "UPDATE pgbench_tellers SET tbalance = tbalance + 17 WHERE tid = 3;"),
+                          ("", "Lock", "relation", 2.0, 6.5, "UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?;"),
+                          ("", "Lock", "relation", 1.0, 1.0, "UPDATE other SET v = ? WHERE id = ?")]
+    got = {(dict(s.labels).get("queryid"), dict(s.labels)["statement"]): s.value for s in c.sample_once()
+           if s.name == "pg_statement_active_sessions" and not math.isnan(s.value)}
+    assert got == {("-103", TEXTS["-103"]): 3.0, (None, "UPDATE other SET v = ? WHERE id = ?"): 1.0}
+    clock.t += 1
+    server.active_rows = []
+    got = c.sample_once()
+    assert sorted((dict(s.labels).get("queryid", ""), s.name) for s in got if math.isnan(s.value)) == [
+        ("", "pg_statement_active_seconds_max"), ("", "pg_statement_active_sessions"),
+        ("-103", "pg_statement_active_seconds_max"), ("-103", "pg_statement_active_sessions")]
+
+
+def tps(run: str, t: float, v: float) -> Sample:
+    return sample(statements.TPS, {"run_id": run, "tool": "pgbench"}, v, round(t * 1000))
+
+
+def test_the_pace_turns_fast_while_a_line_is_possibly_low_and_back():
+    clock = Clock()
+    woken = []
+    pace = statements.Schedule(clock, wake=lambda: woken.append(clock.t))
+    t0 = clock.t
+    for i in range(20):
+        clock.t = t0 + i
+        pace.observe([tps("r", clock.t, 150.0)])
+    assert pace.step() == statements.EVERY_S and woken == []
+    clock.t = t0 + 20
+    pace.observe([tps("r", clock.t, 40.0)])  # a low line
+    assert pace.step() == statements.FAST_S and woken == [clock.t]
+    clock.t += statements.FAST_HOLD_S - 1
+    assert pace.step() == statements.FAST_S
+    clock.t += 2
+    assert pace.step() == statements.EVERY_S
+    # Other series (and staleness markers) change nothing.
+    pace.observe([sample("benchmark_transactions_total", {"run_id": "r"}, 1.0, round(clock.t * 1000)),
+                  tps("r", clock.t + 1, float("nan"))])
+    assert pace.step() == statements.EVERY_S
+
+
+def test_a_server_away_is_logged_once_and_retried(caplog):
+    clock, server = Clock(), Server()
+    sent: list[Sample] = []
+    c = statements.StatementsCollector(sent.extend, server, clock=clock)
+    server.down = True
+    with caplog.at_level(logging.INFO, logger="benchwatch.exporter"):
+        assert c.tick() == statements.RETRY_S
+        assert c.tick() == statements.RETRY_S
+        server.down = False
+        assert c.tick() == statements.EVERY_S
+        server.rows = [("-101", 10, 2.0)]
+        assert c.tick() == statements.EVERY_S
+    c.stop()  # before the first poll: its thread ends at once, the ticks above are the test's
+    assert [r.levelname for r in caplog.records] == ["WARNING", "INFO"], caplog.records
+    assert "Connection refused" in caplog.records[0].getMessage()
+    assert c.poll() > 0 and {s.name for s in sent} == {"pg_statement_calls_total", "pg_statement_exec_seconds_total"}
+
+
+def test_the_connection_comes_from_the_daemons_environment_without_a_password():
+    from benchwatch.exporter.server import pg_environment
+
+    env = {"PGHOST": "127.0.0.1", "PGPORT": "15432", "PGDATABASE": "pgbench", "PGUSER": "postgres",
+           "PGPASSFILE": "/state/secrets/pgpass", "PGPASSWORD": "from-a-shell", "HOME": "/root"}
+    assert pg_environment(env) == {"host": "127.0.0.1", "port": "15432", "dbname": "pgbench", "user": "postgres",
+                                   "passfile": "/state/secrets/pgpass"}
+    assert pg_environment({"HOME": "/root", "PGDATABASE": "x"}) is None  # the stack gave it no server: no collector
+
+
+def test_a_server_too_old_for_query_id_is_asked_again_only_every_few_minutes(caplog):
+    class Old(Server):
+        def open(self):
+            raise statements.Unsupported("PostgreSQL 14 or later needed (pg_stat_activity.query_id); server 130004")
+    c = statements.StatementsCollector([].extend, Old(), clock=Clock())
+    with caplog.at_level(logging.INFO, logger="benchwatch.exporter"):
+        assert c.tick() == statements.UNSUPPORTED_RETRY_S
+        assert c.tick() == statements.UNSUPPORTED_RETRY_S
+    assert [r.getMessage() for r in caplog.records] == [
+        "statements collector: PostgreSQL 14 or later needed (pg_stat_activity.query_id); server 130004; trying again "
+        "every 600 s"]
