@@ -21,7 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from benchwatch.engines.postgresql import server_log as pg_log
 from benchwatch.model import catalogue
-from benchwatch.model.samples import Sample, sample
+from benchwatch.model.samples import RisingSeries, Sample
 
 IN_PROGRESS = "pg_autovacuum_in_progress"
 RUNS = "pg_autovacuum_runs_total"
@@ -46,21 +46,10 @@ class AutovacuumModel:
     """Autovacuum runs in, timestamped samples out; keeps the counts for /metrics."""
 
     def __init__(self, labels: Mapping[str, str] | None = None):
-        self.const = dict(labels or {})
+        self.rising = RisingSeries(labels)
+        self.const = self.rising.const
         self.runs: dict[tuple[str, str, str], int] = {}  # (database, table, kind) -> runs
         self.seconds: dict[tuple[str, str, str], float] = {}
-        self._series_ts: dict[tuple, int] = {}
-
-    def _emit(self, out: list[Sample], name: str, labels: dict, value: float, ts: int) -> int:
-        """Append a sample; a series' timestamps only go up (an equal one would overwrite the last)."""
-        s = sample(name, {**self.const, **labels}, value, ts)
-        last = self._series_ts.get(s.series)
-        if last is not None and ts <= last:
-            ts = last + 1
-            s = Sample(s.name, s.labels, s.value, ts)
-        self._series_ts[s.series] = ts
-        out.append(s)
-        return ts
 
     def feed(self, run: pg_log.AutovacuumRun, end_ms: int) -> list[Sample]:
         out: list[Sample] = []
@@ -70,27 +59,27 @@ class AutovacuumModel:
         if run.elapsed_seconds is not None:
             length = min(MAX_REGION_MS, max(1, round(run.elapsed_seconds * 1000)))
             start = end_ms - length
-            last = self._series_ts.get(sample(IN_PROGRESS, {**self.const, **labels}, 0, 0).series)
+            last = self.rising.last(IN_PROGRESS, labels)
             if last is None or last < start - 1:
-                self._emit(out, IN_PROGRESS, labels, 0, start - 1)
+                self.rising.emit(out, IN_PROGRESS, labels, 0, start - 1)
             at = start
             while at < end_ms:
-                self._emit(out, IN_PROGRESS, labels, 1, at)
+                self.rising.emit(out, IN_PROGRESS, labels, 1, at)
                 at += HEARTBEAT_MS
-            self._emit(out, IN_PROGRESS, labels, 0, end_ms)
+            self.rising.emit(out, IN_PROGRESS, labels, 0, end_ms)
         if first:  # a 0 first, so that increase() sees the first run
             before = end_ms - max(1, round((run.elapsed_seconds or 0) * 1000)) - 1
-            self._emit(out, RUNS, labels, 0, before)
-            self._emit(out, DURATION, labels, 0, before)
+            self.rising.emit(out, RUNS, labels, 0, before)
+            self.rising.emit(out, DURATION, labels, 0, before)
         self.runs[key] = self.runs.get(key, 0) + 1
         self.seconds[key] = self.seconds.get(key, 0.0) + (run.elapsed_seconds or 0.0)
-        self._emit(out, RUNS, labels, self.runs[key], end_ms)
-        self._emit(out, DURATION, labels, round(self.seconds[key], 6), end_ms)
+        self.rising.emit(out, RUNS, labels, self.runs[key], end_ms)
+        self.rising.emit(out, DURATION, labels, round(self.seconds[key], 6), end_ms)
         if run.kind == "vacuum":
             table = {"database": run.database, "table": run.table}
             for field, name in (("tuples_removed", TUPLES_REMOVED), ("pages_removed", PAGES_REMOVED)):
                 if field in run.fields:
-                    self._emit(out, name, table, run.fields[field], end_ms)
+                    self.rising.emit(out, name, table, run.fields[field], end_ms)
         return out
 
     def families(self) -> list:

@@ -28,7 +28,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from benchwatch.engines.postgresql import server_log as pg_log
 from benchwatch.model import catalogue
-from benchwatch.model.samples import STALE_NAN, Sample, sample
+from benchwatch.model.samples import STALE_NAN, RisingSeries, Sample
 
 HEARTBEAT_MS = 1000
 # A grid point is written once it is this old: the "complete" line it must
@@ -103,7 +103,8 @@ class CheckpointModel:
     """Checkpoint events in, timestamped samples out; keeps the latest values for /metrics."""
 
     def __init__(self, labels: Mapping[str, str] | None = None):
-        self.const = dict(labels or {})
+        self.rising = RisingSeries(labels)
+        self.const = self.rising.const
         self.open: _Open | None = None
         self.completed: dict[tuple[str, str], int] = {}
         self.in_progress_seen: set[tuple[str, str]] = set()
@@ -111,25 +112,18 @@ class CheckpointModel:
         self.too_frequent = 0
         self.unmatched = {"complete_without_start": 0, "start_without_complete": 0}
         self.late_ends = 0  # an end that had to follow a heartbeat already written past it
-        self._series_ts: dict[tuple, int] = {}
 
     # -- sample helpers
 
     def _emit(self, out: list[Sample], name: str, labels: dict, value: float, ts: int) -> int:
-        """Append a sample; a series' timestamps only go up (an equal one would overwrite)."""
-        s = sample(name, {**self.const, **labels}, value, ts)
-        last = self._series_ts.get(s.series)
-        if last is not None and ts <= last:
-            ts = last + 1
-            s = Sample(s.name, s.labels, s.value, ts)
-        self._series_ts[s.series] = ts
-        out.append(s)
+        """Append a sample (its series' timestamps only go up); keeps the last_* figures for /metrics."""
+        ts = self.rising.emit(out, name, labels, value, ts)
         if name.startswith("pg_checkpoint_last_"):
             self.last[(name, tuple(sorted(labels.items())))] = float(value)
         return ts
 
     def _last_ts(self, name: str, labels: dict) -> int | None:
-        return self._series_ts.get(sample(name, {**self.const, **labels}, 0, 0).series)
+        return self.rising.last(name, labels)
 
     # -- events
 
