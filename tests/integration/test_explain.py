@@ -407,7 +407,7 @@ def test_an_autovacuum_mid_run_reaches_prometheus_and_explain_from_the_server_lo
     assert abs((end - start) - float(seconds[0]["value"][1])) < 0.01, (start, end, seconds)  # elapsed as logged
     assert query(live.prometheus, 'pg_autovacuum_last_tuples_removed{table="public.bw_av"}'), "no tuples removed"
     assert "autovacuum" in report["signals"]["weighed"], report["signals"]
-    assert dip_over(report, locked, unlocked, run)["cause"] == "lock", json.dumps(report["dips"], indent=1)
+    assert dip_over(report, locked, unlocked, run.dir)["cause"] == "lock", json.dumps(report["dips"], indent=1)
     for dip in report["dips"]:
         if start <= dip["start"] and dip["end"] <= end:  # the vacuum ran all through it
             named = [c for c in dip["candidates"] if c["cause"] == "autovacuum"]
@@ -438,7 +438,7 @@ def test_a_dropped_primary_key_is_the_statement_that_slowed(live_stack):
         live.psql("DO $$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = 'pgbench_accounts_pkey') THEN "
                   "ALTER TABLE pgbench_accounts ADD PRIMARY KEY (aid); END IF; END $$")
     assert "statement" in report["signals"]["weighed"], report["signals"]
-    dip = dip_over(report, began, ended, run)
+    dip = dip_over(report, began, ended, run.dir)
     assert dip["cause"] == "statement", json.dumps(dip, indent=1)
     assert "pgbench_accounts" in dip["evidence"] and "per call" in dip["evidence"], dip
     details = statement_details(dip, "statement")
@@ -461,7 +461,7 @@ def test_a_lock_on_one_statement_of_the_script_names_it_its_time_per_call_and_th
         report = run.finish()
     finally:
         run.kill()
-    dip = dip_over(report, began, ended, run)
+    dip = dip_over(report, began, ended, run.dir)
     assert dip["cause"] == "lock", json.dumps(dip, indent=1)
     evidence = dip["evidence"]
     assert "UPDATE pgbench_tellers" in evidence and "waited on Lock:relation" in evidence, evidence
