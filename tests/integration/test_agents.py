@@ -124,6 +124,22 @@ def test_every_target_has_node_postgres_and_checkpoint_series_with_its_labels(wo
         assert 0 < series[name]["series"] <= 1000, series
 
 
+def test_statements_of_an_agents_instance_reach_the_central_stack(world):
+    """The agent's follower of db1 reads its pg_stat_statements (preloaded, the extension created by its
+    owner) and the central stack gets the statement's time per call with db1's target and host."""
+    db1 = world["instances"]["db1"]
+    _psql(db1, "CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+    _psql(db1, "CREATE TABLE IF NOT EXISTS bw_agent_calls (n int)")
+    statement = 'pg_statement_calls_total{target="db1",host="hostA",statement=~"INSERT INTO bw_agent_calls.*"}'
+
+    def arrived() -> bool:
+        _psql(db1, "INSERT INTO bw_agent_calls SELECT g FROM generate_series(1, 1000) g")  # time spent since the last reading
+        return bool(query(world["central"].prometheus, f"{statement} > 0"))
+
+    log = os.path.join(world["agent_dirs"][0], "logs", "checkpoints-db1.log")
+    assert processes.wait_until(arrived, 90, interval=1.0), open(log, encoding="utf-8", errors="replace").read()[-3000:]
+
+
 def _checkpoints_completed(prom: str, at: float) -> dict[str, float]:
     result = query(prom, 'sum by (target) (last_over_time(pg_checkpoints_completed_total{target=~"db.*"}[1h]))', at)
     return {r["metric"]["target"]: float(r["value"][1]) for r in result}

@@ -71,6 +71,7 @@ MAX_TRACKED = 16     # at most this many queryids written at once (the series bu
 ACTIVE_ROWS = 8      # in-flight groups written per sample
 TEXT_CHARS = 100
 RETRY_S = 10.0
+EXTENSION_LOOK_S = 30.0  # pg_stat_statements not created: look for it again this often
 UNSUPPORTED_RETRY_S = 600.0  # a server too old for query_id may be upgraded, not within seconds
 KEEP_LINES_S = 60.0  # TPS lines kept per run for possibly_low (its window is 30 s)
 # Our own queries carry this comment, by which their pg_stat_statements rows are left out.
@@ -254,14 +255,23 @@ class Unsupported(Exception):
 class Reader:
     """The server side: one autocommit connection (libpq keywords, the password from the passfile), kept."""
 
-    def __init__(self, params: Mapping[str, str]):
+    def __init__(self, params: Mapping[str, str], clock: Callable[[], float] = time.monotonic):
         self.params = dict(params)
         self.conn: Any = None
         self.schema: str | None = None  # pg_stat_statements' schema; None: not there (in flight only)
+        self.clock = clock
+        self.looked = 0.0  # when pg_extension was last read
 
-    def open(self) -> None:
+    def _find_extension(self, conn: Any) -> str | None:
+        """pg_stat_statements' schema, quoted, or None when it is not created in this database."""
         from psycopg import sql
 
+        self.looked = self.clock()
+        row = conn.execute(MARK + " SELECT extnamespace::regnamespace::text FROM pg_catalog.pg_extension "
+                           "WHERE extname = 'pg_stat_statements'").fetchone()
+        return sql.Identifier(row[0]).as_string(conn) if row else None
+
+    def open(self) -> None:
         from benchwatch.engines.postgresql import connect
 
         conn = connect.connect(self.params)
@@ -271,18 +281,21 @@ class Reader:
             version = got[0] if got else 0
             if version < 140000:
                 raise Unsupported(f"PostgreSQL 14 or later needed (pg_stat_activity.query_id); server {version}")
-            row = conn.execute(MARK + " SELECT extnamespace::regnamespace::text FROM pg_catalog.pg_extension "
-                               "WHERE extname = 'pg_stat_statements'").fetchone()
-            self.schema = sql.Identifier(row[0]).as_string(conn) if row else None
+            self.schema = self._find_extension(conn)
             if self.schema is None:
                 log.warning("statements collector: pg_stat_statements is not created in this database; "
-                            "sampling statements in flight only")
+                            "sampling statements in flight only, and looking for it every %.0f s", EXTENSION_LOOK_S)
         except Exception:
             conn.close()
             raise
         self.conn = conn
 
     def statements(self) -> list[StatementRow]:
+        if self.schema is None and self.clock() - self.looked >= EXTENSION_LOOK_S:
+            # Its owner may create it while we watch (CREATE EXTENSION needs no restart once preloaded).
+            self.schema = self._find_extension(self.conn)
+            if self.schema is not None:
+                log.info("statements collector: pg_stat_statements found, reading time per call")
         if self.schema is None:
             return []
         return [(q, c, t) for q, c, t in self.conn.execute(STATEMENTS_SQL.format(schema=self.schema)).fetchall()]

@@ -262,14 +262,21 @@ class Agent(ProcessManager):
         name = component.split("-", 1)[1]
         return next(i for i in self.cfg.instances if i.name == name)
 
+    def _pgpass(self, inst: Instance, params: dict[str, str]) -> str | None:
+        """The instance's password in a pgpass file (0600) for its readers' PGPASSFILE, None without one."""
+        if "password" not in params:
+            return None
+        dsn.write_pgpass(self._secret(f"pgpass-{inst.name}"), params)
+        return self._secret(f"pgpass-{inst.name}")
+
     def _start_postgres_exporter(self, inst: Instance) -> None:
         # As the central stack: the DSN through the environment without its
         # password (pgpass, 0600), the database as PGDATABASE.
         params = self._dsn(inst)
         env = self.base_env()
-        if "password" in params:
-            dsn.write_pgpass(self._secret(f"pgpass-{inst.name}"), params)
-            env["PGPASSFILE"] = self._secret(f"pgpass-{inst.name}")
+        pgpass = self._pgpass(inst, params)
+        if pgpass:
+            env["PGPASSFILE"] = pgpass
             params.pop("password")
         database = params.pop("dbname", None)
         if database:
@@ -292,6 +299,7 @@ class Agent(ProcessManager):
 
     def _start_checkpoints(self, inst: Instance) -> None:
         component = f"checkpoints-{inst.name}"
+        params = self._dsn(inst)
         os.makedirs(self.path("runs"), exist_ok=True)  # the daemon wants one; no run is followed here
         self.spawn(component, [
             sys.executable, "-m", "benchwatch", "exporter", f"--listen={self._listen(component)}",
@@ -299,7 +307,10 @@ class Agent(ProcessManager):
             f"--server-log={inst.server_log}", "--no-collector.pgbench_runs",
             # The host's processes (explain's cpu_contention) once per host: the first follower scans /proc.
             *([] if inst == next(i for i in self.cfg.instances if i.server_log) else ["--no-collector.processes"]),
-            f"--label=target={inst.name}", f"--label=host={self.cfg.host}"], env=self.base_env())
+            f"--label=target={inst.name}", f"--label=host={self.cfg.host}"],
+            # The statements collector reads the instance as postgres_exporter does (libpq's variables, the
+            # password in a 0600 pgpass file): time per call where pg_stat_statements is there.
+            env=dict(self.base_env(), **dsn.libpq_env(params, self._pgpass(inst, params))))
 
     def prometheus_config(self) -> dict:
         """The agent's Prometheus configuration (YAML is a superset of JSON: written as JSON)."""

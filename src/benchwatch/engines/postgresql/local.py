@@ -32,6 +32,7 @@ SETTINGS = {
     "track_io_timing": "on",
     "track_wal_io_timing": "on",
     "password_encryption": "'scram-sha-256'",
+    "shared_preload_libraries": "'pg_stat_statements'",  # time per call for the agents' statements collector
 }
 
 
