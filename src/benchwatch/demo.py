@@ -183,6 +183,8 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
         # The passfile lives with the shards and belongs to the stack server's user, which reads it.
         partitions = plproxy.setup_shards(insts, shards, os.path.join(base, "proxy.pgpass"), os_user())
         plproxy.setup_proxy(stack.pg_params(), PROXY_DATABASE, partitions)
+        for inst in insts:  # time per call of the shards' statements (the instances preload the library)
+            connect.ensure_statements_extension(inst.params())
         say("starting the agent that watches the instances (node_exporter, postgres_exporter and checkpoints per instance)")
         agent_started = time.time()
         agent = agent_mod.start_agent(os.path.join(base, "agent"), name=AGENT_NAME, central_url=stack.cfg.url("prometheus"),

@@ -2,7 +2,9 @@
 
 A TPS dip that comes from one statement (an UPDATE waiting on a lock, a SELECT whose plan lost its
 index) shows in no server-wide counter; pgbench's ``-r`` averages each statement over the whole run.
-This collector reads, in the benchmark's database (the exporter's libpq environment: PGHOST,
+This collector reads the server's statements, in every database (a PL/Proxy front's calls, its shards'
+statements spread over several databases of an instance: a statement is summed over them by ``queryid``),
+connected to the benchmark's database (the exporter's libpq environment: PGHOST,
 PGPORT, PGDATABASE, PGUSER, the password in PGPASSFILE, a 0600 file; never argv):
 
 - ``pg_stat_statements`` (calls and execution time, by ``queryid``): recorded when a statement
@@ -47,7 +49,7 @@ log = logging.getLogger("benchwatch.exporter")
 
 METRICS: dict[str, tuple[str, str]] = {
     "pg_statement_calls_total": (
-        "counter", "Calls of one of the benchmark database's top statements (pg_stat_statements, by queryid; "
+        "counter", "Calls of one of the server's top statements, all databases (pg_stat_statements, by queryid; "
                    "statement: its normalized text, cut at 100 characters), sampled every 5 s, every second while a "
                    "run's TPS line is possibly low."),
     "pg_statement_exec_seconds_total": (
@@ -80,7 +82,7 @@ MARK = "/* benchwatch statements */"
 STATEMENTS_SQL = MARK + """
 SELECT s.queryid::text, sum(s.calls)::float8, sum(s.total_exec_time)::float8
 FROM {schema}.pg_stat_statements(false) s
-WHERE s.dbid = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database()) AND s.toplevel
+WHERE s.toplevel
 GROUP BY 1"""
 TEXTS_SQL = MARK + """
 SELECT s.queryid::text, min(s.query) FROM {schema}.pg_stat_statements(true) s
@@ -91,7 +93,7 @@ SELECT coalesce(a.query_id::text, ''), coalesce(a.wait_event_type, 'CPU'), coale
        min(left(a.query, 1000))
 FROM pg_catalog.pg_stat_activity a
 WHERE a.state = 'active' AND a.pid <> pg_catalog.pg_backend_pid()
-  AND a.datname = current_database() AND a.backend_type = 'client backend'
+  AND a.backend_type = 'client backend'
 GROUP BY a.query_id, 2, 3,
          -- No query_id yet (a session waiting for a table lock while its statement is parsed): by its text.
          CASE WHEN a.query_id IS NULL THEN regexp_replace(regexp_replace(left(a.query, 1000), '''[^'']*''', '?', 'g'),
@@ -395,7 +397,7 @@ class StatementsCollector:
         return ()  # remote-written at each sample's time, like the processes collector
 
 
-@register_collector("statements", "time per call of the benchmark database's top statements and those in flight "
+@register_collector("statements", "time per call of the server's top statements and those in flight "
                                   "(pg_stat_statements, pg_stat_activity; PostgreSQL 14+)")
 def _build(options: ExporterOptions) -> StatementsCollector | None:
     if not options.pg_params:

@@ -21,6 +21,8 @@ NOT_TEMPLATE = 'datname!~"template.*"'
 # The statements collector samples every 5 s (every second while TPS is low): any window this long holds two,
 # where $__rate_interval (4 s at the 1 s scrape) often holds one; the panel takes it when $__rate_interval is empty.
 STATEMENT_WINDOW = "11s"
+# The statements in flight are read at the same pace: each reading stands until the next (5 s, and a little).
+IN_FLIGHT_HOLD = "6s"
 
 # One colour per checkpoint reason, so a dip's cause reads at a glance.
 CHECKPOINT_REASONS = [
@@ -131,16 +133,20 @@ def target_rows(L: Layout) -> list[PanelBuilder]:
                    "(1 + checkpoint_completion_target).", "bytes",
                    [(f"pg_control_checkpoint_wal_since_redo_bytes{{{one}}}", "WAL since redo"),
                     (f"pg_control_checkpoint_max_wal_size_bytes{{{one}}}", "max_wal_size")], w=8, h=7),
-        timeseries(L, "$target: statements: time per call", "Time per call of the benchmark database's top statements "
+        timeseries(L, "$target: statements: time per call", "Time per call of the server's top statements (all its databases) "
                    f"over $__rate_interval (at least {STATEMENT_WINDOW}): execution time over calls from pg_stat_statements (the benchwatch "
                    "exporter's statements collector, every 5 s, every second while TPS is low). A call counts when it "
                    "ends, so a statement stuck on a lock shows its time after the wait. benchwatch explain's "
                    "`statement` cause.", "ms",
                    [(f"{per_call('$__rate_interval')} or {per_call(STATEMENT_WINDOW)}", "{{statement}}")], w=12, h=8),
-        timeseries(L, "$target: statements in flight by wait event", "Active sessions of the benchmark database by "
+        timeseries(L, "$target: statements in flight by wait event", "Active sessions of the server by "
                    "statement and what they wait on (pg_stat_activity by query_id; CPU: waiting on nothing), sampled "
-                   "with the statements: which statement waited on a lock while TPS fell.", "short",
-                   [(f"sum by (statement, wait_event_type, wait_event) (pg_statement_active_sessions{{{one}}})",
+                   f"with the statements, each reading held until the next (at most {IN_FLIGHT_HOLD}): which statement "
+                   "waited on a lock while TPS fell.", "short",
+                   # Held over a range, not by the lookback: a group that ends gets a staleness marker, which a
+                   # run's archive (and so its rebuilt snapshot) cannot keep; a range reads the same in both.
+                   [(f"sum by (statement, wait_event_type, wait_event) "
+                     f"(last_over_time(pg_statement_active_sessions{{{one}}}[{IN_FLIGHT_HOLD}]))",
                      "{{wait_event_type}}:{{wait_event}} {{statement}}")], w=12, h=8, stack=True),
     ]
     return items
