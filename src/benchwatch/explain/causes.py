@@ -45,6 +45,8 @@ MIN_SCORE = 0.2
 # How far above its run median a disk measure must rise (as well as doubling) to count:
 # %util as a share, await in seconds, writes in bytes per second.
 DISK_FLOORS = {"util": 0.2, "await": 0.001, "written": 8 * 2**20}
+# await counts only in seconds the disk was at least this busy (%util / 100).
+AWAIT_MIN_UTIL = 0.05
 STALL_FACTOR = 1.5    # as the run model: no line for 1.5 intervals is a stall
 # cpu_contention: other processes (or new ones alone) must use this many CPUs more than usual;
 # a rise of half the machine's CPUs is full strength.
@@ -387,8 +389,12 @@ class Signals:
                      "node_disk_reads_completed_total", "node_disk_writes_completed_total")
             if all(n in m for n in names):
                 rt, wt, rc, wc = (dict((round(t), v) for t, v in rates(m[n])) for n in names)
+                # Only the seconds the disk was busy enough for its I/O to hold anyone up: a few writes of an
+                # idle disk taking 1 ms instead of 0.1 is no cause (a point-select run beside busy loops).
+                busy = {round(t): v for t, v in util}
                 await_ = [(float(t), (rt[t] + wt.get(t, 0.0)) / (rc.get(t, 0.0) + wc.get(t, 0.0)))
-                          for t in sorted(rt) if rc.get(t, 0.0) + wc.get(t, 0.0) > 0]
+                          for t in sorted(rt) if rc.get(t, 0.0) + wc.get(t, 0.0) > 0
+                          and (not busy or busy.get(t, 0.0) >= AWAIT_MIN_UTIL)]
             else:
                 await_ = []
             written = rates(m["node_disk_written_bytes_total"]) if "node_disk_written_bytes_total" in m else []

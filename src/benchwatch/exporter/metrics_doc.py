@@ -96,7 +96,7 @@ The benchmark database's top statements, read from `pg_stat_statements` (time pe
 `pg_statement_exec_seconds_total` over the rate of `pg_statement_calls_total`) and `pg_stat_activity`
 (the statements in flight and what they wait on) every 5 s, every second while a run's TPS line is
 possibly low and 10 s after, remote-written at each sample's time: `benchwatch explain`'s `statement`
-cause ([explain.md](explain.md)). Only the 8 statements that took most time since the previous sample
+cause ([explain.md](explain.md)). Only the 8 statements run most often and the 8 that took most time since the previous sample
 (each kept 60 s after, at most 16 at once). They carry the exporter's `target` and `host` labels,
 `queryid` and `statement` (its normalized text: constants as `$n` or `?`, cut at 100 characters).
 PostgreSQL 14 or later, `pg_stat_statements` preloaded and created in the database (the embedded
