@@ -966,6 +966,23 @@ def test_without_in_flight_samples_the_waiter_is_found_by_the_lock_waits_text():
     assert d["evidence"].endswith("; 0.10 ms → 2,500 ms per call"), d["evidence"]
 
 
+def test_a_waiter_in_flight_without_counters_takes_them_from_the_statement_of_the_same_text():
+    """The sessions waiting on the lock were written under a queryid without counters (none yet, or another's of
+    the same text): the lock's evidence still gives the tracked statement's time per call, and their wait."""
+    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
+                  [(T0 + t, 2) for t in range(10, 16)])
+    waiter_text = "UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?;"
+    labels = {"target": "local", "host": "h", "queryid": "", "statement": waiter_text, "wait_event_type": "Lock",
+              "wait_event": "relation"}
+    longest = gauge("pg_statement_active_seconds_max", labels, [(T0 + t, t - 10.0) for t in range(11, 17)])
+    tellers = statement("-3", TELLERS_UPDATE, lambda t: 0.00002, lambda t: 0 if in_dip(t) else 2 if t == 16 else 100)
+    d = only_dip(run_with_dip() + [waits, longest, in_flight("", waiter_text, "Lock", "relation", range(11, 16))]
+                 + tellers, PG_STATEMENTS_META)
+    assert d["cause"] == "lock", d
+    assert "0.02 ms → 0.02 ms per call, in flight up to 6.0 s" in d["evidence"], d["evidence"]
+    assert d["candidates"][0]["details"]["waiting_statement"]["queryid"] == "-3"
+
+
 def test_a_table_lock_wait_shows_in_flight_not_in_the_time_per_call():
     """As measured on PostgreSQL 15: through a 6 s LOCK TABLE pgbench_tellers the UPDATE's time per call stayed
     0.02 ms (the relation lock is taken while the statement is parsed, before execution); its sessions had been

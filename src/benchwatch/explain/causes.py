@@ -917,12 +917,27 @@ class Signals:
     def _lock_waiter(self, slowed: list[dict], lo: float, end: float, stmt: dict | None) -> dict | None:
         """The statement sessions waited in on a heavyweight lock in the window: from the in-flight samples
         (most session samples on a Lock), else the lock-waits query's statement matched by its text."""
+        # Those with a usual time per call first: the same text may also stand for sessions the collector
+        # could not give a queryid, or the statement under another queryid, without counters.
+        def counted(st: dict | None) -> dict | None:
+            """The entry of the same text that has counters (its time per call), with the waiter's in-flight view."""
+            if st is None or st["usual_s"] is not None:
+                return st
+            key = sqltext.key(st["text"])
+            other = next((o for o in slowed if o["usual_s"] is not None and key and sqltext.key(o["text"]) == key), None)
+            if other is None:
+                return st
+            return {**other, **{k: st[k] for k in ("in_flight", "lock_event", "lock_share") if st.get(k)},
+                    "longest_s": max(other.get("longest_s") or 0.0, st.get("longest_s") or 0.0) or None}
+
         waiting = [st for st in slowed if st.get("lock_event")]
         if waiting:
-            return max(waiting, key=lambda st: st["lock_share"] * (st["spent"] + 1e-9 + st["calls"]))
+            return counted(max(waiting, key=lambda st: (st["usual_s"] is not None,
+                                                        st["lock_share"] * (st["spent"] + 1e-9 + st["calls"]))))
         if stmt:
             key = sqltext.key(stmt["statement"])
-            return next((st for st in slowed if key and sqltext.key(st["text"]) == key), None)
+            same = [st for st in slowed if key and sqltext.key(st["text"]) == key]
+            return max(same, key=lambda st: st["usual_s"] is not None, default=None)
         return None
 
     def _waited_on_lock(self, details: dict, lock: Candidate, lo: float, end: float) -> bool:

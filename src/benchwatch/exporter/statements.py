@@ -189,7 +189,10 @@ class Tracker:
                         for name in ("pg_statement_calls_total", "pg_statement_exec_seconds_total")]
         now_active: set[tuple[tuple[str, str], ...]] = set()
         groups: dict[tuple[tuple[str, str], ...], list[float]] = {}
+        # The same text may have several queryids (the same statement in another database, or run by another
+        # role): a tracked one, whose counters are written, is the one to give a waiting session to.
         by_key = {sqltext.key(text): qid for qid, text in self.texts.items()}
+        by_key.update({sqltext.key(self.texts[q]): q for q in self.tracked if q in self.texts})
         for qid, wtype, wevent, sessions, longest, query in active:
             if not qid:
                 # A statement waiting for a table lock has no query_id before it is parsed: the tracked
