@@ -399,15 +399,18 @@ def test_pgbench_94_burst_is_a_weaker_client_stall():
     assert d["cause"] == "client_stall" and d["candidates"][0]["strength"] == 0.5
 
 
+def disk_counter(name, per_second):
+    """A node_exporter counter of disk vda over the 30 s run, rising by ``per_second(t)`` each second."""
+    total, points = 0.0, []
+    for t in range(0, 31):
+        total += per_second(t)
+        points.append((T0 + t, total))
+    return gauge(name, {"instance": "h:9100", "device": "vda"}, points)
+
+
 def test_disk_far_above_its_baseline():
-    def counter(name, per_second):
-        total, points = 0.0, []
-        for t in range(0, 31):
-            total += per_second(t)
-            points.append((T0 + t, total))
-        return gauge(name, {"instance": "h:9100", "device": "vda"}, points)
-    busy = counter("node_disk_io_time_seconds_total", lambda t: 0.95 if 9 <= t <= 15 else 0.1)
-    zram = counter("node_disk_io_time_seconds_total", lambda t: 1.0)  # not a disk
+    busy = disk_counter("node_disk_io_time_seconds_total", lambda t: 0.95 if 9 <= t <= 15 else 0.1)
+    zram = disk_counter("node_disk_io_time_seconds_total", lambda t: 1.0)  # not a disk
     zram.labels["device"] = "zram0"
     d = only_dip(run_with_dip() + [busy, zram])
     assert d["cause"] == "disk" and "vda" in d["evidence"] and "%util 95%" in d["evidence"]
@@ -416,21 +419,15 @@ def test_disk_far_above_its_baseline():
 def test_await_of_an_idle_disk_is_no_cause():
     """A handful of writes taking 5 ms instead of 0.1 on a disk busy 1 % of the time held nobody up (CI: a
     point-select sysbench run beside busy loops was blamed on "disk vda: await 1.0 ms")."""
-    def counter(name, per_second):
-        total, points = 0.0, []
-        for t in range(0, 31):
-            total += per_second(t)
-            points.append((T0 + t, total))
-        return gauge(name, {"instance": "h:9100", "device": "vda"}, points)
     in_dip = range(9, 16)
-    disk = [counter("node_disk_io_time_seconds_total", lambda t: 0.01),
-            counter("node_disk_writes_completed_total", lambda t: 5.0),
-            counter("node_disk_write_time_seconds_total", lambda t: 0.025 if t in in_dip else 0.0005),
-            counter("node_disk_reads_completed_total", lambda t: 0.0),
-            counter("node_disk_read_time_seconds_total", lambda t: 0.0)]
+    disk = [disk_counter("node_disk_io_time_seconds_total", lambda t: 0.01),
+            disk_counter("node_disk_writes_completed_total", lambda t: 5.0),
+            disk_counter("node_disk_write_time_seconds_total", lambda t: 0.025 if t in in_dip else 0.0005),
+            disk_counter("node_disk_reads_completed_total", lambda t: 0.0),
+            disk_counter("node_disk_read_time_seconds_total", lambda t: 0.0)]
     assert "disk" not in [c["cause"] for c in only_dip(run_with_dip() + disk)["candidates"]]
     # The same await on a disk busy a third of the time is the disk's.
-    disk[0] = counter("node_disk_io_time_seconds_total", lambda t: 0.35 if t in in_dip else 0.3)
+    disk[0] = disk_counter("node_disk_io_time_seconds_total", lambda t: 0.35 if t in in_dip else 0.3)
     assert only_dip(run_with_dip() + disk)["cause"] == "disk"
 
 
@@ -966,18 +963,23 @@ def test_without_in_flight_samples_the_waiter_is_found_by_the_lock_waits_text():
     assert d["evidence"].endswith("; 0.10 ms → 2,500 ms per call"), d["evidence"]
 
 
-def test_a_waiter_in_flight_without_counters_takes_them_from_the_statement_of_the_same_text():
-    """The sessions waiting on the lock were written under a queryid without counters (none yet, or another's of
-    the same text): the lock's evidence still gives the tracked statement's time per call, and their wait."""
+def table_lock_series(qid: str, text: str) -> list[Series]:
+    """A 6 s LOCK TABLE pgbench_tellers: sessions waiting on it (in flight as ``qid``/``text``, up to 6 s), while
+    the tracked UPDATE's time per call stays 0.02 ms (the wait comes before execution)."""
     waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
                   [(T0 + t, 2) for t in range(10, 16)])
-    waiter_text = "UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?;"
-    labels = {"target": "local", "host": "h", "queryid": "", "statement": waiter_text, "wait_event_type": "Lock",
+    labels = {"target": "local", "host": "h", "queryid": qid, "statement": text, "wait_event_type": "Lock",
               "wait_event": "relation"}
     longest = gauge("pg_statement_active_seconds_max", labels, [(T0 + t, t - 10.0) for t in range(11, 17)])
     tellers = statement("-3", TELLERS_UPDATE, lambda t: 0.00002, lambda t: 0 if in_dip(t) else 2 if t == 16 else 100)
-    d = only_dip(run_with_dip() + [waits, longest, in_flight("", waiter_text, "Lock", "relation", range(11, 16))]
-                 + tellers, PG_STATEMENTS_META)
+    return run_with_dip() + [waits, longest, in_flight(qid, text, "Lock", "relation", range(11, 16))] + tellers
+
+
+def test_a_waiter_in_flight_without_counters_takes_them_from_the_statement_of_the_same_text():
+    """The sessions waiting on the lock were written under a queryid without counters (none yet, or another's of
+    the same text): the lock's evidence still gives the tracked statement's time per call, and their wait."""
+    waiter_text = "UPDATE pgbench_tellers SET tbalance = tbalance + -? WHERE tid = ?;"
+    d = only_dip(table_lock_series("", waiter_text), PG_STATEMENTS_META)
     assert d["cause"] == "lock", d
     assert "0.02 ms → 0.02 ms per call, in flight up to 6.0 s" in d["evidence"], d["evidence"]
     assert d["candidates"][0]["details"]["waiting_statement"]["queryid"] == "-3"
@@ -987,14 +989,7 @@ def test_a_table_lock_wait_shows_in_flight_not_in_the_time_per_call():
     """As measured on PostgreSQL 15: through a 6 s LOCK TABLE pgbench_tellers the UPDATE's time per call stayed
     0.02 ms (the relation lock is taken while the statement is parsed, before execution); its sessions had been
     in flight for up to 6 s when sampled."""
-    waits = gauge("pg_stat_activity_waits_sessions", {"wait_event_type": "Lock", "wait_event": "relation"},
-                  [(T0 + t, 2) for t in range(10, 16)])
-    labels = {"target": "local", "host": "h", "queryid": "-3", "statement": TELLERS_UPDATE, "wait_event_type": "Lock",
-              "wait_event": "relation"}
-    longest = gauge("pg_statement_active_seconds_max", labels, [(T0 + t, t - 10.0) for t in range(11, 17)])
-    tellers = statement("-3", TELLERS_UPDATE, lambda t: 0.00002, lambda t: 0 if in_dip(t) else 2 if t == 16 else 100)
-    d = only_dip(run_with_dip() + [waits, longest, in_flight("-3", TELLERS_UPDATE, "Lock", "relation", range(11, 16))]
-                 + tellers, PG_STATEMENTS_META)
+    d = only_dip(table_lock_series("-3", TELLERS_UPDATE), PG_STATEMENTS_META)
     assert d["cause"] == "lock", d
     assert d["evidence"].endswith(f"; {TELLERS_UPDATE} waited on Lock:relation; 0.02 ms → 0.02 ms per call, in flight up "
                                   "to 6.0 s (a wait for a table lock comes before execution, outside pg_stat_statements' "
