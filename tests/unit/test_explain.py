@@ -399,18 +399,12 @@ def test_pgbench_94_burst_is_a_weaker_client_stall():
     assert d["cause"] == "client_stall" and d["candidates"][0]["strength"] == 0.5
 
 
-def disk_counter(name, per_second):
-    """A node_exporter counter of disk vda over the 30 s run, rising by ``per_second(t)`` each second."""
-    total, points = 0.0, []
-    for t in range(0, 31):
-        total += per_second(t)
-        points.append((T0 + t, total))
-    return gauge(name, {"instance": "h:9100", "device": "vda"}, points)
+VDA = {"instance": "h:9100", "device": "vda"}  # node_exporter's labels of the disk in the disk tests
 
 
 def test_disk_far_above_its_baseline():
-    busy = disk_counter("node_disk_io_time_seconds_total", lambda t: 0.95 if 9 <= t <= 15 else 0.1)
-    zram = disk_counter("node_disk_io_time_seconds_total", lambda t: 1.0)  # not a disk
+    busy = host_counter("node_disk_io_time_seconds_total", VDA, lambda t: 0.95 if 9 <= t <= 15 else 0.1)
+    zram = host_counter("node_disk_io_time_seconds_total", VDA, lambda t: 1.0)  # not a disk
     zram.labels["device"] = "zram0"
     d = only_dip(run_with_dip() + [busy, zram])
     assert d["cause"] == "disk" and "vda" in d["evidence"] and "%util 95%" in d["evidence"]
@@ -420,14 +414,14 @@ def test_await_of_an_idle_disk_is_no_cause():
     """A handful of writes taking 5 ms instead of 0.1 on a disk busy 1 % of the time held nobody up (CI: a
     point-select sysbench run beside busy loops was blamed on "disk vda: await 1.0 ms")."""
     in_dip = range(9, 16)
-    disk = [disk_counter("node_disk_io_time_seconds_total", lambda t: 0.01),
-            disk_counter("node_disk_writes_completed_total", lambda t: 5.0),
-            disk_counter("node_disk_write_time_seconds_total", lambda t: 0.025 if t in in_dip else 0.0005),
-            disk_counter("node_disk_reads_completed_total", lambda t: 0.0),
-            disk_counter("node_disk_read_time_seconds_total", lambda t: 0.0)]
+    disk = [host_counter("node_disk_io_time_seconds_total", VDA, lambda t: 0.01),
+            host_counter("node_disk_writes_completed_total", VDA, lambda t: 5.0),
+            host_counter("node_disk_write_time_seconds_total", VDA, lambda t: 0.025 if t in in_dip else 0.0005),
+            host_counter("node_disk_reads_completed_total", VDA, lambda t: 0.0),
+            host_counter("node_disk_read_time_seconds_total", VDA, lambda t: 0.0)]
     assert "disk" not in [c["cause"] for c in only_dip(run_with_dip() + disk)["candidates"]]
     # The same await on a disk busy a third of the time is the disk's.
-    disk[0] = disk_counter("node_disk_io_time_seconds_total", lambda t: 0.35 if t in in_dip else 0.3)
+    disk[0] = host_counter("node_disk_io_time_seconds_total", VDA, lambda t: 0.35 if t in in_dip else 0.3)
     assert only_dip(run_with_dip() + disk)["cause"] == "disk"
 
 
