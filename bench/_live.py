@@ -16,8 +16,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.stack.config import load_config
-from benchwatch.stack.native import Stack, pg_bindir
+from benchwatch.stack.native import Stack
 from benchwatch.util import (
     net,
     processes,

@@ -32,9 +32,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import _live  # puts the repository on sys.path
 from benchwatch.engines.postgresql.local import start_instances
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.query.launch import start_prometheus
 from benchwatch.stack import agent as agent_mod
-from benchwatch.stack.native import pg_bindir
 from benchwatch.util import net
 
 SETTLE_S = 5.0

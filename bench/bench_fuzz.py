@@ -26,9 +26,8 @@ sys.path.insert(0, ROOT)
 
 from benchwatch import loadgens
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
-from benchwatch.model import replay
 from benchwatch.model.run import METRICS
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.record.wrapper import attach_stream
 from benchwatch.sink.openmetrics import write_openmetrics
 from tests.helpers import fuzz

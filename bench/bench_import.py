@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from bench._live import BenchStack, loadavg, run_main
 
-from benchwatch.model import replay
+from benchwatch.record import replay
 from benchwatch.sink import remote_write
 from tests.helpers.corpus import CORPUS
 

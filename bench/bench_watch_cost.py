@@ -285,7 +285,7 @@ class CostBench:
 def pg_exporter_env(stack: Stack) -> dict[str, str]:
     from benchwatch.engines.postgresql import dsn
 
-    params = stack.pg_params()
+    params = stack.server.pg_params()
     params.pop("password", None)
     return dict(stack.base_env(), DATA_SOURCE_NAME=dsn.to_uri(params), PGPASSFILE=stack.path("secrets", "pgpass"))
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the Grafana dashboards in this folder from benchwatch.grafana.dashboards; the JSON is committed.
+"""Writes the Grafana dashboards in this folder from benchwatch.dashboards.run; the JSON is committed.
 
     .venv/bin/python dashboards/generate.py          # rewrite dashboards/*.json
     .venv/bin/python dashboards/generate.py --check  # exit 1 if a committed file differs (CI)
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from benchwatch.grafana.dashboards import render_all
+from benchwatch.dashboards.run import render_all
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

@@ -14,7 +14,8 @@ import urllib.parse
 from collections.abc import Callable
 
 from benchwatch import resources
-from benchwatch.engines.postgresql.embedded import os_user, pg_bindir
+from benchwatch.engines.postgresql.embedded import os_user, part_of
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.query import prometheus
 from benchwatch.stack.native import Stack, StackError
 from benchwatch.stack.shards import SHARDS_FILE, shards_dir, stop_shards
@@ -39,7 +40,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
     if failed is not None:
         return failed
     say(f"stack is up in {stack.cfg.state_dir}")
-    env = dict(os.environ, **stack.pg_env())
+    env = dict(os.environ, **part_of(stack).pg_env())
     bindir = pg_bindir()
     if bindir is None:
         say("pgbench is not installed: apt-get install postgresql")
@@ -66,7 +67,7 @@ def demo(stack: Stack, *, duration: int, say: Callable[[str], None]) -> int:
 
     threading.Thread(target=checkpoint_later, daemon=True).start()
     argv = [pgbench, "-M", "prepared", "-n", "-r", "-P", "1", "-c", "4", "-j", "2", "-T", str(duration)]
-    code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=stack.pg_env(), notice=say,
+    code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=part_of(stack).pg_env(), notice=say,
                             on_start=lambda r: say(f"run {r.run_id}: watching pgbench"))
     if code != 0:
         say(f"pgbench exited with {code}")
@@ -182,7 +183,7 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
         base = shards_dir(stack.cfg.state_dir)
         # The passfile lives with the shards and belongs to the stack server's user, which reads it.
         partitions = plproxy.setup_shards(insts, shards, os.path.join(base, "proxy.pgpass"), os_user())
-        plproxy.setup_proxy(stack.pg_params(), PROXY_DATABASE, partitions)
+        plproxy.setup_proxy(part_of(stack).pg_params(), PROXY_DATABASE, partitions)
         for inst in insts:  # time per call of the shards' statements (the instances preload the library)
             connect.ensure_statements_extension(inst.params())
         say("starting the agent that watches the instances (node_exporter, postgres_exporter and checkpoints per instance)")
@@ -214,12 +215,12 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
     script_file = os.path.join(base, f"plproxy-{script}.sql")
     with open(script_file, "w", encoding="utf-8") as f:
         f.write(plproxy.SCRIPTS[script])
-    pg_env = dict(stack.pg_env(), PGDATABASE=PROXY_DATABASE)
+    pg_env = dict(part_of(stack).pg_env(), PGDATABASE=PROXY_DATABASE)
 
     def checkpoint_later() -> None:
         # A requested checkpoint on every instance half way, beside the timed/wal ones.
         time.sleep(duration / 2)
-        for params in [stack.pg_params(), *(i.params() for i in insts)]:
+        for params in [part_of(stack).pg_params(), *(i.params() for i in insts)]:
             try:
                 with connect.connect(params, dbname="postgres") as conn:
                     conn.execute("CHECKPOINT")

@@ -14,8 +14,9 @@ import tempfile
 import threading
 from dataclasses import dataclass
 
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.stack.config import DEFAULT_PORTS, load_config
-from benchwatch.stack.native import Stack, pg_bindir
+from benchwatch.stack.native import Stack
 from benchwatch.util import net
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -54,7 +55,7 @@ class ThrowawayStack:
         return env
 
     def pg_env(self) -> dict[str, str]:
-        return dict(os.environ, **self.stack.pg_env())
+        return dict(os.environ, **self.stack.client_env())
 
     def benchwatch(self, *args: str, stdin=None, timeout: float = 300, input: bytes | None = None) -> subprocess.CompletedProcess:
         return subprocess.run([BENCHWATCH, *args], env=self.env(), stdin=stdin, input=input,

@@ -20,10 +20,10 @@ import pytest
 
 from benchwatch.engines.postgresql import dsn
 from benchwatch.engines.postgresql.local import start_instances
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.query.prometheus import query
 from benchwatch.stack import agent as agent_mod
 from benchwatch.stack import supervisor
-from benchwatch.stack.native import pg_bindir
 from benchwatch.util import net, processes
 from tests.helpers import throwaway
 

@@ -22,7 +22,7 @@ import urllib.request
 import pytest
 
 from benchwatch.alerting.printer import AlertPrinter
-from benchwatch.stack.native import pg_bindir
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.util import net, processes
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import BENCHWATCH

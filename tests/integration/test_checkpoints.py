@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from benchwatch.stack.native import pg_bindir
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.util import processes
 from tests.helpers.prometheus import query, query_range
 

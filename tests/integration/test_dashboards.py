@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from benchwatch.grafana.dashboards import run_dashboards
+from benchwatch.dashboards.run import run_dashboards
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.query import grafana as gq
-from benchwatch.stack.native import pg_bindir
 from benchwatch.util import processes
 from tests.helpers.dashboards import autovacuum_annotation, logged_autovacuums, other_commands_annotation, other_engines_annotation
 from tests.helpers.prometheus import query

@@ -11,8 +11,9 @@ import pytest
 from psycopg import sql
 
 from benchwatch.engines.postgresql import connect, dsn
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.stack.config import load_config
-from benchwatch.stack.native import Stack, pg_bindir
+from benchwatch.stack.native import Stack
 from benchwatch.util import processes
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import BENCHWATCH, ThrowawayStack, free_ports, make_state_dir
@@ -57,7 +58,7 @@ def test_up_and_run_with_a_database_name_that_needs_quoting():
 
 def test_up_and_run_against_an_existing_server_with_such_a_database(live_stack):
     # The session stack's server plays the user's own; the database is given in the DSN, percent-encoded.
-    params = live_stack.stack.pg_params()
+    params = live_stack.stack.server.pg_params()
     with connect.connect(params, dbname="postgres") as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(NAME)))
     assert connect.ensure_database(params, NAME) is True

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from benchwatch.stack.native import pg_bindir
+from benchwatch.engines.postgresql.server import pg_bindir
 from tests.helpers.throwaway import BENCHWATCH
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,8 @@ import time
 
 import pytest
 
-from benchwatch.stack.native import StackError, pg_bindir
+from benchwatch.engines.postgresql.server import pg_bindir
+from benchwatch.stack.native import StackError
 from benchwatch.util import processes
 from tests.helpers.explain import busy_loops, dip_over, explain_finished
 from tests.helpers.prometheus import query

@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from benchwatch.exporter.server import Exporter
-from benchwatch.model.replay import replay_run_dir
 from benchwatch.model.samples import sample
+from benchwatch.record.replay import replay_run_dir
 from benchwatch.util import processes
 from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, free_port, query, start_prometheus
 from tests.unit.test_exporter_exposition import make_run

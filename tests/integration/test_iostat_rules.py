@@ -69,8 +69,8 @@ import urllib.request
 
 import pytest
 
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.grafana import rules as grafana_rules
-from benchwatch.stack.native import pg_bindir
 from benchwatch.util import processes
 from tests.helpers.prometheus import query
 from tests.helpers.tools import require_tool

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from benchwatch.stack.native import pg_bindir
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.util import net, processes
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import BENCHWATCH

@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from benchwatch.stack.native import pg_bindir
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.util import processes
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import BENCHWATCH, free_ports, make_state_dir

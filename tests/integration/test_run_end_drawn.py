@@ -14,9 +14,8 @@ import struct
 
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
 from benchwatch.loadgens.pgbench import output as po
-from benchwatch.model import replay
 from benchwatch.query import grafana
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.share import rebuild
 from benchwatch.sink.remote_write import RemoteWriter
 from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, start_prometheus

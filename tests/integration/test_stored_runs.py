@@ -16,9 +16,9 @@ import subprocess
 import pytest
 
 from benchwatch.model import names
-from benchwatch.model.replay import replay_run_dir
 from benchwatch.model.samples import Sample
 from benchwatch.query.prometheus import query
+from benchwatch.record.replay import replay_run_dir
 from benchwatch.sink.remote_write import RemoteWriter
 from benchwatch.util.processes import wait_until
 from tests.helpers.prometheus import REMOTE_WRITE_CONFIG, start_prometheus

@@ -18,9 +18,9 @@ import time
 
 import pytest
 
+from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.query import grafana as gq
 from benchwatch.query.prometheus import query, query_range
-from benchwatch.stack.native import pg_bindir
 from benchwatch.util.processes import wait_until
 from tests.helpers.dashboards import autovacuum_annotation, other_commands_annotation
 from tests.helpers.tools import require_tool

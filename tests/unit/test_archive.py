@@ -11,9 +11,9 @@ import re
 
 from benchwatch import engines, resources
 from benchwatch.explain import causes
-from benchwatch.model import replay
 from benchwatch.query import archive, promql
 from benchwatch.query import grafana as gq
+from benchwatch.record import replay
 from benchwatch.share import collect
 
 TARGETS = ["local", "shard-pg1"]

@@ -6,7 +6,7 @@ import json
 import os
 import threading
 
-from benchwatch.model import replay
+from benchwatch.record import replay
 from benchwatch.record.wrapper import attach_stream
 
 FIXTURE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "sysbench", "plain.txt")

@@ -15,8 +15,8 @@ import pytest
 from benchwatch.loadgens.gotpc.model import GotpcRunModel
 from benchwatch.loadgens.pgbench.model import PgbenchRunModel
 from benchwatch.loadgens.sysbench.model import SysbenchRunModel
-from benchwatch.model import replay
 from benchwatch.model.samples import Sample
+from benchwatch.record import replay
 from tests.helpers import fuzz
 
 START = 1_700_000_000.0

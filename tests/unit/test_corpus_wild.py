@@ -13,7 +13,7 @@ import re
 
 import pytest
 
-from benchwatch.model import replay
+from benchwatch.record import replay
 from tests.helpers.corpus import corpus_files
 
 START = 1_452_074_400.0  # 2016-01-06T10:00:00Z

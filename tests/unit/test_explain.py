@@ -11,10 +11,9 @@ import pytest
 from benchwatch import cli
 from benchwatch.explain import causes, dips, report
 from benchwatch.exporter.dips import dip_samples
-from benchwatch.model import replay
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.series import Series
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.share import rebuild, summary
 from tests.unit.test_snapshot_summary import RUN_DIR, RUN_ID, fixture_series
 

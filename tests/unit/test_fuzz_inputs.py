@@ -14,9 +14,8 @@ import pytest
 
 from benchwatch.exporter.checkpoints import CheckpointCollector
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
-from benchwatch.model import replay
 from benchwatch.model.run import METRICS
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.record.wrapper import attach_stream
 from benchwatch.sink.openmetrics import write_openmetrics
 from benchwatch.sink.remote_write import encode_write_request

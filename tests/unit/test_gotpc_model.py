@@ -12,8 +12,7 @@ from benchwatch import loadgens
 from benchwatch.loadgens.gotpc import judge
 from benchwatch.loadgens.gotpc import output as gt
 from benchwatch.loadgens.gotpc.model import GotpcRunModel
-from benchwatch.model import replay
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.record.stream import ClockStamper, pump
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "gotpc")

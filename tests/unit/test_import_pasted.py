@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from benchwatch.model import pasted, replay
+from benchwatch.model import pasted
+from benchwatch.record import replay
 from tests.helpers.corpus import corpus
 
 START = 1_452_074_400.0  # 2016-01-06T10:00:00Z

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from benchwatch import cli
-from benchwatch.model import replay
+from benchwatch.record import replay
 from tests.helpers.corpus import CORPUS, corpus
 
 START = 1_452_074_400.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from benchwatch.loadgens.sysbench import output as sb
-from benchwatch.model import replay
+from benchwatch.record import replay
 from tests.helpers.corpus import corpus
 
 START = 1_452_074_400.0

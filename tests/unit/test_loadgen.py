@@ -5,9 +5,8 @@ from __future__ import annotations
 import os
 
 from benchwatch import loadgens
-from benchwatch.model import replay
 from benchwatch.model.run import RunModel
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.record.stream import ClockStamper
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "pgbench")

@@ -6,8 +6,7 @@ import json
 import os
 import shutil
 
-from benchwatch.model import replay
-from benchwatch.record import importer, outcome, rundir
+from benchwatch.record import importer, outcome, replay, rundir
 from benchwatch.record.host import filesystem
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures")

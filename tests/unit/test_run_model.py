@@ -9,8 +9,7 @@ import re
 import pytest
 
 from benchwatch.loadgens.pgbench.model import PgbenchRunModel as RunModel
-from benchwatch.model import replay
-from benchwatch.record import importer
+from benchwatch.record import importer, replay
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "fixtures", "pgbench")
 START = 1_700_000_000.0

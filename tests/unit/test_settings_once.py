@@ -138,7 +138,8 @@ def test_the_exporter_scrape_drops_every_series_it_remote_writes():
     would be a second series with job/instance labels, which a query picking one series may pick."""
     import re
 
-    from benchwatch.model import names, replay
+    from benchwatch.model import names
+    from benchwatch.record import replay
     from benchwatch.stack.agent import central_scrape_jobs
 
     relabel = central_scrape_jobs()["benchwatch"]["metric_relabel_configs"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from benchwatch.model import replay
 from benchwatch.query.series import Series
+from benchwatch.record import replay
 from benchwatch.share import collect, compare, rebuild
 from benchwatch.share import summary as sm
 

@@ -128,11 +128,11 @@ def test_up_without_pg_dsn_on_a_stopped_stack_forgets_an_earlier_one(tmp_path):
 
     said: list[str] = []
     stack = Stack(load_config(str(tmp_path), pg_dsn="host=db.example port=5432 dbname=bench", starting=True), out=said.append)
-    stack._choose_server(None)
-    assert Stack(load_config(str(tmp_path))).external_dsn() == "host=db.example port=5432 dbname=bench"
+    stack.server.choose_server(False)
+    assert Stack(load_config(str(tmp_path))).server.external_dsn() == "host=db.example port=5432 dbname=bench"
     running = Stack(load_config(str(tmp_path), starting=True), out=said.append)
-    running._choose_server(running.engine)  # a stack still running stays as it is
-    assert Stack(load_config(str(tmp_path))).external_dsn() is not None and not said
-    Stack(load_config(str(tmp_path), starting=True), out=said.append)._choose_server(None)
-    assert Stack(load_config(str(tmp_path))).external_dsn() is None
+    running.server.choose_server(True)  # a stack still running stays as it is
+    assert Stack(load_config(str(tmp_path))).server.external_dsn() is not None and not said
+    Stack(load_config(str(tmp_path), starting=True), out=said.append).server.choose_server(False)
+    assert Stack(load_config(str(tmp_path))).server.external_dsn() is None
     assert said and "embedded" in said[0]

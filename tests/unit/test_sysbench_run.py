@@ -9,8 +9,7 @@ from benchwatch import loadgens
 from benchwatch.exporter.pgbench_runs import RunFollower
 from benchwatch.loadgens.sysbench import output as sb
 from benchwatch.loadgens.sysbench.model import SysbenchRunModel
-from benchwatch.model import replay
-from benchwatch.record import importer, rundir
+from benchwatch.record import importer, replay, rundir
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures")
 START = 1_700_000_000.0

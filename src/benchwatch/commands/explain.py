@@ -33,7 +33,7 @@ def cmd_explain(ctx: Context) -> int:
     except (RuntimeError, OSError) as e:
         ctx.say(f"explain {run.run_id}: {e}")
         return 1
-    from benchwatch.model.replay import saved_output
+    from benchwatch.record.replay import saved_output
 
     output = saved_output(run.path).decode("utf-8", "replace")  # where the end of a run that died is told
     result = report.explain(series, meta, run_id, ongoing=meta.get("state") == rundir.RUNNING, output=output)

@@ -22,7 +22,9 @@ def stack_pg_env(ctx: Context) -> dict[str, str] | None:
     if not os.path.exists(stack.cfg.stack_file):
         ctx.say(f"no stack in {stack.cfg.state_dir}: start it with benchwatch up")
         return None
-    return stack.pg_env()
+    from benchwatch.engines.postgresql.embedded import part_of
+
+    return part_of(stack).pg_env()
 
 
 def shell_exports(pg_env: dict[str, str]) -> str:
@@ -41,7 +43,7 @@ def _arguments(p: argparse.ArgumentParser) -> None:
 @command("psql", help="psql connected to the stack's server: benchwatch psql [PSQL ARGS]", arguments=_arguments,
          add_help=False, passthrough=True)
 def cmd_psql(ctx: Context) -> int:
-    from benchwatch.stack.native import pg_bindir
+    from benchwatch.engines.postgresql.server import pg_bindir
 
     pg_env = stack_pg_env(ctx)
     if pg_env is None:

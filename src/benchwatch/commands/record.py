@@ -181,8 +181,7 @@ def _import_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_import(ctx: Context) -> int:
     import json
 
-    from benchwatch.model import replay
-    from benchwatch.record import importer, rundir
+    from benchwatch.record import importer, replay, rundir
     from benchwatch.sink.openmetrics import write_openmetrics
     from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
 

@@ -47,10 +47,10 @@ def _prometheus(args, stack) -> str | None:
 def _secrets(stack) -> list[str]:
     out = []
     try:
-        password = stack.pg_params().get("password")
+        server_secrets = stack.server.secret_values()
     except (OSError, ValueError):
-        password = None
-    for value in (password, os.environ.get("GRAFANA_TOKEN")):
+        server_secrets = []
+    for value in (*server_secrets, os.environ.get("GRAFANA_TOKEN")):
         if value:
             out.append(value)
     return out

@@ -19,14 +19,48 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from benchwatch.util.plugins import folder_part
 
 if TYPE_CHECKING:
     import signal
 
-    from benchwatch.stack.native import Stack
+
+class Host(Protocol):
+    """What an engine's part may ask of the stack that runs it (benchwatch.stack.native.Stack is one): its
+    files and configuration, and its process manager. Narrow on purpose: an engine names no stack code, and
+    the stack names no engine."""
+
+    # The stack's configuration (benchwatch.stack.config.Config): ports, state dir, labels, its options.
+    cfg: Any
+
+    def out(self, message: str) -> None: ...     # a line for the user (up's progress)
+
+    def path(self, *parts: str) -> str: ...      # a path under the state dir
+
+    def address(self, component: str) -> str: ...  # host:port of a component
+
+    def installed(self, component: str) -> str: ...  # its program; StackError when missing
+
+    def base_env(self) -> dict[str, str]: ...    # the environment a component starts with
+
+    def spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
+              user: str | None = None) -> int: ...
+
+    def pid(self, component: str) -> int | None: ...
+
+    def healthy(self, component: str) -> bool: ...
+
+    def restart(self, component: str) -> None: ...
+
+    def log_file(self, component: str) -> str: ...
+
+    def read_secret(self, name: str) -> str | None: ...
+
+    def write_secret(self, name: str, value: str) -> None: ...
+
+    def remove_secret(self, name: str) -> bool: ...  # whether there was one
 
 
 class UnknownEngine(KeyError):
@@ -46,7 +80,7 @@ class Engine:
     # that runs it (a group selecting nothing still costs Prometheus CPU every second).
     rule_files: ClassVar[tuple[str, ...]] = ()
 
-    # -- its part of the native stack (benchwatch.stack.native) ---------------------------------
+    # -- its part of the native stack (a StackPart of a Host) --------------------------------------
     # Its components in the stack (server, exporter) -> default port on 127.0.0.1; each also gets a
     # --<component>-port flag and a BENCHWATCH_<COMPONENT>_PORT variable.
     default_ports: ClassVar[Mapping[str, int]] = {}
@@ -61,7 +95,7 @@ class Engine:
         """The program of one of its components (base name, without an instance suffix); None if missing."""
         return None
 
-    def stack_part(self, stack: Stack) -> StackPart:
+    def stack_part(self, stack: Host) -> StackPart:
         """Its server components in one native stack."""
         return StackPart(self, stack)
 
@@ -106,7 +140,7 @@ class Engine:
     # window, kind, unit, scale): its server's counters per transaction, its wait events.
     evidence_signals: ClassVar[tuple[tuple[Any, ...], ...]] = ()
 
-    # -- its part of the dashboards (benchwatch.grafana.dashboards) ----------------------------
+    # -- its part of the dashboards (benchwatch.dashboards.run) ----------------------------
     server_transactions_text: ClassVar[str] = "commits+rollbacks per second counted by the selected targets' servers"
     regions_text: ClassVar[str] = ""         # what the shaded regions over the TPS curve are
     regions_name: ClassVar[str] = "its regions"
@@ -139,7 +173,7 @@ class Engine:
     archived_selectors: ClassVar[tuple[str, ...]] = ()
 
     def summary_figures(self, ctx: Any) -> dict:
-        """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""
+        """Its figures of a run (a benchwatch.present.summary.Context), merged into the summary's dict."""
         figures = folder_part(self, "summary", "figures")
         return figures(ctx) if figures else {}
 
@@ -155,7 +189,7 @@ class Engine:
 
     @property
     def compare_rows(self) -> list[Any]:
-        """Its rows of a comparison (benchwatch.share.summary.CompareRow)."""
+        """Its rows of a comparison (benchwatch.present.summary.CompareRow)."""
         return list(folder_part(self, "summary", "COMPARE_ROWS", []))
 
     def __repr__(self) -> str:
@@ -163,14 +197,14 @@ class Engine:
 
 
 class StackPart:
-    """One engine's components in a native stack (benchwatch.stack.native.Stack, the ``stack``): which run,
+    """One engine's components in a native stack (the ``stack``, a :class:`Host`): which run,
     how each starts, stops, reports health and logs, and what the shared components need of it (scrape
     targets, the benchwatch exporter's arguments, the status JSON, the environment of a run's tool).
 
     Component names are the stack's (pid files, logs, ports, the supervisor's records): a server run once
     per instance is ``name`` for instance 1 and ``name-i`` for instance i > 1."""
 
-    def __init__(self, engine: Engine, stack: Stack) -> None:
+    def __init__(self, engine: Engine, stack: Host) -> None:
         self.engine = engine
         self.stack = stack
 
@@ -200,6 +234,10 @@ class StackPart:
 
     def after_up(self) -> None:
         """Once every component is up (files a client of the stack reads)."""
+
+    def choose_server(self, running: bool) -> None:
+        """Before up starts anything: which server to watch, from the options given (``running``: whether this
+        engine's components already run in the state dir), kept for the commands after up."""
 
     def pid_source(self, component: str) -> str | None:
         """The pid file a server writes itself; None for a component whose pid the stack records."""
@@ -237,6 +275,10 @@ class StackPart:
     def client_env(self) -> dict[str, str]:
         """Variables a tool run on the stack gets to reach its server (the password in a 0600 file)."""
         return {}
+
+    def secret_values(self) -> list[str]:
+        """Its passwords as they are, for what a share must never hold (snapshots redact them)."""
+        return []
 
     def targets(self) -> list[Any]:
         """The server instances the stack watches, each with a ``name`` (its target label)."""

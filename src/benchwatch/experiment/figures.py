@@ -7,8 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from benchwatch.model import replay
-from benchwatch.record import outcome, rundir
+from benchwatch.record import outcome, replay, rundir
 
 
 def run_figures(path: str) -> dict[str, Any]:

@@ -31,8 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchwatch import engines
-from benchwatch.model import names
+from benchwatch import engines, loadgens
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
@@ -124,7 +123,7 @@ def selectors() -> list[str]:
 
 def run_selectors(run_id: str) -> list[str]:
     """Everything explaining a run reads: its own benchmark_* series and the signals."""
-    return [names.run_selector(run_id), *selectors()]
+    return [loadgens.run_selector(run_id), *selectors()]
 
 
 @dataclass

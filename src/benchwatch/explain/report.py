@@ -9,10 +9,10 @@ from typing import Any
 
 from benchwatch import engines
 from benchwatch.explain import causes, dips, ending
-from benchwatch.model import replay
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import prefer_pushed
 from benchwatch.query.series import Series
+from benchwatch.record import replay
 
 NO_CAUSE = "no cause found"
 

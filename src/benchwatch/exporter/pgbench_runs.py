@@ -19,9 +19,9 @@ from benchwatch.exporter import self_metrics as sm
 from benchwatch.exporter.delivery import DeliveryLog
 from benchwatch.exporter.follow import LineFollower
 from benchwatch.exporter.run_archiver import RunArchiver
-from benchwatch.model import catalogue, replay
+from benchwatch.model import catalogue
 from benchwatch.model.samples import Sample
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.util import processes
 
 log = logging.getLogger("benchwatch.exporter")

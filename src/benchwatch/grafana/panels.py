@@ -3,7 +3,7 @@
 Panels, rows, variables and annotations come from Grafana's own schema-generated
 builders (grafana-foundation-sdk, generated from the schema of the Grafana
 version benchwatch provisions), so the JSON has the shape Grafana expects by
-construction. Used by the committed dashboards (benchwatch.grafana.dashboards)
+construction. Used by the committed dashboards (benchwatch.dashboards.run)
 and by the panels a snapshot appends (benchwatch.share.collect). Every panel
 has a title, a description and a unit, and takes its datasource from the
 ``datasource`` variable.

@@ -1,4 +1,4 @@
-"""A history as Prometheus series, for the History dashboard (benchwatch.grafana.history).
+"""A history as Prometheus series, for the History dashboard (benchwatch.dashboards.history).
 
 - ``benchmark_history_value{workload, metric}``: one sample per run, at the run's start, its figure (TPS in
   transactions per second; latency_* in seconds). A run's figure never changes, so sending again is harmless.

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchwatch import loadgens
-from benchwatch.model import replay
+from benchwatch.record import replay
 
 # run_info labels that say how long or how the run reports, not what it does.
 NOT_WORK = frozenset({"duration_seconds", "transactions_per_client", "transactions", "interval_seconds",

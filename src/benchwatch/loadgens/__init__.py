@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from benchwatch.model import names as series_names
 from benchwatch.util.plugins import folder_part
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class LoadGenerator:
     # docs/metrics.md's section on its own series (heading, prose, table header): benchwatch.exporter.metrics_doc.
     metrics_doc: ClassVar[str] = ""
     # The prefix of series only this tool writes, when not benchmark_ (e.g. "gotpc_"): a run's series are
-    # selected by it too (benchwatch.model.names.run_selector).
+    # selected by it too (run_selector, below).
     series_prefix: ClassVar[str | None] = None
     # "elapsed": its progress lines carry their time (progress_elapsed). "arrival": they carry none; the
     # wrapper records each progress line's arrival (progress_line) in the run directory's ARRIVALS file.
@@ -188,7 +189,7 @@ class LoadGenerator:
         """Whether ``name`` is one of the files the tool writes for a latency log of prefix ``base``."""
         return False
 
-    # -- its part of the dashboards (benchwatch.grafana.dashboards) ----------------------------
+    # -- its part of the dashboards (benchwatch.dashboards.run) ----------------------------
 
     # How the run picker shows a run of this tool: run_info labels, then a format with $2, $3... for
     # them ($1 is the run id), e.g. ("script", "clients", "scale") and "$2, $3 clients, scale $4".
@@ -208,7 +209,7 @@ class LoadGenerator:
     # latency_rows(summary), tables(summary), COMPARE_ROWS.
 
     def summary_figures(self, ctx: Any) -> dict:
-        """Its figures of a run (a benchwatch.share.summary.Context), merged into the summary's dict."""
+        """Its figures of a run (a benchwatch.present.summary.Context), merged into the summary's dict."""
         figures = folder_part(self, "summary", "figures")
         return figures(ctx) if figures else {}
 
@@ -229,7 +230,7 @@ class LoadGenerator:
 
     @property
     def compare_rows(self) -> list[Any]:
-        """Its rows of a comparison (benchwatch.share.summary.CompareRow)."""
+        """Its rows of a comparison (benchwatch.present.summary.CompareRow)."""
         return list(folder_part(self, "summary", "COMPARE_ROWS", []))
 
     # -- saved output ------------------------------------------------------------------
@@ -301,3 +302,17 @@ def by_name(tool: str | None) -> LoadGenerator:
 
 def names() -> list[str]:
     return sorted(load_generators())
+
+
+def run_series_names() -> str:
+    """The regex of every run series' name: the tool-neutral and legacy prefixes, and each load generator's own."""
+    own = sorted({g.series_prefix[:-1] for g in load_generators().values()
+                  if g.series_prefix and g.series_prefix.endswith("_")})
+    if not own:
+        return series_names.RUN_SERIES_NAMES
+    return f"({'|'.join([series_names.PREFIX[:-1], series_names.LEGACY_PREFIX[:-1], *own])})_.*"
+
+
+def run_selector(run_id: str) -> str:
+    """Every series of one run, whichever tool and whichever version recorded it."""
+    return f'{{__name__=~"{run_series_names()}",run_id="{run_id}"}}'

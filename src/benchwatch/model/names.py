@@ -61,20 +61,6 @@ def select(name: str, matchers: str = "") -> str:
     return f'{{__name__=~"{name}|{old}"' + (f", {matchers}" if matchers else "") + "}"
 
 
-def run_series_names() -> str:
-    """The regex of every run series' name: the tool-neutral and legacy prefixes, and each load generator's own."""
-    from benchwatch import loadgens
-
-    own = sorted({g.series_prefix[:-1] for g in loadgens.load_generators().values()
-                  if g.series_prefix and g.series_prefix.endswith("_")})
-    return f"({'|'.join([PREFIX[:-1], LEGACY_PREFIX[:-1], *own])})_.*" if own else RUN_SERIES_NAMES
-
-
-def run_selector(run_id: str) -> str:
-    """Every series of one run, whichever version recorded it."""
-    return f'{{__name__=~"{run_series_names()}",run_id="{run_id}"}}'
-
-
 def renamed(series: Iterable) -> list:
     """Series (anything with a ``name``) with stored runs' old names replaced by the names of now."""
     out = []

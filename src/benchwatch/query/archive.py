@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import time
 
-from benchwatch import engines
-from benchwatch.model import names, replay
+from benchwatch import engines, loadgens
 from benchwatch.query.series import fetch, write_csv_dir
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.util import processes
 
 SERIES_DIR = "series"   # under the run directory
@@ -48,7 +47,7 @@ def archived_selectors() -> list[str]:
 def run_selectors(run_id: str) -> list[str]:
     """What a snapshot of a run reads, and what its archive saves of it (less what the raw output rebuilds):
     its own series and the archived ones."""
-    return [names.run_selector(run_id), *archived_selectors()]
+    return [loadgens.run_selector(run_id), *archived_selectors()]
 
 
 def is_run_series(name: str) -> bool:

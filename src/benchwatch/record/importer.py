@@ -1,6 +1,6 @@
 """``benchwatch import``: where a saved output comes from, when it started, and its run directory.
 
-The samples themselves come from benchwatch.model.replay, as for a live run."""
+The samples themselves come from benchwatch.record.replay, as for a live run."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import datetime as dt
 import os
 import re
 
-from benchwatch.model import replay
 from benchwatch.model.run import RunModel
 from benchwatch.model.samples import Sample
-from benchwatch.record import outcome, rundir
+from benchwatch.record import outcome, replay, rundir
 
 
 def parse_time(text: str) -> float:

@@ -4,7 +4,7 @@ One home for a run's result figures: ``run``, ``attach`` and ``import`` write it
 (:func:`save`), and whatever compares runs (``history``, sweeps) reads it back
 with :func:`outcome` — per-run TPS is ``outcome(run)["tps"]``. The figures come
 from the run's raw output through the same run model the exporter uses
-(benchwatch.model.replay), so they are the figures Prometheus got; a run
+(benchwatch.record.replay), so they are the figures Prometheus got; a run
 directory from before summary.json existed gets them the same way when asked.
 
 Layout (``version`` 1)::
@@ -25,11 +25,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from benchwatch import loadgens
-from benchwatch.model import replay
 from benchwatch.model.histogram import histogram_quantile
 from benchwatch.model.run import RunModel
 from benchwatch.model.samples import Sample
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 
 SUMMARY = "summary.json"
 UNREAD_KEPT = 100  # lines not read, kept by number and reason (all are counted)

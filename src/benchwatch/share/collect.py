@@ -21,15 +21,15 @@ import socket
 from dataclasses import dataclass, field
 
 from benchwatch import resources
+from benchwatch.dashboards import run as dashboards
 from benchwatch.explain import causes
-from benchwatch.grafana import dashboards
 from benchwatch.grafana.panels import DATASOURCE_UID
-from benchwatch.model import names, replay
+from benchwatch.model import names
 from benchwatch.query import archive, prometheus, promql
 from benchwatch.query import frames as fr
 from benchwatch.query import grafana as gq
 from benchwatch.query.series import Series, fetch, merge, read_csv_dir
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.record.host import host_facts
 from benchwatch.share import rebuild, summary
 from benchwatch.util import secrets

@@ -479,7 +479,7 @@ def page(title: str, header_html: str, model: dict, after_html: str = "") -> str
 # -- the snapshot page ------------------------------------------------------------------
 
 def is_run_annotation(name: str) -> bool:
-    """The run's own region ("pgbench run", "sysbench run", ...; see benchwatch.grafana.dashboards), drawn faintly."""
+    """The run's own region ("pgbench run", "sysbench run", ...; see benchwatch.dashboards.run), drawn faintly."""
     return name == "benchmark run" or any(name == f"{g.title} run" for g in loadgens.load_generators().values())
 
 

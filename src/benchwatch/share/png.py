@@ -177,7 +177,7 @@ def disk_png(c: Collected, path: str) -> str:
     t0 = _t0(c)
     fig, (ax_await, ax_util) = _figure(SIZES["disk.png"], rows=2)
     spans = run_spans(c, t0)
-    # Every run dashboard's host panels (iostat's names; benchwatch.grafana.dashboards.host_rows).
+    # Every run dashboard's host panels (iostat's names; benchwatch.dashboards.run.host_rows).
     for ax, title, scale, ylabel in ((ax_await, "Wait per request (r_await, w_await)", 1000, "await (ms)"),
                                      (ax_util, "Utilisation (%util)", 100, "%util")):
         seen: dict = {}

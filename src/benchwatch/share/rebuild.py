@@ -16,11 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from benchwatch.model import replay
 from benchwatch.model.samples import Sample, sample
 from benchwatch.query import archive, launch
 from benchwatch.query.series import Series
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.sink.remote_write import RemoteWriter
 
 # Where the run directory keeps the archived series, and which series its raw output rebuilds instead.

@@ -43,11 +43,11 @@ import yaml
 from benchwatch import resources
 from benchwatch.engines.postgresql import ENGINE as POSTGRESQL
 from benchwatch.engines.postgresql import dsn
+from benchwatch.engines.postgresql.server import POSTGRES_EXPORTER_FLAGS
 from benchwatch.query.launch import prometheus_binary
 from benchwatch.stack.config import LISTEN_HOST, default_state_dir
 from benchwatch.stack.native import (
     NODE_EXPORTER_FLAGS,
-    POSTGRES_EXPORTER_FLAGS,
     StackError,
     binary,
     installed,

@@ -28,15 +28,13 @@ from dataclasses import dataclass, field
 
 from benchwatch import engines, resources
 from benchwatch.engines import Engine, StackPart
-from benchwatch.engines.postgresql import dsn
-from benchwatch.engines.postgresql.embedded import POSTGRES_EXPORTER_FLAGS, pg_bindir
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
 from benchwatch.stack.config import COMPOSE_EXPORTER, LISTEN_HOST, Config
 from benchwatch.stack.processes import ProcessManager
 from benchwatch.util import net
 from benchwatch.util.errors import StackError
 
-__all__ = ["POSTGRES_EXPORTER_FLAGS", "Stack", "StackError", "binary", "installed", "pg_bindir"]
+__all__ = ["Stack", "StackError", "binary", "installed"]
 
 # The stack's own components, in start order; the engine's servers come before them, its exporters
 # after node_exporter (ENGINE_EXPORTERS_AFTER). The supervisor comes last: it starts watching once
@@ -192,43 +190,7 @@ class Stack(ProcessManager):
                 self.cfg.ports[c] = port
                 used.add(port)
 
-    # -- connection -------------------------------------------------------------
-
-    def external_dsn(self) -> str | None:
-        if self.cfg.pg_dsn:
-            return self.cfg.pg_dsn
-        try:
-            with open(self.path("secrets", "pg_dsn"), encoding="utf-8") as f:
-                return f.read().strip() or None
-        except FileNotFoundError:
-            return None
-
-    def pg_params(self) -> dict[str, str]:
-        """Connection parameters for clients, password included (keep them out of argv)."""
-        external = self.external_dsn()
-        if external:
-            params = dsn.parse_dsn(external)
-            params.setdefault("dbname", self.cfg.pg_database)
-            return params
-        params = {"host": LISTEN_HOST, "port": str(self.cfg.ports["postgres"]), "user": "postgres",
-                  "dbname": self.cfg.pg_database, "sslmode": "disable"}
-        password = self.read_secret("pg_password")
-        if password:
-            params["password"] = password
-        return params
-
-    def pg_env(self) -> dict[str, str]:
-        """PG* variables for pgbench/psql: everything but the password, which is in the pgpass file.
-
-        A DSN without a password leaves PGPASSFILE unset: our pgpass would hold an
-        empty password and hide the user's own ~/.pgpass."""
-        params = self.pg_params()
-        return dsn.libpq_env(params, self.path("secrets", "pgpass") if "password" in params else None)
-
-    def public_dsn(self) -> str:
-        params = self.pg_params()
-        params.pop("password", None)
-        return dsn.format_dsn(params)
+    # -- secrets (0600 files under secrets/) ---------------------------------------------
 
     def read_secret(self, name: str) -> str | None:
         try:
@@ -237,25 +199,22 @@ class Stack(ProcessManager):
         except FileNotFoundError:
             return None
 
-    def _choose_server(self, running: Engine | None) -> None:
-        """The server up watches: --pg-dsn (or BENCHWATCH_PG_DSN) when given, kept for the commands after up;
-        without it, a stopped stack starts the embedded one, whatever an earlier up watched (as with the
-        engine: the README's commands do what it says whatever ran before); a running one stays as it is."""
-        if self.cfg.pg_dsn:
-            self.write_secret("pg_dsn", self.cfg.pg_dsn)
-        elif running is None:
-            try:
-                os.unlink(self.path("secrets", "pg_dsn"))
-                self.out("an earlier up watched an existing PostgreSQL (--pg-dsn); without --pg-dsn this one starts "
-                         "the embedded server")
-            except FileNotFoundError:
-                pass
-
     def write_secret(self, name: str, value: str) -> None:
         os.makedirs(self.path("secrets"), mode=0o700, exist_ok=True)
         fd = os.open(self.path("secrets", name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(value + "\n")
+
+    def remove_secret(self, name: str) -> bool:
+        try:
+            os.unlink(self.path("secrets", name))
+            return True
+        except FileNotFoundError:
+            return False
+
+    def client_env(self) -> dict[str, str]:
+        """The variables a tool run on the stack gets to reach its server (the engine's; a password in a 0600 file)."""
+        return self.server.client_env()
 
     # -- status ---------------------------------------------------------------
 
@@ -306,7 +265,7 @@ class Stack(ProcessManager):
         if os.geteuid() == 0:
             os.chmod(self.cfg.state_dir, 0o755)  # the postgres user must reach pg/
         os.makedirs(self.path("runs"), exist_ok=True)
-        self._choose_server(running)
+        self.server.choose_server(running is not None)
         self.cfg.save()
         self.start_all()
         return self.status()

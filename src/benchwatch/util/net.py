@@ -6,6 +6,9 @@ import socket
 import urllib.error
 import urllib.request
 
+# Every listener benchwatch starts or configures binds here: nothing is reachable from another machine.
+LISTEN_HOST = "127.0.0.1"
+
 
 def port_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -17,7 +20,7 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
-def free_port(host: str = "127.0.0.1") -> int:
+def free_port(host: str = LISTEN_HOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]

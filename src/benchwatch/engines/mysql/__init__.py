@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from benchwatch.engines import Engine
 
 if TYPE_CHECKING:
-    from benchwatch.engines import StackPart
-    from benchwatch.stack.native import Stack
+    from benchwatch.engines import Host, StackPart
 
 
 class MySQL(Engine):
@@ -34,7 +33,7 @@ class MySQL(Engine):
 
         return embedded.binary(component)
 
-    def stack_part(self, stack: Stack) -> StackPart:
+    def stack_part(self, stack: Host) -> StackPart:
         from benchwatch.engines.mysql import embedded
 
         return embedded.MySQLPart(self, stack)

@@ -292,6 +292,16 @@ class MySQLTarget:
         _write_private(self.exporter_file, client_cnf({**conn, "user": EXPORTER_USER, "password": exporter}))
         self.write_sysbench_file()
 
+    def admin_sql(self, sql: str, timeout: float = 60) -> subprocess.CompletedProcess:
+        """SQL as the embedded server's administrator over its socket, on stdin (never argv), rows tab-separated:
+        what a tool needs done as the administrator (go-tpc's throwaway user)."""
+        client = binary("mariadb") or binary("mysql")
+        if client is None:
+            raise OSError("the mariadb client is not installed: apt-get install mariadb-client")
+        admin_user = "root" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
+        return subprocess.run([client, "--no-defaults", f"--socket={self.socket}", "--protocol=socket", "-u", admin_user,
+                               "-N", "-B"], input=sql, capture_output=True, text=True, timeout=timeout)
+
     def write_sysbench_file(self) -> None:
         _write_private(self.sysbench_file, sysbench_config(self.client_params()))
 

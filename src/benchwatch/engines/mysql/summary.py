@@ -3,7 +3,7 @@ each, the server's settings as the run recorded them; their tables and compare r
 
 from __future__ import annotations
 
-from benchwatch.share.summary import AROUND_S, CompareRow, Context, Table, fmt_num, fmt_time
+from benchwatch.present.summary import AROUND_S, CompareRow, Context, Table, fmt_num, fmt_time
 
 
 def pressure_rows(ctx: Context, around_s: float = AROUND_S) -> list[dict]:

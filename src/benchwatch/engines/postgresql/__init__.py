@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from benchwatch.engines import Engine
 
 if TYPE_CHECKING:
-    from benchwatch.engines import StackPart
-    from benchwatch.stack.native import Stack
+    from benchwatch.engines import Host, StackPart
 
 
 # The exporter's statements collector (benchwatch.exporter.statements): explain's `statement` cause.
@@ -32,11 +31,11 @@ class PostgreSQL(Engine):
     demo = "demo"
 
     def binary(self, component: str) -> str | None:
-        from benchwatch.engines.postgresql import embedded
+        from benchwatch.engines.postgresql import server
 
-        return embedded.binary(component)
+        return server.binary(component)
 
-    def stack_part(self, stack: Stack) -> StackPart:
+    def stack_part(self, stack: Host) -> StackPart:
         from benchwatch.engines.postgresql import embedded
 
         return embedded.PostgreSQLPart(self, stack)

@@ -13,7 +13,7 @@ import subprocess
 from benchwatch.engines import ServerControl, VariantServer
 from benchwatch.engines.postgresql import dsn
 from benchwatch.engines.postgresql.control import PostgreSQLControl
-from benchwatch.engines.postgresql.embedded import PG_SETTINGS, init_data_dir, os_user
+from benchwatch.engines.postgresql.server import PG_SETTINGS, init_data_dir, os_user
 from benchwatch.util import net
 from benchwatch.util.errors import StackError
 

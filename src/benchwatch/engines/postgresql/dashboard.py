@@ -3,7 +3,7 @@ commits below a run, and the Checkpoints & WAL dashboard."""
 
 from __future__ import annotations
 
-from benchwatch.grafana import dashboards, rules
+from benchwatch.grafana import board, rules
 from benchwatch.grafana.panels import (
     DISKS,
     TARGET,
@@ -204,8 +204,8 @@ def checkpoints_wal() -> dict:
              f"- min_over_time({on_targets('pg_checkpoints_completed_total')}[$__range]))", w=12, h=8, decimals=0,
              legend="{{target}} {{reason}}"),
     ]
-    return dashboards.dashboard(CHECKPOINTS_WAL[0], CHECKPOINTS_WAL[2], "Timed vs requested checkpoints, their cost, who writes "
+    return board.dashboard(CHECKPOINTS_WAL[0], CHECKPOINTS_WAL[2], "Timed vs requested checkpoints, their cost, who writes "
                      "buffers, WAL volume and full-page images, per target.", items,
-                     [dashboards.datasource_variable(), dashboards.target_variable(),
-                      dashboards.run_variable(dashboards.every_run())],
-                     [*checkpoint_annotations(), dashboards.run_annotation()])
+                     [board.datasource_variable(), board.target_variable(),
+                      board.run_variable(board.every_run())],
+                     [*checkpoint_annotations(), board.run_annotation()])

@@ -3,109 +3,78 @@ postgres_exporter; the benchwatch exporter follows the embedded server's log for
 
 from __future__ import annotations
 
-import glob
 import os
 import secrets
 import shutil
 import signal
-import subprocess
 from collections.abc import Mapping
 from typing import Any
 
-from benchwatch import resources
-from benchwatch.engines import StackPart
+from benchwatch import engines, resources
+from benchwatch.engines import Host, StackPart
 from benchwatch.engines.postgresql import dsn
+from benchwatch.engines.postgresql.server import (
+    EXPORTER,
+    PG_SETTINGS,
+    POSTGRES_EXPORTER_FLAGS,
+    SERVER,
+    init_data_dir,
+    os_user,
+)
 from benchwatch.util.errors import StackError
-
-SERVER = "postgres"
-EXPORTER = "postgres_exporter"
-
-# Embedded server settings: checkpoints often enough that a one-minute demo shows them.
-PG_SETTINGS = {
-    "listen_addresses": "'127.0.0.1'",
-    "log_checkpoints": "on",
-    # Every autovacuum and autoanalyze run, with its duration (explain's autovacuum cause, at the
-    # log's own times). 0 rather than a threshold: a run is logged once, when it ends, in ~15 lines,
-    # and autovacuum_naptime (1 min) keeps them to a few per minute per table that changes; the
-    # short routine runs (pgbench_branches every minute) are the base rate a long one is held against.
-    "log_autovacuum_min_duration": "0",
-    "log_line_prefix": "'%m [%p] '",
-    "logging_collector": "off",
-    "log_destination": "'stderr'",
-    "checkpoint_timeout": "'30s'",
-    "max_wal_size": "'64MB'",
-    "min_wal_size": "'32MB'",
-    "shared_buffers": "'128MB'",
-    "track_io_timing": "on",
-    "track_wal_io_timing": "on",
-    "password_encryption": "'scram-sha-256'",
-    # Time per call of each statement (the exporter's statements collector, explain's `statement`);
-    # with it loaded, compute_query_id's default (auto) fills pg_stat_activity.query_id as well.
-    "shared_preload_libraries": "'pg_stat_statements'",
-}
-
-# postgres_exporter: settings come from the run's metadata, database sizes are unused;
-# both cost a catalog query per second (bench/bench_watch_cost.py).
-POSTGRES_EXPORTER_FLAGS = ("--disable-default-metrics", "--disable-settings-metrics", "--no-collector.database")
-
-
-def pg_bindir() -> str | None:
-    """The newest PostgreSQL's bin directory (BENCHWATCH_PG_BINDIR names another): the agent, the
-    sharded demo's instances and the tests use it without a stack, hence read here."""
-    explicit = os.environ.get("BENCHWATCH_PG_BINDIR")
-    if explicit:
-        return explicit if os.path.exists(os.path.join(explicit, "postgres")) else None
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(p.split("/")[-3]))
-    if found:
-        return os.path.dirname(found[-1])
-    which = shutil.which("postgres")
-    return os.path.dirname(which) if which else None
-
-
-def binary(component: str) -> str | None:
-    if component == SERVER:
-        bindir = pg_bindir()
-        return os.path.join(bindir, "postgres") if bindir else None
-    if component == EXPORTER:
-        return shutil.which("prometheus-postgres-exporter")
-    return None
-
-
-def init_data_dir(bindir: str, data: str, password: str, home: str, user: str | None,
-                  env: Mapping[str, str], timeout: float = 300) -> None:
-    """initdb of ``bindir`` into ``data`` (scram, superuser postgres with ``password``), including the
-    benchwatch.conf that every start rewrites. Raises StackError with initdb's last line."""
-    # initdb reads the password from a file the postgres user can read; removed right after.
-    pwfile = os.path.join(home, ".pwfile")
-    fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(password + "\n")
-    if user:
-        shutil.chown(pwfile, user, user)
-    try:
-        result = subprocess.run(
-            [os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=scram-sha-256",
-             f"--pwfile={pwfile}", "--encoding=UTF8", "--locale=C"],
-            stdin=subprocess.DEVNULL, capture_output=True, text=True, user=user, group=user,
-            extra_groups=[] if user else None, env=dict(env), cwd=home, timeout=timeout)
-    finally:
-        os.unlink(pwfile)
-    if result.returncode != 0:
-        tail = (result.stderr.strip() or result.stdout.strip()).splitlines()[-1:] or [str(result.returncode)]
-        raise StackError(f"initdb failed: {tail[0]}")
-    with open(os.path.join(data, "postgresql.conf"), "a", encoding="utf-8") as f:
-        f.write("\ninclude_if_exists = 'benchwatch.conf'\n")
-
-
-def os_user() -> str | None:
-    """initdb and postgres refuse to run as root: as root they run as postgres."""
-    return "postgres" if os.geteuid() == 0 else None
+from benchwatch.util.net import LISTEN_HOST
 
 
 class PostgreSQLPart(StackPart):
+    # -- the connection: the embedded server's, or an existing one's (--pg-dsn, kept in secrets/) -----
+
+    def external_dsn(self) -> str | None:
+        return self.stack.cfg.pg_dsn or self.stack.read_secret("pg_dsn") or None
+
+    def pg_params(self) -> dict[str, str]:
+        """Connection parameters for clients, password included (keep them out of argv)."""
+        external = self.external_dsn()
+        if external:
+            params = dsn.parse_dsn(external)
+            params.setdefault("dbname", self.stack.cfg.pg_database)
+            return params
+        params = {"host": LISTEN_HOST, "port": str(self.stack.cfg.ports[SERVER]), "user": "postgres",
+                  "dbname": self.stack.cfg.pg_database, "sslmode": "disable"}
+        password = self.stack.read_secret("pg_password")
+        if password:
+            params["password"] = password
+        return params
+
+    def pg_env(self) -> dict[str, str]:
+        """PG* variables for pgbench/psql: everything but the password, which is in the pgpass file.
+
+        A DSN without a password leaves PGPASSFILE unset: our pgpass would hold an
+        empty password and hide the user's own ~/.pgpass."""
+        params = self.pg_params()
+        return dsn.libpq_env(params, self.stack.path("secrets", "pgpass") if "password" in params else None)
+
+    def secret_values(self) -> list[str]:
+        password = self.pg_params().get("password")
+        return [password] if password else []
+
+    def public_dsn(self) -> str:
+        params = self.pg_params()
+        params.pop("password", None)
+        return dsn.format_dsn(params)
+
+    def choose_server(self, running: bool) -> None:
+        """--pg-dsn (or BENCHWATCH_PG_DSN) when given, kept for the commands after up; without it, a stopped
+        stack starts the embedded one, whatever an earlier up watched (as with the engine: the README's
+        commands do what it says whatever ran before); a running one stays as it is."""
+        if self.stack.cfg.pg_dsn:
+            self.stack.write_secret("pg_dsn", self.stack.cfg.pg_dsn)
+        elif not running and self.stack.remove_secret("pg_dsn"):
+            self.stack.out("an earlier up watched an existing PostgreSQL (--pg-dsn); without --pg-dsn this one starts "
+                           "the embedded server")
+
     @property
     def embedded(self) -> bool:
-        return not self.stack.external_dsn()
+        return not self.external_dsn()
 
     def servers(self) -> list[str]:
         return [SERVER] if self.embedded else []
@@ -129,7 +98,7 @@ class PostgreSQLPart(StackPart):
         from benchwatch.engines.postgresql import connect
 
         # pgpass may not exist yet during the first start: the password goes as a connection keyword.
-        return self.stack.pid(component) is not None and connect.ready(self.stack.pg_params(), dbname="postgres")
+        return self.stack.pid(component) is not None and connect.ready(self.pg_params(), dbname="postgres")
 
     def stop_signal(self, component: str) -> signal.Signals | None:
         return signal.SIGINT if component == SERVER else None  # fast shutdown: roll back, checkpoint, exit
@@ -145,10 +114,10 @@ class PostgreSQLPart(StackPart):
             self._ensure_database()  # the exporters connect to it next
 
     def after_up(self) -> None:
-        dsn.write_pgpass(self.stack.path("secrets", "pgpass"), self.stack.pg_params())
+        dsn.write_pgpass(self.stack.path("secrets", "pgpass"), self.pg_params())
 
     def client_env(self) -> dict[str, str]:
-        return self.stack.pg_env()
+        return self.pg_env()
 
     def variant_server(self, kind: str, value: str, home: str):
         from benchwatch.engines.postgresql.builds import BuildServer, ExistingServer
@@ -162,11 +131,11 @@ class PostgreSQLPart(StackPart):
     def server_control(self, target: str | None = None):
         from benchwatch.engines.postgresql.control import PostgreSQLControl
 
-        return PostgreSQLControl(self.stack.pg_params(),
+        return PostgreSQLControl(self.pg_params(),
                                  restart=(lambda: self.stack.restart(SERVER)) if self.embedded else None)
 
     def scrape_targets(self) -> list[dict]:
-        external = self.stack.external_dsn()
+        external = self.external_dsn()
         server = dsn.parse_dsn(external).get("host", "external") if external else "embedded"
         return [{"targets": [self.stack.address(EXPORTER)],
                  "labels": {"component": EXPORTER, "postgres_server": server, **self.stack.cfg.database_labels()}}]
@@ -179,11 +148,11 @@ class PostgreSQLPart(StackPart):
 
     def exporter_env(self) -> dict[str, str]:
         # The statements collector's connection: libpq's variables, the password in the 0600 pgpass file.
-        return self.stack.pg_env()
+        return self.pg_env()
 
     def status(self, restarts: Mapping[str, Mapping[str, Any]]) -> dict:
         embedded = self.embedded
-        pg: dict[str, Any] = {"dsn": self.stack.public_dsn(), "embedded": embedded,
+        pg: dict[str, Any] = {"dsn": self.public_dsn(), "embedded": embedded,
                               "log_file": self.stack.log_file(SERVER) if embedded else None}
         if embedded:
             pg.update({"pid": self.stack.pid(SERVER), "port": self.stack.cfg.ports[SERVER],
@@ -228,19 +197,19 @@ class PostgreSQLPart(StackPart):
         from benchwatch.engines.postgresql import connect
 
         try:
-            connect.ensure_database(self.stack.pg_params(), self.stack.cfg.pg_database)
+            connect.ensure_database(self.pg_params(), self.stack.cfg.pg_database)
         except psycopg.Error as e:
             raise StackError(f"could not create database {self.stack.cfg.pg_database!r}: {str(e).strip()}") from None
         try:
-            connect.ensure_statements_extension(self.stack.pg_params())
+            connect.ensure_statements_extension(self.pg_params())
         except psycopg.Error as e:  # statement times are a signal among others: say so, go on
             self.stack.out(f"pg_stat_statements not created in {self.stack.cfg.pg_database!r}: {str(e).strip()}")
 
     def _start_exporter(self) -> None:
         # The DSN goes through the environment, never argv, and without the
         # password (lib/pq reads it from PGPASSFILE): postgres_exporter logs its DSN.
-        dsn.write_pgpass(self.stack.path("secrets", "pgpass"), self.stack.pg_params())
-        params = self.stack.pg_params()
+        dsn.write_pgpass(self.stack.path("secrets", "pgpass"), self.pg_params())
+        params = self.pg_params()
         params.pop("password", None)
         # The database name goes as PGDATABASE: postgres_exporter 0.11 splits the
         # DSN on spaces to name the server, and rejects any value holding one.
@@ -248,7 +217,7 @@ class PostgreSQLPart(StackPart):
         env = dict(self.stack.base_env(), DATA_SOURCE_NAME=dsn.to_uri(params))
         if database:
             env["PGDATABASE"] = database
-        pg_env = self.stack.pg_env()
+        pg_env = self.pg_env()
         if "PGPASSFILE" in pg_env:  # else lib/pq reads the user's ~/.pgpass
             env["PGPASSFILE"] = pg_env["PGPASSFILE"]
         self.stack.spawn(EXPORTER, [
@@ -256,3 +225,9 @@ class PostgreSQLPart(StackPart):
             f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
             *POSTGRES_EXPORTER_FLAGS,
         ], env=env)
+
+
+def part_of(stack: Host) -> PostgreSQLPart:
+    """PostgreSQL's part of a stack, whichever engine the stack runs: its connection for psql and the demos."""
+    server = getattr(stack, "server", None)
+    return server if isinstance(server, PostgreSQLPart) else PostgreSQLPart(engines.get("postgresql"), stack)

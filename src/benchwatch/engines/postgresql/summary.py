@@ -3,8 +3,7 @@ their tables and compare rows."""
 
 from __future__ import annotations
 
-from benchwatch.query.frames import prefer_pushed
-from benchwatch.share.summary import (
+from benchwatch.present.summary import (
     AROUND_S,
     CompareRow,
     Context,
@@ -17,6 +16,7 @@ from benchwatch.share.summary import (
     one,
     value_at,
 )
+from benchwatch.query.frames import prefer_pushed
 
 KEY_SETTINGS = ("shared_buffers_bytes", "max_wal_size_bytes", "min_wal_size_bytes", "checkpoint_timeout_seconds",
                 "checkpoint_completion_target", "wal_buffers_bytes", "fsync", "full_page_writes",

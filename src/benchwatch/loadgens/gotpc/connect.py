@@ -19,7 +19,6 @@ machine; give go-tpc ``-H``/``-P``/``-U``/``-p`` yourself (docs/gotpc.md).
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import secrets
 import subprocess
@@ -46,15 +45,9 @@ def _ident(s: str) -> str:
 
 
 def _admin(target: Any, sql: str) -> subprocess.CompletedProcess:
-    """SQL as the embedded server's administrator over its socket (as up's bootstrap), on stdin."""
-    from benchwatch.engines.mysql.server import binary
-
-    client = binary("mariadb") or binary("mysql")
-    if client is None:
-        raise OSError("the mariadb client is not installed: apt-get install mariadb-client")
-    admin_user = "root" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
-    return subprocess.run([client, "--no-defaults", f"--socket={target.socket}", "--protocol=socket", "-u", admin_user,
-                           "-N", "-B"], input=sql, capture_output=True, text=True, timeout=60)
+    """SQL as the embedded server's administrator over its socket (as up's bootstrap), on stdin: the engine's
+    target does it (a load generator names no engine's code)."""
+    return target.admin_sql(sql)
 
 
 def stale_users(listed: str) -> list[str]:

@@ -3,7 +3,7 @@ latency percentiles, errors); its compare rows."""
 
 from __future__ import annotations
 
-from benchwatch.share.summary import CompareRow, Context, fmt_ms, fmt_num, one
+from benchwatch.present.summary import CompareRow, Context, fmt_ms, fmt_num, one
 
 TYPES = ("NEW_ORDER", "PAYMENT", "ORDER_STATUS", "DELIVERY", "STOCK_LEVEL")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from benchwatch.loadgens.pgbench import output as po
-from benchwatch.share.summary import CompareRow, Context, Table, fmt_ms, fmt_num, last_value, one
+from benchwatch.present.summary import CompareRow, Context, Table, fmt_ms, fmt_num, last_value, one
 
 STATEMENT = "pgbench_statement_latency_seconds"
 

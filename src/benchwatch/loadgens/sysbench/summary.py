@@ -3,7 +3,7 @@ and reconnects; their rows and compare rows."""
 
 from __future__ import annotations
 
-from benchwatch.share.summary import CompareRow, Context, fmt_ms, fmt_num, last_value, one
+from benchwatch.present.summary import CompareRow, Context, fmt_ms, fmt_num, last_value, one
 
 
 def figures(ctx: Context) -> dict:

@@ -12,6 +12,7 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from benchwatch.grafana import panels as P
+from benchwatch.grafana.board import dashboard, datasource_variable
 from benchwatch.grafana.panels import DS, Layout
 
 EXPERIMENT = ("benchwatch-experiment", "experiment.json", "Experiment")
@@ -74,6 +75,5 @@ def experiment_dashboard() -> dict:
 
 
 def _dashboard(uid: str, title: str, description: str, items: list) -> dict:
-    from benchwatch.grafana.dashboards import dashboard, datasource_variable
 
     return dashboard(uid, title, description, items, [datasource_variable(), experiment_variable()], [])

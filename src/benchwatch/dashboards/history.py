@@ -8,6 +8,7 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dash_m
 
+from benchwatch.grafana.board import dashboard, datasource_variable
 from benchwatch.grafana.panels import DS, Layout, PrometheusAnnotation, table, timeseries
 from benchwatch.history.series import ANNOTATION, CHANGE_POINT, VALUE
 
@@ -42,7 +43,6 @@ def event_annotation() -> PrometheusAnnotation:
 
 
 def history_dashboard() -> dict:
-    from benchwatch.grafana.dashboards import dashboard, datasource_variable
 
     L = Layout()
     runs = timeseries(L, "Runs", "The chosen figure of each run of the workload at its start, one point per run "
