@@ -94,7 +94,8 @@ def test_healthchecks_and_dependencies(config):
 
 def test_exporter_flags_are_the_native_stacks(config):
     """The compose command lines repeat the native stack's choices: keep the two equal."""
-    from benchwatch.stack.native import NODE_EXPORTER_FLAGS, POSTGRES_EXPORTER_FLAGS
+    from benchwatch.engines.postgresql.server import POSTGRES_EXPORTER_FLAGS
+    from benchwatch.stack.native import NODE_EXPORTER_FLAGS
     node = config["services"]["node-exporter"]["command"]
     assert [f for f in node if not f.startswith("--path.")] == list(NODE_EXPORTER_FLAGS)
     pg = config["services"]["postgres-exporter"]["command"]
