@@ -26,9 +26,9 @@ queryids; the first reading only sets the starting point):
 ``statement`` is pg_stat_statements' text (constants already ``$n``), any literal left replaced by
 ``?``, whitespace collapsed, cut at TEXT_CHARS. It samples every EVERY_S seconds, every FAST_S while
 a followed run's progress line is possibly low (the exporter's ``on_possibly_low``: as the dips
-collector decides to look) and FAST_HOLD_S after: pg_stat_statements records the slow calls when they end, after the
-dip. Queries run in a thread of their own: a server that does not answer never holds up the
-progress lines. A connection that fails is logged once and tried again RETRY_S later.
+collector decides to look) and FAST_HOLD_S after: pg_stat_statements records the slow calls when
+they end, after the dip. Queries run in a thread of their own: a server that does not answer never
+holds up the progress lines. A connection that fails is logged once and tried again RETRY_S later.
 """
 
 from __future__ import annotations
