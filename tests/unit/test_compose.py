@@ -125,7 +125,8 @@ def test_the_benchwatch_scrape_drops_every_remote_written_series_and_keeps_the_s
 
     from benchwatch import loadgens
     from benchwatch.engines.postgresql import checkpoints as checkpoint_model
-    from benchwatch.exporter import checkpoints, dips, processes
+    from benchwatch.engines.postgresql.collectors import checkpoints
+    from benchwatch.exporter import dips, processes
     from benchwatch.exporter.self_metrics import SELF_METRICS
     from benchwatch.model.run import METRICS
 

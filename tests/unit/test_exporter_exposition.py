@@ -71,9 +71,10 @@ def make_exporter(tmp_path, url: str, server_log: str | None = SERVER_LOG, archi
 @pytest.fixture
 def exporter(tmp_path, refused_url):
     # The statements collector connects to a port nobody answers: it says so once and retries, and its poll succeeds.
-    refused_pg = {"host": "127.0.0.1", "port": refused_url.split(":")[2].split("/")[0], "dbname": "pgbench",
-                  "user": "postgres"}
-    e = make_exporter(tmp_path, refused_url, archive_runs=True, pg_params=refused_pg)
+    # It finds the server in the daemon's environment, as the stack gives it (libpq's variables).
+    refused_pg = {"PGHOST": "127.0.0.1", "PGPORT": refused_url.split(":")[2].split("/")[0], "PGDATABASE": "pgbench",
+                  "PGUSER": "postgres"}
+    e = make_exporter(tmp_path, refused_url, archive_runs=True, environ=refused_pg)
     e.poll_once()
     # The finished run goes to the archiver's thread, which finds no Prometheus: wait for its verdict.
     archiver = e.collectors["pgbench_runs"].on_finished

@@ -12,7 +12,7 @@ import threading
 
 import pytest
 
-from benchwatch.exporter.checkpoints import CheckpointCollector
+from benchwatch.engines.postgresql.collectors.checkpoints import CheckpointCollector
 from benchwatch.exporter.pgbench_runs import PgbenchRunsCollector
 from benchwatch.model.run import METRICS
 from benchwatch.record import replay, rundir

@@ -214,8 +214,6 @@ def test_every_kind_of_import_counts(tmp_path):
 # folders; each leaves this list when it moves. The registry's by-name loading is not an import.
 PLUGIN_IMPORTS_NOT_YET_MOVED = {
     "commands/psql.py -> engines/postgresql", "demo.py -> engines/postgresql",
-    "exporter/checkpoints.py -> engines/postgresql", "exporter/metrics_doc.py -> engines/postgresql",
-    "exporter/server.py -> engines/postgresql", "exporter/statements.py -> engines/postgresql",
     "stack/agent.py -> engines/postgresql", "stack/shards.py -> engines/postgresql",
 }
 

@@ -15,7 +15,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from benchwatch.engines.postgresql import server_log as pg_log
 from benchwatch.engines.postgresql.checkpoints import HEARTBEAT_MS
-from benchwatch.exporter.checkpoints import CheckpointCollector
+from benchwatch.engines.postgresql.collectors.checkpoints import CheckpointCollector
 from benchwatch.model.samples import validate_series
 from tests.helpers.tools import require_tool
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import math
 
-from benchwatch.exporter import statements
+from benchwatch.engines.postgresql.collectors import statements
+from benchwatch.exporter.dips import TPS, LowLines
 from benchwatch.model.samples import Sample, sample
 
 # pgbench's tpcb-like statements as pg_stat_statements shows them (PostgreSQL 15, -M simple).
@@ -199,27 +200,30 @@ def test_statements_in_flight_by_wait_event_and_gone_ones_end():
 
 
 def tps(run: str, t: float, v: float) -> Sample:
-    return sample(statements.TPS, {"run_id": run, "tool": "pgbench"}, v, round(t * 1000))
+    return sample(TPS, {"run_id": run, "tool": "pgbench"}, v, round(t * 1000))
 
 
 def test_the_pace_turns_fast_while_a_line_is_possibly_low_and_back():
     clock = Clock()
     woken = []
     pace = statements.Schedule(clock, wake=lambda: woken.append(clock.t))
+    # The exporter's on_possibly_low: the lines it sends, judged as the dips collector judges them.
+    lines = LowLines()
+    lines.callbacks.append(pace.hurry)
     t0 = clock.t
     for i in range(20):
         clock.t = t0 + i
-        pace.observe([tps("r", clock.t, 150.0)])
+        lines.observe([tps("r", clock.t, 150.0)])
     assert pace.step() == statements.EVERY_S and woken == []
     clock.t = t0 + 20
-    pace.observe([tps("r", clock.t, 40.0)])  # a low line
+    lines.observe([tps("r", clock.t, 40.0)])  # a low line
     assert pace.step() == statements.FAST_S and woken == [clock.t]
     clock.t += statements.FAST_HOLD_S - 1
     assert pace.step() == statements.FAST_S
     clock.t += 2
     assert pace.step() == statements.EVERY_S
     # Other series (and staleness markers) change nothing.
-    pace.observe([sample("benchmark_transactions_total", {"run_id": "r"}, 1.0, round(clock.t * 1000)),
+    lines.observe([sample("benchmark_transactions_total", {"run_id": "r"}, 1.0, round(clock.t * 1000)),
                   tps("r", clock.t + 1, float("nan"))])
     assert pace.step() == statements.EVERY_S
 
@@ -243,13 +247,11 @@ def test_a_server_away_is_logged_once_and_retried(caplog):
 
 
 def test_the_connection_comes_from_the_daemons_environment_without_a_password():
-    from benchwatch.exporter.server import pg_environment
-
     env = {"PGHOST": "127.0.0.1", "PGPORT": "15432", "PGDATABASE": "pgbench", "PGUSER": "postgres",
            "PGPASSFILE": "/state/secrets/pgpass", "PGPASSWORD": "from-a-shell", "HOME": "/root"}
-    assert pg_environment(env) == {"host": "127.0.0.1", "port": "15432", "dbname": "pgbench", "user": "postgres",
-                                   "passfile": "/state/secrets/pgpass"}
-    assert pg_environment({"HOME": "/root", "PGDATABASE": "x"}) is None  # the stack gave it no server: no collector
+    assert statements.connection_params(env) == {"host": "127.0.0.1", "port": "15432", "dbname": "pgbench", "user": "postgres",
+                                                  "passfile": "/state/secrets/pgpass"}
+    assert statements.connection_params({"HOME": "/root", "PGDATABASE": "x"}) is None  # the stack gave it no server: no collector
 
 
 def test_a_server_too_old_for_query_id_is_asked_again_only_every_few_minutes(caplog):

@@ -90,6 +90,9 @@ class Engine:
     demo: ClassVar[str] = "demo"
     # Whether the stack can run several embedded instances of its server side by side (--instances N).
     instances: ClassVar[bool] = False
+    # Its collectors of the benchwatch exporter: modules of its folder (benchwatch.util.plugins.folder_module)
+    # written against benchwatch.collector, which the daemon loads beside its own (each a --[no-]collector.NAME).
+    collector_modules: ClassVar[tuple[str, ...]] = ()
 
     def binary(self, component: str) -> str | None:
         """The program of one of its components (base name, without an instance suffix); None if missing."""

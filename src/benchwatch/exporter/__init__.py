@@ -1,112 +1,70 @@
 """The benchwatch exporter: one collector per module, switched like node_exporter's.
 
-Each collector module registers itself here with :func:`register_collector`
-(name, help, default on or off, and a factory taking the exporter's options).
-``--[no-]collector.NAME`` flags and the daemon's set of collectors are both
-read from :data:`COLLECTORS`, so a new collector is one module and its name
-in :data:`COLLECTOR_MODULES`.
+The collector interface and its registry are ``benchwatch.collector``'s (re-exported here for the
+modules and tests that import them from here). The daemon's collectors are its own modules,
+:data:`COLLECTOR_MODULES`, and every engine's (``Engine.collector_modules``, modules of the engine's
+folder): :func:`load_collectors` loads them into a fresh :class:`Registry`, which refuses a second
+collector of a name. ``--[no-]collector.NAME`` flags and the daemon's set of collectors are both read
+from it, so a new collector is one module and its name in one list.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:
-    from prometheus_client import CollectorRegistry
+from benchwatch.collector import (
+    Collector,
+    CollectorSpec,
+    DuplicateCollector,
+    ExporterOptions,
+    Registry,
+    register_collector,
+)
+from benchwatch.collector import add_collector_flags as _add_flags
+from benchwatch.collector import enabled_collectors as _enabled
 
-    from benchwatch.model.samples import Sample
+__all__ = ["COLLECTOR_MODULES", "Collector", "CollectorSpec", "DuplicateCollector", "ExporterOptions", "Registry",
+           "add_collector_flags", "collector_modules", "enabled_collectors", "load_collectors", "register_collector"]
 
-
-class Collector(Protocol):
-    """What the daemon drives: poll() reads its source and sends samples, collect() serves /metrics."""
-
-    def poll(self) -> object: ...
-
-    def collect(self) -> Iterable: ...
-
-
-@dataclass
-class ExporterOptions:
-    """What a collector factory may use; built once by the daemon from its command line."""
-
-    runs_dir: str
-    sink: Callable[[list[Sample]], None]
-    registry: CollectorRegistry
-    server_log: str | None = None
-    clock: Callable[[], float] = time.time
-    # Prometheus' base URL when finished runs' series are to be saved in their run directory.
-    archive_url: str | None = None
-    # target/host (the shared labelling contract) for series about the database, e.g. checkpoints.
-    database_labels: dict[str, str] = field(default_factory=dict)
-    # The sink's delivery marks and backlog (benchwatch.sink.remote_write.BufferedRemoteWriter.mark):
-    # how a collector learns what Prometheus has acknowledged, and when to stop reading ahead.
-    mark: Callable[[Callable[[], None]], None] | None = None
-    backlog: Callable[[], int] | None = None
-    # subscribe(callback): callback(samples) with every batch given to ``sink`` from then on, by any
-    # collector, right after it is queued: how one collector sees another's samples without
-    # reading them back from Prometheus (the dips collector watches the TPS lines this way).
-    subscribe: Callable[[Callable[[list[Sample]], None]], None] | None = None
-    # libpq keywords of the database the stack watches, without a password (PGPASSFILE holds it), from
-    # the daemon's PG* environment: the statements collector's connection. None: no database to read.
-    pg_params: dict[str, str] | None = None
+# The daemon's own collector modules; each engine adds its own (their place in the polling order is
+# each collector's ``order``).
+COLLECTOR_MODULES = ("pgbench_runs", "dips", "processes")
 
 
-@dataclass(frozen=True)
-class CollectorSpec:
-    name: str
-    help: str
-    # Returns None when the options leave it nothing to do (e.g. no server log given).
-    factory: Callable[[ExporterOptions], Collector | None] = field(compare=False)
-    default: bool = True
+def collector_modules() -> list[str]:
+    """The modules that define collectors, imported: the daemon's own, then each engine's (engines by name)."""
+    from benchwatch import engines
+    from benchwatch.util.plugins import folder_module
+
+    modules = [importlib.import_module(f"{__name__}.{m}").__name__ for m in COLLECTOR_MODULES]
+    for engine in engines.load_engines().values():
+        for name in engine.collector_modules:
+            module = folder_module(engine, name)
+            if module is None:
+                raise RuntimeError(f"{engine!r} names collector module {name!r}, which its folder does not have")
+            modules.append(module.__name__)
+    return modules
 
 
-# name -> spec, filled by load_collectors().
-COLLECTORS: dict[str, CollectorSpec] = {}
-# The modules that register collectors; their order is the order of polling and of /metrics.
-COLLECTOR_MODULES = ("pgbench_runs", "checkpoints", "dips", "processes", "statements")
+def load_collectors() -> Registry:
+    """A fresh registry of every collector, in polling order (:class:`DuplicateCollector` on a name twice).
 
-
-def register_collector(name: str, help: str, *, default: bool = True):
-    """Decorator for a collector factory: ``@register_collector("name", "what it does")``."""
-    def add(factory: Callable[[ExporterOptions], Collector | None]):
-        if name in COLLECTORS:
-            raise ValueError(f"collector {name!r} registered twice")
-        COLLECTORS[name] = CollectorSpec(name, help, factory, default)
-        return factory
-    return add
-
-
-def load_collectors() -> dict[str, CollectorSpec]:
-    """Import the collector modules, which register themselves; returns :data:`COLLECTORS`.
-
-    Not done when this package is imported: the collectors' imports
-    (prometheus_client, the run model) are the daemon's business, and would
-    double the start-up time of every other command.
+    Not done when this package is imported: the collectors' imports (prometheus_client, the run
+    model, the engines') are the daemon's business, and would double the start-up time of every
+    other command.
     """
-    modules = [f"{__name__}.{m}" for m in COLLECTOR_MODULES]
-    for module in modules:
-        importlib.import_module(module)
-    # In COLLECTOR_MODULES' order, whichever module happened to be imported first.
-    ordered = sorted(COLLECTORS.values(), key=lambda spec: modules.index(spec.factory.__module__))
-    COLLECTORS.clear()
-    COLLECTORS.update((spec.name, spec) for spec in ordered)
-    return COLLECTORS
+    registry = Registry()
+    for name in collector_modules():
+        registry.load(importlib.import_module(name))
+    return registry
 
 
 def add_collector_flags(parser: argparse.ArgumentParser) -> None:
-    """``--[no-]collector.NAME`` for every registered collector."""
-    for spec in load_collectors().values():
-        state = "on" if spec.default else "off"
-        parser.add_argument(f"--collector.{spec.name}", dest=f"collector_{spec.name}",
-                            action=argparse.BooleanOptionalAction, default=spec.default,
-                            help=f"{spec.help} (default {state})")
+    """``--[no-]collector.NAME`` for every collector."""
+    _add_flags(parser, load_collectors())
 
 
 def enabled_collectors(args: argparse.Namespace) -> dict[str, bool]:
     """The --[no-]collector.NAME choices of parsed arguments."""
-    return {name: getattr(args, f"collector_{name}") for name in load_collectors()}
+    return _enabled(args, load_collectors())

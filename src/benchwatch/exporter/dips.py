@@ -28,8 +28,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
+from benchwatch.collector import ORDER_DIPS, ExporterOptions, MetricsDoc, Sink, register_collector
+from benchwatch.collector import Sample as SampleLike
 from benchwatch.explain import dips as detector
-from benchwatch.exporter import ExporterOptions, register_collector
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 from benchwatch.query.series import fetch
 from benchwatch.record import rundir
@@ -42,6 +43,20 @@ DIP_METRICS: dict[str, tuple[str, str]] = {
     "benchmark_dip_info": ("gauge", "1 over a finished TPS dip's span, written when it ends, labelled with its number, level (deep, mild), cause and evidence."),
 }
 
+METRICS_DOC_SECTION = """
+## TPS dips (benchwatch exporter, `dips` collector)
+
+The dip detector of `benchwatch explain` ([explain.md](explain.md)) run on each live run, from what
+Prometheus holds, when a new TPS line might be low, while a dip is under way, every 15 s and at the
+run's end ([explain.md](explain.md#live-annotations-and-the-alert)); remote-written, never on /metrics. Both carry `run_id`, `cause`
+(`lock`, `checkpoint`, `client_stall`, `disk`, ..., or `no cause found`) and `evidence` (a sentence);
+`benchmark_dip_info` also `dip` (its number in the run) and `level` (`deep`: below 50% of the steady
+level, `mild`: below 80%). At most 30 dips and 40 leading-cause label sets per run are written;
+`benchwatch explain` lists every dip.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
 EVERY_S = 1.0
 # Past this many dips (and leading-cause label sets) a run's later ones are left to benchwatch
 # explain: with its own series, a run stays well under 200.
@@ -63,6 +78,7 @@ DELIVERY_WAIT_S = 3.0
 
 TPS = "benchmark_progress_tps"
 INTERVAL = "benchmark_progress_interval_seconds"
+LOW_KEEP_S = 60.0  # TPS lines LowLines keeps per run for possibly_low (its window is 30 s)
 
 # What a pass does for a run: LOOK reads the TPS back and fetches the evidence only if it finds
 # a dip to write (today's cheap look); MEMORY runs the detector on the lines in memory first;
@@ -103,6 +119,41 @@ def possibly_low(points: Sequence[tuple[int, float]], i: int, interval_s: Sequen
 def _full(points: Sequence[tuple[int, float]], j: int, interval_s: float) -> bool:
     covered = detector.covered_s(points[j - 1][0] if j else None, points[j][0], interval_s)
     return detector.is_full(covered, interval_s)
+
+
+class LowLines:
+    """The exporter's ``on_possibly_low`` (ExporterOptions): a subscriber to every batch sent that keeps
+    each run's recent TPS lines and, when a batch holds a line :func:`possibly_low` finds low, calls
+    back every collector that asked (the statements collector samples faster then)."""
+
+    def __init__(self) -> None:
+        self.callbacks: list[Callable[[], None]] = []
+        self.lines: dict[str, list[tuple[int, float]]] = {}
+        self.intervals: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def observe(self, samples: Sequence[SampleLike]) -> None:
+        low = False
+        with self.lock:
+            for s in samples:
+                if s.name not in (TPS, INTERVAL) or s.value != s.value:
+                    continue
+                run_id = dict(s.labels).get("run_id")
+                if not run_id:
+                    continue
+                if s.name == INTERVAL:
+                    self.intervals[run_id] = s.value
+                    continue
+                points = self.lines.setdefault(run_id, [])
+                if points and s.timestamp_ms <= points[-1][0]:
+                    continue
+                points.append((s.timestamp_ms, s.value))
+                if points[0][0] < s.timestamp_ms - 2 * LOW_KEEP_S * 1000:
+                    points[:] = [p for p in points if p[0] >= s.timestamp_ms - LOW_KEEP_S * 1000]
+                low = low or possibly_low(points, len(points) - 1, (self.intervals.get(run_id) or 1.0,))
+        if low:
+            for callback in self.callbacks:
+                callback()
 
 
 class _Lines:
@@ -161,7 +212,7 @@ class _RunState:
 class DipWatcher:
     def __init__(self, runs_dir: str, prometheus: str, sink: Callable[[list[Sample]], None],
                  clock: Callable[[], float] = time.time,
-                 subscribe: Callable[[Callable[[list[Sample]], None]], None] | None = None,
+                 subscribe: Callable[[Sink], None] | None = None,
                  mark: Callable[[Callable[[], None]], None] | None = None):
         """``subscribe``: how to see the samples the exporter sends (ExporterOptions.subscribe);
         without it every live run gets a pass every second. ``mark``: the sink's delivery marks,
@@ -186,7 +237,7 @@ class DipWatcher:
         if subscribe is not None:
             subscribe(self.observe)
 
-    def observe(self, samples: list[Sample]) -> None:
+    def observe(self, samples: Sequence[SampleLike]) -> None:
         """Every batch the exporter sends: keep the TPS lines (and progress interval) of each run."""
         with self._lines_lock:
             for s in samples:
@@ -406,9 +457,14 @@ def dip_samples(run_id: str, number: int, d: dict) -> list[Sample]:
     return out
 
 
-@register_collector("dips", "find TPS dips of live runs and remote-write their leading cause (needs Prometheus)")
+@register_collector("dips", "find TPS dips of live runs and remote-write their leading cause (needs Prometheus)",
+                    order=ORDER_DIPS)
 def _build(options: ExporterOptions) -> DipWatcher | None:
     if not options.archive_url:
         return None
     return DipWatcher(options.runs_dir, options.archive_url, options.sink, clock=options.clock,
                       subscribe=options.subscribe, mark=options.mark)
+
+
+def metrics_doc() -> MetricsDoc:
+    return MetricsDoc([(METRICS_DOC_SECTION, DIP_METRICS)])

@@ -14,17 +14,33 @@ import time
 from collections.abc import Callable, Iterable
 
 from benchwatch import loadgens
-from benchwatch.exporter import ExporterOptions, register_collector
+from benchwatch.collector import ORDER_RUNS, ExporterOptions, MetricsDoc, register_collector
+from benchwatch.collector.follow import LineFollower
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.exporter.delivery import DeliveryLog
-from benchwatch.exporter.follow import LineFollower
 from benchwatch.exporter.run_archiver import RunArchiver
 from benchwatch.model import catalogue
+from benchwatch.model.run import METRICS
 from benchwatch.model.samples import Sample
 from benchwatch.record import replay, rundir
 from benchwatch.util import processes
 
 log = logging.getLogger("benchwatch.exporter")
+
+METRICS_DOC_SECTION = """
+## pgbench runs (benchwatch exporter, `pgbench_runs` collector)
+
+Every series carries `run_id` and `tool` (`pgbench`, or `sysbench` for the series a sysbench run
+shares with pgbench runs: see the next section). They reach Prometheus by remote write at pgbench's own timestamps
+(one sample per progress line); the exporter's /metrics shows their latest values. pgbench prints
+milliseconds: every time here is in seconds. `pgbench_statement_*` also carry `script` and
+`statement`; `benchmark_run_info` carries the run's description: `script`, `clients`, `threads`,
+`protocol`, `duration_seconds`, `transactions_per_client`, `rate_limit_tps`, `scale`, `mode`,
+`pgbench_version`, `server_version`, `hostname` (each where known).
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
 
 INGESTED_MARKER = ".ingested"
 # Ended runs kept on /metrics; older ones live on in Prometheus and the run directory.
@@ -290,7 +306,7 @@ class PgbenchRunsCollector:
         return families
 
 
-@register_collector("pgbench_runs", "follow pgbench run directories and remote-write their series")
+@register_collector("pgbench_runs", "follow pgbench run directories and remote-write their series", order=ORDER_RUNS)
 def _build(options: ExporterOptions) -> PgbenchRunsCollector:
     archiver = None
     if options.archive_url:
@@ -298,3 +314,10 @@ def _build(options: ExporterOptions) -> PgbenchRunsCollector:
         options.registry.register(archiver)
     return PgbenchRunsCollector(options.runs_dir, options.sink, clock=options.clock, on_finished=archiver,
                                 mark=options.mark, backlog=options.backlog)
+
+
+def metrics_doc() -> MetricsDoc:
+    """The run model's series, then each load generator's own section."""
+    return MetricsDoc([(METRICS_DOC_SECTION, METRICS),
+                       *((g.metrics_doc, {**g.metrics, **g.latency_log_metrics})
+                         for g in loadgens.load_generators().values())])

@@ -16,8 +16,9 @@ remote-writes
   process on the host;
 - ``benchmark_host_cpus``: CPUs the host has, what a share of the machine is counted against.
 
-Processes are told apart by name (``comm``), as ps shows them: every PostgreSQL or MariaDB
-server on the host counts as the database, every pgbench as the load generator.
+Processes are told apart by name (``comm``), as ps shows them: every engine's server process
+(``Engine.server_processes``) on the host counts as the database, every load generator's program
+as the load generator.
 
 Why ``new`` apart: on a machine whose CPUs are already all in use, a busy process that starts
 takes its CPU from everyone, the other processes too, so the others' total hardly moves while
@@ -30,7 +31,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from benchwatch.exporter import ExporterOptions, register_collector
+from benchwatch.collector import ORDER_AFTER_DIPS, ExporterOptions, MetricsDoc, register_collector
 from benchwatch.model.samples import Sample, sample
 
 EVERY_S = 2.0          # a CPU hog of a few seconds still gets 2-4 samples; a scan costs ~1 ms per 100 processes
@@ -48,6 +49,19 @@ METRICS: dict[str, tuple[str, str]] = {
                  "over the last 2 s, written only when at least 0.1."),
     "benchmark_host_cpus": ("gauge", "CPUs of the host (what a share of the machine is counted against)."),
 }
+
+METRICS_DOC_SECTION = """
+## The host's processes (benchwatch exporter, `processes` collector)
+
+CPU time of the database's processes (the engines' servers: {servers}, ...), the load
+generators' (`pgbench`, `sysbench`, `go-tpc`) and every other process the exporter can see, read from
+`/proc/<pid>/stat` every 2 s and remote-written: `benchwatch explain` tells "something else used the
+CPU" (`cpu_contention`) from the database being busy (`database_cpu_bound`, [explain.md](explain.md)). They carry the
+exporter's `target` and `host` labels; the processes are told apart by name.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
 
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -178,8 +192,18 @@ class ProcessesCollector:
         return ()  # remote-written at the scan's time, like the dips; the scrape would drop them anyway
 
 
-@register_collector("processes", "CPU time of the database's, the load generator's and other processes (/proc)")
+@register_collector("processes", "CPU time of the database's, the load generator's and other processes (/proc)",
+                    order=ORDER_AFTER_DIPS)
 def _build(options: ExporterOptions) -> ProcessesCollector | None:
     if not os.path.isdir("/proc"):
         return None
     return ProcessesCollector(options.sink, clock=options.clock, labels=options.database_labels)
+
+
+def metrics_doc() -> MetricsDoc:
+    from benchwatch import engines
+
+    # One server program per engine, the default engine's first.
+    ordered = sorted(engines.load_engines().values(), key=lambda e: not e.default)
+    servers = ", ".join(f"`{min(e.server_processes)}`" for e in ordered if e.server_processes)
+    return MetricsDoc([(METRICS_DOC_SECTION.format(servers=servers), METRICS)])

@@ -13,14 +13,18 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import cast
 
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from benchwatch.collector import Sample as SampleLike
+from benchwatch.collector import Sink
 from benchwatch.exporter import Collector, ExporterOptions, add_collector_flags, enabled_collectors, load_collectors
 from benchwatch.exporter import self_metrics as sm
+from benchwatch.exporter.dips import LowLines
 from benchwatch.model.samples import Sample
 from benchwatch.sink.remote_write import BufferedRemoteWriter
 from benchwatch.stack.config import DEFAULT_PORTS, LISTEN_HOST
@@ -135,18 +139,20 @@ class LockedCollector:
 
 
 class Exporter:
-    """Collectors from the registry (:data:`benchwatch.exporter.COLLECTORS`), a remote-write sink, self-metrics.
+    """Collectors from the registry (:func:`benchwatch.exporter.load_collectors`), a remote-write sink,
+    self-metrics.
 
     ``collectors`` switches collectors by name (the rest keep their default);
     ``registry`` is where /metrics comes from (a fresh one unless given);
-    ``timer`` times polls for the self-metrics.
+    ``timer`` times polls for the self-metrics; ``environ`` is where the engines' collectors find their
+    server's connection (the daemon's environment; none unless given).
     """
 
     def __init__(self, *, runs_dir: str, remote_write_url: str, server_log: str | None = None,
                  collectors: dict[str, bool] | None = None, clock: Callable[[], float] = time.time,
                  registry: CollectorRegistry | None = None, archive_runs: bool = True,
                  timer: Callable[[], float] = time.perf_counter, database_labels: dict[str, str] | None = None,
-                 use_inotify: bool = True, pg_params: dict[str, str] | None = None):
+                 use_inotify: bool = True, environ: Mapping[str, str] | None = None):
         registered = load_collectors()
         unknown = sorted(set(collectors or {}) - set(registered))
         if unknown:
@@ -160,12 +166,14 @@ class Exporter:
         archive_url = None
         if archive_runs and remote_write_url.endswith(WRITE_PATH):
             archive_url = remote_write_url[:-len(WRITE_PATH)]
-        self.subscribers: list[Callable[[list[Sample]], None]] = []
+        self.subscribers: list[Sink] = []
+        self.low_lines: LowLines | None = None  # made when a collector asks for on_possibly_low
         options = ExporterOptions(runs_dir=runs_dir, sink=self.send, registry=self.registry,
                                   server_log=server_log, clock=clock, archive_url=archive_url,
                                   database_labels=dict(database_labels or {}),
                                   mark=self.writer.mark, backlog=lambda: self.writer.stats().pending,
-                                  subscribe=self.subscribers.append, pg_params=pg_params)
+                                  subscribe=self.subscribers.append, on_possibly_low=self.on_possibly_low,
+                                  environ=dict(environ or {}))
         self.collectors: dict[str, Collector] = {}
         for name, spec in registered.items():
             collector = spec.factory(options) if enabled[name] else None
@@ -186,16 +194,25 @@ class Exporter:
         # Wakes the poll loop when a followed file changes (inotify), else it polls.
         self.waker = Waker(use_inotify=use_inotify)
 
-    def send(self, samples: list[Sample]) -> None:
+    def send(self, samples: Sequence[SampleLike]) -> None:
         """The collectors' sink: queue for remote write, then show the batch to the subscribers."""
         if self.subscribers and not isinstance(samples, list):
             samples = list(samples)  # read twice
-        self.writer.enqueue(samples)
+        # The interface types samples by their fields (it sits below benchwatch.model); every collector
+        # sends benchwatch.model.samples.Sample, which the writer encodes.
+        self.writer.enqueue(cast("list[Sample]", samples))
         for callback in self.subscribers:
             try:
                 callback(samples)
             except Exception:  # a watcher's bookkeeping must not cost the producer its lines
                 log.exception("sample subscriber failed")
+
+    def on_possibly_low(self, callback: Callable[[], None]) -> None:
+        """ExporterOptions.on_possibly_low: ``callback()`` when a batch sent holds a possibly low TPS line."""
+        if self.low_lines is None:
+            self.low_lines = LowLines()
+            self.subscribers.append(self.low_lines.observe)
+        self.low_lines.callbacks.append(callback)
 
     def poll_once(self) -> None:
         with self.lock:
@@ -292,7 +309,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--listen", default=listen, help=f"address of /metrics and /alerts (default {listen})")
     parser.add_argument("--runs-dir", required=True)
     parser.add_argument("--remote-write-url", required=True)
-    parser.add_argument("--server-log", help="PostgreSQL server log to follow for checkpoints")
+    parser.add_argument("--server-log", help="the database server's log to follow (checkpoints and other events)")
     parser.add_argument("--label", action="append", default=[], metavar="NAME=VALUE", type=_label,
                         help="a label on every series about the database (checkpoints), e.g. target=db1 host=h1; repeatable")
     add_collector_flags(parser)
@@ -306,23 +323,13 @@ def _label(text: str) -> tuple[str, str]:
     return name, value
 
 
-def pg_environment(environ: Mapping[str, str]) -> dict[str, str] | None:
-    """The database the stack gave the daemon in libpq's variables (its ``client_env``: PGHOST, PGPORT,
-    PGDATABASE, PGUSER, PGPASSFILE; never a password in argv), or None when it gave none."""
-    from benchwatch.engines.postgresql.connect import params_from_env
-
-    params = params_from_env(environ)
-    params.pop("password", None)  # a PGPASSWORD inherited from someone's shell stays libpq's own business
-    return params if {"host", "port", "service"} & set(params) else None
-
-
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     host, _, port = args.listen.rpartition(":")
     exporter = Exporter(runs_dir=args.runs_dir, remote_write_url=args.remote_write_url,
                         server_log=args.server_log, collectors=enabled_collectors(args),
-                        database_labels=dict(args.label), pg_params=pg_environment(os.environ))
+                        database_labels=dict(args.label), environ=os.environ)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: exporter.stop_soon(stop))

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from benchwatch.engines import Host, StackPart
 
 
-# The exporter's statements collector (benchwatch.exporter.statements): explain's `statement` cause.
+# Its statements collector (collectors/statements.py): explain's `statement` cause.
 STATEMENT_SERIES = ("pg_statement_calls_total", "pg_statement_exec_seconds_total", "pg_statement_active_sessions",
                     "pg_statement_active_seconds_max")
 
@@ -29,6 +29,8 @@ class PostgreSQL(Engine):
     default_ports: ClassVar[Mapping[str, int]] = {"postgres": 15432, "postgres_exporter": 19187}
     packages: ClassVar[Mapping[str, str]] = {"postgres": "postgresql", "postgres_exporter": "prometheus-postgres-exporter"}
     demo = "demo"
+    # The server log's checkpoints, autovacuum runs and events; the top statements (pg_stat_statements).
+    collector_modules = ("collectors.checkpoints", "collectors.statements")
 
     def binary(self, component: str) -> str | None:
         from benchwatch.engines.postgresql import server

@@ -19,11 +19,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from datetime import tzinfo
 
+from benchwatch.collector import ORDER_BEFORE_DIPS, ExporterOptions, MetricsDoc, register_collector
+from benchwatch.collector.follow import LineFollower
+from benchwatch.engines.postgresql import autovacuum as autovacuum_model
+from benchwatch.engines.postgresql import checkpoints as checkpoint_model
 from benchwatch.engines.postgresql import server_log as pg_log
 from benchwatch.engines.postgresql.autovacuum import AutovacuumModel
 from benchwatch.engines.postgresql.checkpoints import CheckpointModel
-from benchwatch.exporter import ExporterOptions, register_collector
-from benchwatch.exporter.follow import LineFollower
 from benchwatch.model import catalogue
 from benchwatch.model.samples import Sample, sample
 
@@ -51,6 +53,28 @@ EVENT_METRICS = {
                                               "written at each record's own time."),
 }
 EVENTS = "pg_server_log_events_total"
+
+METRICS_DOC_SECTION = """
+## Checkpoints (benchwatch exporter, `checkpoints` collector)
+
+From the PostgreSQL server log (`log_checkpoints = on`; stderr, csvlog or jsonlog). They reach
+Prometheus by remote write at the log's own timestamps, so a checkpoint shorter than the scrape
+interval keeps its exact start and end; the exporter's /metrics shows their latest values. `kind` is
+`checkpoint` or `restartpoint`. `pg_checkpoint_in_progress`, `pg_checkpoints_completed_total` and
+`pg_checkpoint_info` also carry `reason` as PostgreSQL prints it (`time`, `wal`, `immediate force wait`,
+...; `unknown` when the starting line was not seen); `pg_checkpoint_info` carries the checkpoint's
+figures as `total_seconds`, `write_seconds`, `sync_seconds` and `buffers`;
+`pg_checkpoint_last_duration_seconds` carries `phase` (`write`, `sync`, `total`). The two
+too-frequent series have no `kind`. The same collector counts the log's other events that can explain
+a TPS dip, `pg_server_log_events_total{event}`, at each record's own time, and autovacuum's runs
+(`log_autovacuum_min_duration`, 0 on the embedded server) as `pg_autovacuum_*`, by `database`,
+`table` (`schema.table`) and `kind` (`vacuum`, `analyze`): a run is logged when it ends, with its
+elapsed time, so its region is written then, from end − elapsed to end; only the counters are on
+/metrics.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
 
 
 class CheckpointCollector:
@@ -141,8 +165,17 @@ class CheckpointCollector:
         yield c
 
 
-@register_collector("checkpoints", "follow the PostgreSQL server log for checkpoints")
+# Before the dips collector: a dip pass then reads back the checkpoints logged by the same poll.
+@register_collector("checkpoints", "follow the PostgreSQL server log for checkpoints", order=ORDER_BEFORE_DIPS)
 def _build(options: ExporterOptions) -> CheckpointCollector | None:
     if not options.server_log:
         return None  # nothing to follow (an existing PostgreSQL whose log is elsewhere)
     return CheckpointCollector(options.server_log, options.sink, clock=options.clock, labels=options.database_labels)
+
+
+def metrics_doc() -> MetricsDoc:
+    return MetricsDoc([(METRICS_DOC_SECTION, {**checkpoint_model.METRICS, **EVENT_METRICS,
+                                               **autovacuum_model.METRICS})],
+                      self_metrics=EXPORTER_METRICS,
+                      self_note="How the `checkpoints` collector reads the\nserver log: `log_present` carries the log's "
+                                "`format`, `unmatched_total` the `event`.")

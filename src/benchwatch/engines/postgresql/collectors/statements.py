@@ -25,10 +25,10 @@ queryids; the first reading only sets the starting point):
 
 ``statement`` is pg_stat_statements' text (constants already ``$n``), any literal left replaced by
 ``?``, whitespace collapsed, cut at TEXT_CHARS. It samples every EVERY_S seconds, every FAST_S while
-a followed run's progress line is possibly low (``dips.possibly_low``, as the dips collector decides
-to look) and FAST_HOLD_S after: pg_stat_statements records the slow calls when they end, after the
-dip. Queries run in a thread of their own: a server that does not answer never holds up the
-progress lines. A connection that fails is logged once and tried again RETRY_S later.
+a followed run's progress line is possibly low (the exporter's ``on_possibly_low``: as the dips
+collector decides to look) and FAST_HOLD_S after: pg_stat_statements records the slow calls when
+they end, after the dip. Queries run in a thread of their own: a server that does not answer never
+holds up the progress lines. A connection that fails is logged once and tried again RETRY_S later.
 """
 
 from __future__ import annotations
@@ -40,12 +40,28 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchwatch.exporter import ExporterOptions, register_collector
-from benchwatch.exporter.dips import INTERVAL, TPS, possibly_low
+from benchwatch.collector import ExporterOptions, MetricsDoc, register_collector
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 from benchwatch.util import sqltext
 
 log = logging.getLogger("benchwatch.exporter")
+
+METRICS_DOC_SECTION = """
+## Statements (benchwatch exporter, `statements` collector)
+
+The benchmark database's top statements, read from `pg_stat_statements` (time per call: the rate of
+`pg_statement_exec_seconds_total` over the rate of `pg_statement_calls_total`) and `pg_stat_activity`
+(the statements in flight and what they wait on) every 5 s, every second while a run's TPS line is
+possibly low and 10 s after, remote-written at each sample's time: `benchwatch explain`'s `statement`
+cause ([explain.md](explain.md)). Only the 8 statements run most often and the 8 that took most time since the previous sample
+(each kept 60 s after, at most 16 at once). They carry the exporter's `target` and `host` labels,
+`queryid` and `statement` (its normalized text: constants as `$n` or `?`, cut at 100 characters).
+PostgreSQL 14 or later, `pg_stat_statements` preloaded and created in the database (the embedded
+server does both); the connection comes from the exporter's PG* environment and pgpass file.
+
+| metric | type | meaning |
+| --- | --- | --- |
+"""
 
 METRICS: dict[str, tuple[str, str]] = {
     "pg_statement_calls_total": (
@@ -75,7 +91,6 @@ TEXT_CHARS = 100
 RETRY_S = 10.0
 EXTENSION_LOOK_S = 30.0  # pg_stat_statements not created: look for it again this often
 UNSUPPORTED_RETRY_S = 600.0  # a server too old for query_id may be upgraded, not within seconds
-KEEP_LINES_S = 60.0  # TPS lines kept per run for possibly_low (its window is 30 s)
 # Our own queries carry this comment, by which their pg_stat_statements rows are left out.
 MARK = "/* benchwatch statements */"
 
@@ -218,40 +233,21 @@ class Tracker:
 
 class Schedule:
     """When the next sample is due: every EVERY_S, every FAST_S while a followed run's newest TPS line is
-    possibly low and FAST_HOLD_S after. ``observe`` takes every batch the exporter sends."""
+    possibly low and FAST_HOLD_S after. ``hurry`` is called for each such line (the exporter's
+    ``on_possibly_low``, from the dips collector's judgement)."""
 
     def __init__(self, clock: Callable[[], float] = time.time, wake: Callable[[], None] | None = None):
         self.clock = clock
         self.wake = wake  # called when the pace turns fast, so the wait for a slow step ends
-        self.lines: dict[str, list[tuple[int, float]]] = {}
-        self.intervals: dict[str, float] = {}
         self.fast_until = 0.0
         self.lock = threading.Lock()
 
-    def observe(self, samples: list[Sample]) -> None:
-        low = False
+    def hurry(self) -> None:
         with self.lock:
-            for s in samples:
-                if s.name not in (TPS, INTERVAL) or s.value != s.value:
-                    continue
-                run_id = dict(s.labels).get("run_id")
-                if not run_id:
-                    continue
-                if s.name == INTERVAL:
-                    self.intervals[run_id] = s.value
-                    continue
-                points = self.lines.setdefault(run_id, [])
-                if points and s.timestamp_ms <= points[-1][0]:
-                    continue
-                points.append((s.timestamp_ms, s.value))
-                if points[0][0] < s.timestamp_ms - 2 * KEEP_LINES_S * 1000:
-                    points[:] = [p for p in points if p[0] >= s.timestamp_ms - KEEP_LINES_S * 1000]
-                low = low or possibly_low(points, len(points) - 1, (self.intervals.get(run_id) or 1.0,))
-            if low:
-                was_fast = self.clock() < self.fast_until
-                self.fast_until = self.clock() + FAST_HOLD_S
-                if not was_fast and self.wake is not None:
-                    self.wake()
+            was_fast = self.clock() < self.fast_until
+            self.fast_until = self.clock() + FAST_HOLD_S
+            if not was_fast and self.wake is not None:
+                self.wake()
 
     def step(self) -> float:
         """Seconds until the next sample after one taken now."""
@@ -331,7 +327,7 @@ class Reader:
 class StatementsCollector:
     def __init__(self, sink: Callable[[list[Sample]], None], reader: Any, clock: Callable[[], float] = time.time,
                  labels: Mapping[str, str] | None = None,
-                 subscribe: Callable[[Callable[[list[Sample]], None]], None] | None = None):
+                 on_possibly_low: Callable[[Callable[[], None]], None] | None = None):
         self.sink = sink
         self.reader = reader
         self.clock = clock
@@ -339,8 +335,8 @@ class StatementsCollector:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self.schedule = Schedule(clock, wake=self._wake.set)
-        if subscribe is not None:
-            subscribe(self.schedule.observe)
+        if on_possibly_low is not None:
+            on_possibly_low(self.schedule.hurry)
         self._outbox: list[Sample] = []
         self._outbox_lock = threading.Lock()
         self.thread: threading.Thread | None = None
@@ -405,10 +401,25 @@ class StatementsCollector:
         return ()  # remote-written at each sample's time, like the processes collector
 
 
+def connection_params(environ: Mapping[str, str]) -> dict[str, str] | None:
+    """The database the stack gave the daemon in libpq's variables (its ``client_env``: PGHOST, PGPORT,
+    PGDATABASE, PGUSER, PGPASSFILE; never a password in argv), or None when it gave none."""
+    from benchwatch.engines.postgresql.connect import params_from_env
+
+    params = params_from_env(environ)
+    params.pop("password", None)  # a PGPASSWORD inherited from someone's shell stays libpq's own business
+    return params if {"host", "port", "service"} & set(params) else None
+
+
 @register_collector("statements", "time per call of the server's top statements and those in flight "
                                   "(pg_stat_statements, pg_stat_activity; PostgreSQL 14+)")
 def _build(options: ExporterOptions) -> StatementsCollector | None:
-    if not options.pg_params:
+    params = connection_params(options.environ)
+    if not params:
         return None
-    return StatementsCollector(options.sink, Reader(options.pg_params), clock=options.clock,
-                               labels=options.database_labels, subscribe=options.subscribe)
+    return StatementsCollector(options.sink, Reader(params), clock=options.clock,
+                               labels=options.database_labels, on_possibly_low=options.on_possibly_low)
+
+
+def metrics_doc() -> MetricsDoc:
+    return MetricsDoc([(METRICS_DOC_SECTION, METRICS)])
