@@ -21,7 +21,7 @@ import pkgutil
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from benchwatch.util.plugins import folder_part
+from benchwatch.util.plugins import PluginRegistry, folder_part
 
 if TYPE_CHECKING:
     import signal
@@ -348,30 +348,32 @@ class ServerControl:
         return {}
 
 
-_LOADED: dict[str, Engine] = {}
+_LOADED: PluginRegistry[Engine] | None = None
 
 
-def load_engines() -> dict[str, Engine]:
-    """Every engine, by family name: the ``ENGINE`` of each folder of this package."""
-    if not _LOADED:
-        found: dict[str, Engine] = {}
+def load_engines() -> PluginRegistry[Engine]:
+    """Every engine, by family name: the ``ENGINE`` of each folder of this package, in a registry that refuses
+    a family name or alias taken twice."""
+    global _LOADED
+    if _LOADED is None:
+        found: PluginRegistry[Engine] = PluginRegistry("engine")
         for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
             if info.ispkg:
                 engine = getattr(importlib.import_module(f"{__name__}.{info.name}"), "ENGINE", None)
                 if isinstance(engine, Engine):
-                    found[engine.name] = engine
+                    found.add(engine, engine.name, engine.aliases)
         if sum(e.default for e in found.values()) != 1:
             raise RuntimeError(f"exactly one engine must be the default: {sorted(found)}")
-        _LOADED.update(found)
+        _LOADED = found
     return _LOADED
 
 
 def get(name: str) -> Engine:
     """The engine a family name or an alias names; :class:`UnknownEngine` otherwise."""
-    for engine in load_engines().values():
-        if name == engine.name or name in engine.aliases:
-            return engine
-    raise UnknownEngine(name)
+    engine = load_engines().find(name)
+    if engine is None:
+        raise UnknownEngine(name)
+    return engine
 
 
 def default() -> Engine:

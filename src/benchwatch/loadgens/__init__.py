@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from benchwatch.model import names as series_names
-from benchwatch.util.plugins import folder_part
+from benchwatch.util.plugins import DuplicatePlugin, PluginRegistry, folder_part
 
 if TYPE_CHECKING:
     from benchwatch.model.run import RunModel
@@ -253,24 +253,31 @@ class LoadGenerator:
 
 # -- the registry ---------------------------------------------------------------------------
 
-_LOADED: dict[str, LoadGenerator] = {}
+_LOADED: PluginRegistry[LoadGenerator] | None = None
 
 
-def load_generators() -> dict[str, LoadGenerator]:
-    """Every load generator, by name: the ``LOAD_GENERATOR`` of each folder of this package."""
-    if not _LOADED:
-        found: dict[str, LoadGenerator] = {}
+def load_generators() -> PluginRegistry[LoadGenerator]:
+    """Every load generator, by name: the ``LOAD_GENERATOR`` of each folder of this package, in a registry that
+    refuses a name taken twice (a program name claimed by two tools is refused too)."""
+    global _LOADED
+    if _LOADED is None:
+        found: PluginRegistry[LoadGenerator] = PluginRegistry("load generator")
+        programs: dict[str, str] = {}
         for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
             if not info.ispkg:
                 continue
             module = importlib.import_module(f"{__name__}.{info.name}")
             generator = getattr(module, "LOAD_GENERATOR", None)
             if isinstance(generator, LoadGenerator):
-                found[generator.name] = generator
+                found.add(generator, generator.name)
+                for program in generator.programs:
+                    if programs.setdefault(program, generator.name) != generator.name:
+                        raise DuplicatePlugin(f"program {program!r} is claimed by two load generators: "
+                                              f"{programs[program]} and {generator.name}")
         defaults = [g for g in found.values() if g.default]
         if len(defaults) != 1:
             raise RuntimeError(f"exactly one load generator must be the default, found {[g.name for g in defaults]}")
-        _LOADED.update(found)
+        _LOADED = found
     return _LOADED
 
 
@@ -297,7 +304,7 @@ def for_output(data: bytes) -> LoadGenerator:
 def by_name(tool: str | None) -> LoadGenerator:
     """The load generator of a recorded run; runs recorded before "tool" existed are the default's."""
     generators = load_generators()
-    return generators[tool] if tool in generators else default()
+    return generators[tool] if tool is not None and tool in generators else default()
 
 
 def names() -> list[str]:
