@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from benchwatch.record.host import filesystem
 from benchwatch.util import processes
+from benchwatch.util.private import write_private
 from benchwatch.util.secrets import redact_settings
 
 LISTEN_HOST = "127.0.0.1"
@@ -63,9 +64,7 @@ def binary(name: str) -> str | None:
 
 def _write_private(path: str, text: str) -> None:
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_private(path, text)
 
 
 def _cnf_value(value: str) -> str:
