@@ -19,10 +19,8 @@ machine; give go-tpc ``-H``/``-P``/``-U``/``-p`` yourself (docs/gotpc.md).
 from __future__ import annotations
 
 import os
-import pwd
 import re
 import secrets
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -45,18 +43,6 @@ def _ident(s: str) -> str:
     return "`" + s.replace("`", "``") + "`"
 
 
-def _admin(target: Any, sql: str) -> subprocess.CompletedProcess:
-    """SQL as the embedded server's administrator over its socket (as up's bootstrap), on stdin."""
-    from benchwatch.engines.mysql.server import binary
-
-    client = binary("mariadb") or binary("mysql")
-    if client is None:
-        raise OSError("the mariadb client is not installed: apt-get install mariadb-client")
-    admin_user = "root" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
-    return subprocess.run([client, "--no-defaults", f"--socket={target.socket}", "--protocol=socket", "-u", admin_user,
-                           "-N", "-B"], input=sql, capture_output=True, text=True, timeout=60)
-
-
 def stale_users(listed: str) -> list[str]:
     """Users of runs whose wrapper is gone (killed before it could drop them), from ``SELECT User`` output."""
     out = []
@@ -76,14 +62,14 @@ def gotpc_connection(argv: list[str], target: Any, notice: Callable[[str], None]
         notice("go-tpc takes its password only as -p, which every user of this machine sees in the process table: "
                "benchwatch adds no connection to your own server; give go-tpc -H, -P, -U and -p yourself")
         return list(argv), None
-    listed = _admin(target, f"SELECT User FROM mysql.user WHERE User LIKE '{USER_PREFIX}%' AND Host = '{HOST}';")
+    listed = target.admin_sql(f"SELECT User FROM mysql.user WHERE User LIKE '{USER_PREFIX}%' AND Host = '{HOST}';")
     drop = [f"DROP USER IF EXISTS {_quote(u)}@{_quote(HOST)};" for u in stale_users(listed.stdout)] if listed.returncode == 0 else []
     user = f"{USER_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
     database = parsed.options.get("db") or DATABASE
     sql = "\n".join([*drop, f"CREATE USER {_quote(user)}@{_quote(HOST)} IDENTIFIED BY {_quote(password)};",
                      f"GRANT ALL PRIVILEGES ON {_ident(database)}.* TO {_quote(user)}@{_quote(HOST)};"]) + "\n"
-    r = _admin(target, sql)
+    r = target.admin_sql(sql)
     if r.returncode != 0:
         notice(f"could not create a throwaway user for go-tpc on the stack's MariaDB {target.name}: "
                f"{(r.stderr.strip().splitlines() or ['?'])[-1]}; passing the arguments unchanged")
@@ -96,7 +82,7 @@ def gotpc_connection(argv: list[str], target: Any, notice: Callable[[str], None]
            "it ends: go-tpc takes a password only in its argv, which the process table shows)")
 
     def drop_user() -> None:
-        r = _admin(target, f"DROP USER IF EXISTS {_quote(user)}@{_quote(HOST)};\n")
+        r = target.admin_sql(f"DROP USER IF EXISTS {_quote(user)}@{_quote(HOST)};\n")
         if r.returncode != 0:
             notice(f"could not drop go-tpc's throwaway user {user}: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
     return added + list(argv), drop_user
