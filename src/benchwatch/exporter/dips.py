@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 
 from benchwatch.explain import dips as detector
 from benchwatch.exporter import ExporterOptions, register_collector
+from benchwatch.model.run import INTERVAL, TPS
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 from benchwatch.query.series import fetch
 from benchwatch.record import rundir
@@ -60,9 +61,6 @@ RECHECK_S = 15.0
 DISCOVER_S = 5.0
 # A pass waits at most this long for the lines that called for it to reach Prometheus.
 DELIVERY_WAIT_S = 3.0
-
-TPS = "benchmark_progress_tps"
-INTERVAL = "benchmark_progress_interval_seconds"
 
 # What a pass does for a run: LOOK reads the TPS back and fetches the evidence only if it finds
 # a dip to write (today's cheap look); MEMORY runs the detector on the lines in memory first;

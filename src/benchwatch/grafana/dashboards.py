@@ -52,6 +52,7 @@ from benchwatch.grafana.panels import (
     timeseries,
 )
 from benchwatch.history import series as history_series
+from benchwatch.query.targets import TARGET_VALUES_SELECTOR
 
 HOST_IO = ("benchwatch-host-io", "host-io.json", "Host I/O")
 
@@ -103,9 +104,6 @@ def datasource_variable() -> dash_b.DatasourceVariable:
             .current(dash_m.VariableOption(selected=True, text=DATASOURCE_UID, value=DATASOURCE_UID))
             .hide(dash_m.VariableHide.DONT_HIDE).regex(""))
 
-
-# The targets that report: every scrape of a database-side exporter carries the target's name.
-TARGET_VALUES_SELECTOR = 'up{target!=""}'
 
 
 def target_variable() -> dash_b.QueryVariable:

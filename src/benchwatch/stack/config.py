@@ -17,8 +17,7 @@ import socket
 from dataclasses import asdict, dataclass, field, fields
 
 from benchwatch import engines
-
-LISTEN_HOST = "127.0.0.1"
+from benchwatch.util.net import LISTEN_HOST
 
 # component -> default port. Away from the usual defaults so a stack can sit
 # beside a user's own Prometheus (9090) or PostgreSQL (5432). The engines' own

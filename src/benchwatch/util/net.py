@@ -6,6 +6,9 @@ import socket
 import urllib.error
 import urllib.request
 
+# Where every server, exporter and web page benchwatch starts listens: loopback only.
+LISTEN_HOST = "127.0.0.1"
+
 
 def port_free(host: str, port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -36,10 +36,10 @@ from benchwatch.engines.mysql import client
 from benchwatch.engines.mysql.client import MySQLError, binary
 from benchwatch.record.host import filesystem
 from benchwatch.util import processes
+from benchwatch.util.net import LISTEN_HOST
 from benchwatch.util.private import write_private
 from benchwatch.util.secrets import redact_settings
 
-LISTEN_HOST = "127.0.0.1"
 BENCH_USER = "bench"
 EXPORTER_USER = "benchwatch_exporter"
 DATABASE = "sbtest"  # sysbench's default --mysql-db
