@@ -34,7 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from bench._live import BenchStack, loadavg, run_main
 
 from benchwatch.record import replay
-from benchwatch.sink import remote_write
+from benchwatch.sink import client, wire
 from tests.helpers.corpus import CORPUS
 
 FILE = os.path.join(CORPUS, "012_sysbench_1017_12h_2s_interval.txt")
@@ -54,10 +54,10 @@ def in_process(data: bytes) -> dict[str, float]:
     reads, _ = replay.replay_saved(data, lambda k, s: f"bench-{k}", 1_452_074_400.0, saved=saved)
     t3 = time.process_time()
     samples = [s for r in reads for s in r.samples + r.model.end_markers()]
-    items = samples if remote_write._in_time_order(samples) else sorted(samples, key=remote_write._timestamp_of)
+    items = samples if client._in_time_order(samples) else sorted(samples, key=client._timestamp_of)
     size = 0
-    for batch in remote_write._batches(items, BATCH):
-        size += len(remote_write.compress(remote_write.encode_write_request(batch)))
+    for batch in client._batches(items, BATCH):
+        size += len(wire.compress(wire.encode_write_request(batch)))
     t4 = time.process_time()
     return {"reference": t1 - t0, "read and cut": t2 - t1, "replay": t3 - t2, "encode": t4 - t3,
             "import": t4 - t1, "samples": float(len(samples)), "bytes": float(size)}

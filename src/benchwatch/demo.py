@@ -349,12 +349,6 @@ SYSBENCH_TABLES = ("--tables=2", "--table-size=10000")
 DEMO_MAX_DIRTY_PAGES_PCT = 5
 
 
-def _mariadb_sql(target, sql: str) -> subprocess.CompletedProcess:
-    client = shutil.which("mariadb") or shutil.which("mysql") or "mariadb"
-    return subprocess.run([client, f"--defaults-file={target.client_file}", "-N", "-B"], input=sql,
-                          capture_output=True, text=True, timeout=60)
-
-
 def demo_mariadb(stack: Stack, *, instances: int, duration: int, say: Callable[[str], None]) -> int:
     """N embedded MariaDB instances and one sysbench run on each, side by side, observed as one
     experiment; prints each instance's TPS and their sum, as Prometheus stored them."""
@@ -372,12 +366,12 @@ def demo_mariadb(stack: Stack, *, instances: int, duration: int, say: Callable[[
         f"innodb_max_dirty_pages_pct={DEMO_MAX_DIRTY_PAGES_PCT} so the flushing shows within seconds")
 
     def prepare(target) -> str | None:
-        _mariadb_sql(target, "DROP TABLE IF EXISTS sbtest1, sbtest2;")
+        target.sql("DROP TABLE IF EXISTS sbtest1, sbtest2;")
         r = subprocess.run(["sysbench", f"--config-file={target.sysbench_file}", "oltp_write_only", *SYSBENCH_TABLES,
                             "prepare"], capture_output=True, text=True, timeout=300)
         if r.returncode != 0:
             return f"{target.name}: sysbench prepare failed: {(r.stderr or r.stdout).strip()[-200:]}"
-        s = _mariadb_sql(target, f"SET GLOBAL innodb_max_dirty_pages_pct = {DEMO_MAX_DIRTY_PAGES_PCT};")
+        s = target.sql(f"SET GLOBAL innodb_max_dirty_pages_pct = {DEMO_MAX_DIRTY_PAGES_PCT};")
         return None if s.returncode == 0 else f"{target.name}: {s.stderr.strip()}"
 
     errors: list[str | None] = [None] * len(targets)

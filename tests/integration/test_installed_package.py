@@ -57,6 +57,14 @@ def test_the_installed_package_finds_its_files_outside_the_checkout(installed):
                 "dashboards/pgbench-run.json", "grafana/provisioning/datasources/benchwatch.yml", "scripts/install-deps"):
         assert os.path.isfile(os.path.join(root, rel)), rel
     assert os.access(os.path.join(root, "scripts", "install-deps"), os.X_OK)
+    # Package data inside the package: the offline page's script (benchwatch/share/offline.js).
+    code = "from benchwatch.share import html; print(html.__file__); print(len(html.chart_js().encode()))"
+    r = subprocess.run([os.path.join(installed, "bin", "python"), "-c", code], cwd="/tmp", env=_env(installed),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    module, length = r.stdout.split()
+    assert module.startswith(installed + os.sep) and int(length) == os.path.getsize(
+        os.path.join(REPO_ROOT, "src", "benchwatch", "share", "offline.js"))
 
 
 def test_demo_from_another_directory(installed):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from benchwatch.model.histogram import histogram_quantile
 from benchwatch.query.series import Series
 from benchwatch.record import replay
 from benchwatch.share import collect, compare, rebuild
@@ -80,6 +81,6 @@ def test_histogram_table_becomes_a_cumulative_series_on_the_latency_ladder():
     ladder = sorted((float(le), v) for le, v in events.items())
     assert all(a[1] <= b[1] for a, b in zip(ladder, ladder[1:]))  # cumulative
     # The run's own 95th percentile falls where the folded histogram puts it (within a bucket).
-    p95 = sm.histogram_quantile(0.95, ladder)
+    p95 = histogram_quantile(0.95, ladder)
     printed = model.summary["latency_percentile_s"]
     assert printed / 1.5 <= p95 <= printed * 1.5, (p95, printed)

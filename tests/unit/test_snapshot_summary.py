@@ -12,6 +12,7 @@ import statistics
 
 import pytest
 
+from benchwatch.model.histogram import histogram_quantile
 from benchwatch.query import frames, promql
 from benchwatch.query.series import Series, merge, read_csv_dir, write_csv_dir
 from benchwatch.record import rundir
@@ -170,14 +171,14 @@ def test_stalls_edges():
 def test_histogram_quantile_like_prometheus(q, expected):
     # 100 observations: 40 under 0.1 s, 40 in (0.1, 0.2], 20 in (0.2, 0.5].
     buckets = [(0.1, 40.0), (0.2, 80.0), (0.5, 100.0), (math.inf, 100.0)]
-    assert summary.histogram_quantile(q, buckets) == pytest.approx(expected)
+    assert histogram_quantile(q, buckets) == pytest.approx(expected)
 
 
 def test_histogram_quantile_degenerate():
-    assert summary.histogram_quantile(0.5, []) is None
-    assert summary.histogram_quantile(0.5, [(0.1, 5.0)]) is None          # no +Inf bucket
-    assert summary.histogram_quantile(0.5, [(0.1, 0.0), (math.inf, 0.0)]) is None
-    assert summary.histogram_quantile(0.99, [(0.1, 1.0), (math.inf, 10.0)]) == 0.1  # in +Inf: last bound
+    assert histogram_quantile(0.5, []) is None
+    assert histogram_quantile(0.5, [(0.1, 5.0)]) is None          # no +Inf bucket
+    assert histogram_quantile(0.5, [(0.1, 0.0), (math.inf, 0.0)]) is None
+    assert histogram_quantile(0.99, [(0.1, 1.0), (math.inf, 10.0)]) == 0.1  # in +Inf: last bound
 
 
 def test_percentiles_from_run_histogram_series():

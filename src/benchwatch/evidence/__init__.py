@@ -23,7 +23,7 @@ from typing import Any
 from benchwatch import engines
 from benchwatch.query import prometheus
 from benchwatch.record import rundir
-from benchwatch.record.host import NOT_DISK_PATTERN
+from benchwatch.record.host import DISKS
 
 
 @dataclass(frozen=True)
@@ -39,16 +39,15 @@ class Signal:
     scale: float = 1.0   # shown multiplied by this (seconds per transaction as microseconds)
 
 
-_DISKS = f'device!~"{NOT_DISK_PATTERN}.*"'
 HOST_SIGNALS = (
     Signal("CPU user per transaction", 'sum(increase(node_cpu_seconds_total{mode="user"}[{w}]))', unit="µs", scale=1e6),
     Signal("CPU system per transaction", 'sum(increase(node_cpu_seconds_total{mode="system"}[{w}]))', unit="µs", scale=1e6),
     Signal("CPU iowait per transaction", 'sum(increase(node_cpu_seconds_total{mode="iowait"}[{w}]))', unit="µs", scale=1e6),
-    Signal("disk %util (summed over disks)", "sum(increase(node_disk_io_time_seconds_total{" + _DISKS + "}[{w}]))",
+    Signal("disk %util (summed over disks)", "sum(increase(node_disk_io_time_seconds_total{" + DISKS + "}[{w}]))",
            kind="per_s", unit="%", scale=100),
-    Signal("disk write await", "sum(increase(node_disk_write_time_seconds_total{" + _DISKS + "}[{w}])) / "
-           "sum(increase(node_disk_writes_completed_total{" + _DISKS + "}[{w}]))", kind="value", unit="ms", scale=1000),
-    Signal("disk bytes written per transaction", "sum(increase(node_disk_written_bytes_total{" + _DISKS + "}[{w}]))",
+    Signal("disk write await", "sum(increase(node_disk_write_time_seconds_total{" + DISKS + "}[{w}])) / "
+           "sum(increase(node_disk_writes_completed_total{" + DISKS + "}[{w}]))", kind="value", unit="ms", scale=1000),
+    Signal("disk bytes written per transaction", "sum(increase(node_disk_written_bytes_total{" + DISKS + "}[{w}]))",
            unit="B"),
 )
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchwatch.experiment.spec import Cell, Variant
+from benchwatch.util.private import append_private, write_private
 
 PLAN = "plan.json"
 STATE = "state.jsonl"
@@ -128,7 +129,7 @@ class SweepDir:
 
     def write_plan(self, plan: Plan) -> None:
         os.makedirs(self.path, mode=0o700, exist_ok=True)
-        _write_atomic(os.path.join(self.path, PLAN), json.dumps(plan.to_json(), indent=1) + "\n")
+        write_private(os.path.join(self.path, PLAN), json.dumps(plan.to_json(), indent=1) + "\n", fsync=True)
 
     def read_plan(self) -> Plan:
         with open(os.path.join(self.path, PLAN), encoding="utf-8") as f:
@@ -137,12 +138,7 @@ class SweepDir:
     def append(self, event: str, **fields: Any) -> dict[str, Any]:
         """One event, on a line of its own, on the disk before this returns."""
         record = {"event": event, "at": time.time(), **fields}
-        fd = os.open(os.path.join(self.path, STATE), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, (json.dumps(record, default=str) + "\n").encode())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_private(os.path.join(self.path, STATE), json.dumps(record, default=str) + "\n", fsync=True)
         return record
 
     def events(self) -> list[dict[str, Any]]:
@@ -159,16 +155,6 @@ class SweepDir:
             except json.JSONDecodeError:
                 continue
         return out
-
-
-def _write_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 @dataclass

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchwatch import engines, loadgens
+from benchwatch.model.run import STALL_FACTOR  # as the run model: no line for 1.5 intervals is a stall
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import boolean_regions, prefer_pushed
 from benchwatch.query.series import Series
@@ -46,7 +47,6 @@ MIN_SCORE = 0.2
 DISK_FLOORS = {"util": 0.2, "await": 0.001, "written": 8 * 2**20}
 # await counts only in seconds the disk was at least this busy (%util / 100).
 AWAIT_MIN_UTIL = 0.05
-STALL_FACTOR = 1.5    # as the run model: no line for 1.5 intervals is a stall
 # cpu_contention: other processes (or new ones alone) must use this many CPUs more than usual;
 # a rise of half the machine's CPUs is full strength.
 OTHER_CPU_FLOOR = 0.3

@@ -9,12 +9,11 @@ from typing import Any
 
 from benchwatch import engines
 from benchwatch.explain import causes, dips, ending
+from benchwatch.explain.ending import NO_CAUSE
 from benchwatch.model.samples import is_stale_marker
 from benchwatch.query.frames import prefer_pushed
 from benchwatch.query.series import Series
 from benchwatch.record import replay
-
-NO_CAUSE = "no cause found"
 
 
 def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: float | None = None) -> causes.Context:

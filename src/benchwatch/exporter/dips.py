@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 from benchwatch.collector import ORDER_DIPS, ExporterOptions, MetricsDoc, Sink, register_collector
 from benchwatch.collector import Sample as SampleLike
 from benchwatch.explain import dips as detector
+from benchwatch.model.run import INTERVAL, TPS
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 from benchwatch.query.series import fetch
 from benchwatch.record import rundir
@@ -76,8 +77,6 @@ DISCOVER_S = 5.0
 # A pass waits at most this long for the lines that called for it to reach Prometheus.
 DELIVERY_WAIT_S = 3.0
 
-TPS = "benchmark_progress_tps"
-INTERVAL = "benchmark_progress_interval_seconds"
 LOW_KEEP_S = 60.0  # TPS lines LowLines keeps per run for possibly_low (its window is 30 s)
 
 # What a pass does for a run: LOOK reads the TPS back and fetches the evidence only if it finds

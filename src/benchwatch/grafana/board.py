@@ -11,6 +11,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from benchwatch import engines, loadgens
 from benchwatch.grafana import panels as P
 from benchwatch.grafana.panels import DATASOURCE_UID, DS, PrometheusAnnotation, of_any_run, of_run, on_targets
+from benchwatch.query.targets import TARGET_VALUES_SELECTOR
 
 
 def run_annotation(generator: loadgens.LoadGenerator | None = None) -> PrometheusAnnotation:
@@ -27,10 +28,6 @@ def datasource_variable() -> dash_b.DatasourceVariable:
     return (dash_b.DatasourceVariable("datasource").label("Data source").type("prometheus")
             .current(dash_m.VariableOption(selected=True, text=DATASOURCE_UID, value=DATASOURCE_UID))
             .hide(dash_m.VariableHide.DONT_HIDE).regex(""))
-
-
-# The targets that report: every scrape of a database-side exporter carries the target's name.
-TARGET_VALUES_SELECTOR = 'up{target!=""}'
 
 
 def target_variable() -> dash_b.QueryVariable:

@@ -28,7 +28,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 from grafana_foundation_sdk.models import prometheus as prom_m
 
 from benchwatch.model import names
-from benchwatch.record.host import NOT_DISK_PATTERN
+from benchwatch.record.host import DISKS as DISKS  # the disks' matcher, beside RUN and TARGET
 
 DATASOURCE_UID = "benchwatch-prometheus"
 DS = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
@@ -36,7 +36,6 @@ DS = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
 # The matchers every dashboard's queries share: the picked run, the selected targets, disks.
 RUN = 'run_id="$run_id"'
 TARGET = 'target=~"$target"'
-DISKS = f'device!~"{NOT_DISK_PATTERN}.*"'  # block devices that are disks a database can live on
 
 
 def on_targets(metric: str, extra: str = "") -> str:

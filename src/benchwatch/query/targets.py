@@ -32,7 +32,8 @@ SAME_JOB_GAP_S = 16.0
 # The series budget (docs/targets.md): one Prometheus holds 1,000 runs and dozens of targets.
 RUN_SERIES_BUDGET = 200
 TARGET_SERIES_BUDGET = 1000
-_UP = 'up{target!=""}'
+# The targets that report: every scrape of a database-side exporter carries the target's name.
+TARGET_VALUES_SELECTOR = 'up{target!=""}'
 # The label naming the database server a series' exporter watches, where it differs from the exporter's
 # own address (``instance``).
 SERVER_LABELS = ("postgres_server",)
@@ -98,9 +99,9 @@ def list_targets(base: str, now: float | None = None, history: str = "24h") -> l
     jobs (watched now: up or not), problems (why it is not healthy)."""
     now = time.time() if now is None else now
     # The newest sample of each up series: exact within the 5 min lookback, to the minute before that.
-    older = _by_series(query(base, f"max_over_time(timestamp({_UP})[{history}:1m])", now))
-    fresh = _by_series(query(base, f"timestamp({_UP})", now))
-    values = _by_series(query(base, _UP, now))
+    older = _by_series(query(base, f"max_over_time(timestamp({TARGET_VALUES_SELECTOR})[{history}:1m])", now))
+    fresh = _by_series(query(base, f"timestamp({TARGET_VALUES_SELECTOR})", now))
+    values = _by_series(query(base, TARGET_VALUES_SELECTOR, now))
     newest = {key: (fresh.get(key) or older[key])[0] for key in set(older) | set(fresh)}
     last = {key: max(fresh.get(key, ({}, 0.0))[1], older.get(key, ({}, 0.0))[1]) for key in newest}
     return summarize({k: (newest[k], last[k]) for k in newest}, values, now)

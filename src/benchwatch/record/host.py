@@ -14,6 +14,8 @@ from typing import Any
 # Block devices that are not disks: RAM disks, loop devices, swap on zram, floppies, optical drives.
 NOT_DISK_PATTERN = "(ram|loop|fd|sr|zram|nbd)"
 NOT_DISKS = re.compile(NOT_DISK_PATTERN)
+# The PromQL matcher of node_exporter's devices that are disks a database can live on (dashboards, evidence).
+DISKS = f'device!~"{NOT_DISK_PATTERN}.*"'
 
 
 def _read(path: str) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any
 
 from benchwatch import engines, loadgens
 from benchwatch.model import pasted as _pasted
-from benchwatch.model.run import METRICS, RunModel, figure_problem
+from benchwatch.model.run import MAX_TIME_S, METRICS, RunModel, figure_problem
 from benchwatch.model.samples import Sample
 
 
@@ -148,13 +148,12 @@ def _kind(event: object) -> str:
     return type(event).__name__
 
 
-# A progress time beyond this (seconds, elapsed or epoch: the year 2286) is a corrupted line's, not a clock's:
-# it neither starts a run nor ends one.
-_MAX_TIME_S = 1e10
+# A progress time beyond MAX_TIME_S (seconds, elapsed or epoch: the year 2286) is a corrupted line's, not a
+# clock's: it neither starts a run nor ends one.
 
 
 def _plausible(time_s: object) -> float | None:
-    if isinstance(time_s, (int, float)) and math.isfinite(time_s) and 0 <= time_s <= _MAX_TIME_S:
+    if isinstance(time_s, (int, float)) and math.isfinite(time_s) and 0 <= time_s <= MAX_TIME_S:
         return float(time_s)
     return None
 

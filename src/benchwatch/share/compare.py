@@ -26,7 +26,7 @@ from benchwatch.share import bundle, html, png
 from benchwatch.share import summary as sm
 from benchwatch.share.collect import Collected
 
-SIZES = {"tps.png": (1200, 500), "sweep": (900, 500)}
+SIZES = {"tps.png": png.SIZES["tps.png"], "sweep": (900, 500)}
 
 def _generators(summaries: list[dict]) -> list[loadgens.LoadGenerator]:
     out: list[loadgens.LoadGenerator] = []

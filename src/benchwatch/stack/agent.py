@@ -54,6 +54,7 @@ from benchwatch.stack.native import (
 )
 from benchwatch.stack.processes import SUPERVISOR, ProcessManager
 from benchwatch.util import net, processes, secrets
+from benchwatch.util.private import write_private
 
 AGENT_FILE = "agent.json"
 # The agent's WAL keeps what the central side has not acknowledged; beyond this
@@ -201,9 +202,7 @@ class Agent(ProcessManager):
 
     def _write_secret(self, name: str, value: str) -> None:
         os.makedirs(self.path("secrets"), mode=0o700, exist_ok=True)
-        fd = os.open(self._secret(name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(value + "\n")
+        write_private(self._secret(name), value + "\n")
 
     def _dsn(self, inst: Instance) -> dict[str, str]:
         with open(self._secret(f"dsn-{inst.name}"), encoding="utf-8") as f:

@@ -33,6 +33,7 @@ from benchwatch.stack.config import COMPOSE_EXPORTER, LISTEN_HOST, Config
 from benchwatch.stack.processes import ProcessManager
 from benchwatch.util import net
 from benchwatch.util.errors import StackError
+from benchwatch.util.private import write_private
 
 __all__ = ["Stack", "StackError", "binary", "installed"]
 
@@ -201,9 +202,7 @@ class Stack(ProcessManager):
 
     def write_secret(self, name: str, value: str) -> None:
         os.makedirs(self.path("secrets"), mode=0o700, exist_ok=True)
-        fd = os.open(self.path("secrets", name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(value + "\n")
+        write_private(self.path("secrets", name), value + "\n")
 
     def remove_secret(self, name: str) -> bool:
         try:
@@ -364,9 +363,7 @@ class Stack(ProcessManager):
             text = f.read()
         webhook = self.cfg.alert_webhook_url or self.cfg.url("benchwatch_exporter") + "/alerts"
         config = self.path("alertmanager", "alertmanager.yml")
-        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text.replace(f"http://{COMPOSE_EXPORTER}/alerts", webhook))
+        write_private(config, text.replace(f"http://{COMPOSE_EXPORTER}/alerts", webhook))
         self.spawn("alertmanager", [
             installed("alertmanager"), f"--config.file={config}",
             f"--storage.path={self.path('alertmanager', 'data')}",

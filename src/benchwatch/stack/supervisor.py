@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from benchwatch.util import processes
+from benchwatch.util.private import write_private
 from benchwatch.util.wake import Waker
 
 log = logging.getLogger("benchwatch.supervisor")
@@ -94,11 +95,7 @@ class ComponentSpec:
 
 
 def _write_private(path: str, data: dict) -> None:
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2, sort_keys=True)
-    os.replace(tmp, path)
+    write_private(path, json.dumps(data, indent=2, sort_keys=True))
 
 
 def _read_json(path: str) -> dict:

@@ -5,11 +5,11 @@ a restart with another option, which is refused before the sweep starts."""
 from __future__ import annotations
 
 import re
-import subprocess
 from collections.abc import Mapping
 from typing import Any
 
 from benchwatch.engines import ServerControl, SettingsError
+from benchwatch.engines.mysql import client
 from benchwatch.engines.mysql import server as mysql_server
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -27,14 +27,13 @@ class MySQLControl(ServerControl):
         self.target = target
 
     def _sql(self, text: str) -> list[list[str]]:
-        client = mysql_server.binary("mariadb") or mysql_server.binary("mysql")
-        if client is None:
-            raise SettingsError("the mariadb client is not installed: apt-get install mariadb-client")
-        r = subprocess.run([client, f"--defaults-file={self.target.client_file}", "-N", "-B", "--connect-timeout=5"],
-                           input=text, capture_output=True, text=True, timeout=60)
+        try:
+            r = self.target.sql(text, connect_timeout=5)
+        except client.MySQLError as e:
+            raise SettingsError(str(e)) from None
         if r.returncode != 0:
-            raise SettingsError((r.stderr.strip().splitlines() or [f"exit code {r.returncode}"])[-1])
-        return [line.split("\t") for line in r.stdout.splitlines() if line]
+            raise SettingsError(client.last_error(r))
+        return client.rows(r.stdout)
 
     def settings(self, names: list[str]) -> dict[str, dict[str, Any] | None]:
         out: dict[str, dict[str, Any] | None] = {n: None for n in names}

@@ -32,11 +32,14 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from benchwatch.engines.mysql import client
+from benchwatch.engines.mysql.client import MySQLError, binary
 from benchwatch.record.host import filesystem
 from benchwatch.util import processes
+from benchwatch.util.net import LISTEN_HOST
+from benchwatch.util.private import write_private
 from benchwatch.util.secrets import redact_settings
 
-LISTEN_HOST = "127.0.0.1"
 BENCH_USER = "bench"
 EXPORTER_USER = "benchwatch_exporter"
 DATABASE = "sbtest"  # sysbench's default --mysql-db
@@ -53,19 +56,9 @@ SERVER_SETTINGS = {
 }
 
 
-class MySQLError(Exception):
-    """One clear line naming the fix."""
-
-
-def binary(name: str) -> str | None:
-    return shutil.which(name) or (f"/usr/sbin/{name}" if os.path.exists(f"/usr/sbin/{name}") else None)
-
-
 def _write_private(path: str, text: str) -> None:
     os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
+    write_private(path, text)
 
 
 def _cnf_value(value: str) -> str:
@@ -204,6 +197,17 @@ class MySQLTarget:
     def client_params(self) -> dict[str, str]:
         return read_client_cnf(self.client_file)
 
+    # -- SQL through the client (benchwatch.engines.mysql.client) ----------------
+
+    def sql(self, text: str, *, timeout: float = 60.0, connect_timeout: int | None = None) -> subprocess.CompletedProcess[str]:
+        """``text`` run as the benchmark user (its client file); the caller reads the exit code."""
+        return client.run_sql(client.as_defaults_file(self.client_file), text, timeout=timeout,
+                              connect_timeout=connect_timeout)
+
+    def admin_sql(self, text: str, *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """``text`` run as the embedded server's administrator over its socket (users made and dropped)."""
+        return client.run_sql(client.as_socket_admin(self.socket), text, timeout=timeout)
+
     # -- the embedded server ----------------------------------------------------
 
     def _os_user(self) -> str | None:
@@ -262,9 +266,6 @@ class MySQLTarget:
         password = params.get("password") or secrets.token_urlsafe(24)
         exporter = (read_client_cnf(self.exporter_file).get("password") if os.path.exists(self.exporter_file)
                     else None) or secrets.token_urlsafe(24)
-        # As root, root@localhost logs in over the socket by unix_socket auth; otherwise the
-        # install made an account for the OS user (see mariadb-install-db).
-        admin_user = "root" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
 
         def quote(s: str) -> str:
             return "'" + s.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -278,29 +279,15 @@ class MySQLTarget:
             f"ALTER USER '{EXPORTER_USER}'@'{LISTEN_HOST}' IDENTIFIED BY {quote(exporter)};",
             f"GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO '{EXPORTER_USER}'@'{LISTEN_HOST}';",
         ]) + "\n"
-        client = binary("mariadb") or binary("mysql")
-        if client is None:
-            raise MySQLError("the mariadb client is not installed: apt-get install mariadb-client")
         # The SQL (passwords included) goes on stdin, never argv.
-        r = subprocess.run([client, "--no-defaults", f"--socket={self.socket}", "--protocol=socket", "-u", admin_user],
-                           input=sql, capture_output=True, text=True, timeout=60)
+        r = self.admin_sql(sql)
         if r.returncode != 0:
-            raise MySQLError(f"could not create the benchmark users: {r.stderr.strip().splitlines()[-1:]}")
+            raise MySQLError(f"could not create the benchmark users: {client.last_error(r)}")
         conn = {"host": LISTEN_HOST, "port": str(self.port)}
         _write_private(self.client_file, client_cnf({**conn, "user": BENCH_USER, "password": password,
                                                      "database": DATABASE}))
         _write_private(self.exporter_file, client_cnf({**conn, "user": EXPORTER_USER, "password": exporter}))
         self.write_sysbench_file()
-
-    def admin_sql(self, sql: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        """SQL as the embedded server's administrator over its socket, on stdin (never argv), rows tab-separated:
-        what a tool needs done as the administrator (go-tpc's throwaway user)."""
-        client = binary("mariadb") or binary("mysql")
-        if client is None:
-            raise OSError("the mariadb client is not installed: apt-get install mariadb-client")
-        admin_user = "root" if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
-        return subprocess.run([client, "--no-defaults", f"--socket={self.socket}", "--protocol=socket", "-u", admin_user,
-                               "-N", "-B"], input=sql, capture_output=True, text=True, timeout=timeout)
 
     def write_sysbench_file(self) -> None:
         _write_private(self.sysbench_file, sysbench_config(self.client_params()))
@@ -313,17 +300,16 @@ class MySQLTarget:
 
     def server_facts(self) -> dict:
         """What a run's meta.json says of the server: version and the InnoDB settings that shape the curve."""
-        client = binary("mariadb") or binary("mysql")
-        if client is None or not os.path.exists(self.client_file):
+        if not os.path.exists(self.client_file):
             return {}
         sql = ("SELECT VERSION(); SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES "
                "WHERE VARIABLE_NAME IN ('INNODB_BUFFER_POOL_SIZE','INNODB_LOG_FILE_SIZE','INNODB_IO_CAPACITY',"
                "'INNODB_IO_CAPACITY_MAX','INNODB_ADAPTIVE_FLUSHING','INNODB_MAX_DIRTY_PAGES_PCT',"
                "'INNODB_MAX_DIRTY_PAGES_PCT_LWM','INNODB_FLUSH_LOG_AT_TRX_COMMIT','PERFORMANCE_SCHEMA')")
-        output = self._client_query(client, sql)
+        output = self._client_query(sql)
         if output is None:
             return {}
-        rows = [line.split("\t") for line in output.splitlines() if line]
+        rows = client.rows(output)
         out: dict = {"server": "mariadb"}
         if rows and len(rows[0]) == 1:
             out["server_version"] = rows.pop(0)[0]
@@ -331,23 +317,23 @@ class MySQLTarget:
         caps = capabilities(out["settings"])
         if caps:
             out["capabilities"] = caps
-        out.update(self._all_settings(client))
+        out.update(self._all_settings())
         return out
 
-    def _client_query(self, client: str, sql: str) -> str | None:
-        """The tab-separated rows the server answers ``sql`` with; None when it does not answer in time."""
+    def _client_query(self, sql: str) -> str | None:
+        """The tab-separated rows the server answers ``sql`` with; None when it does not answer in time
+        (or no client is installed)."""
         try:
-            r = subprocess.run([client, f"--defaults-file={self.client_file}", "-N", "-B", "--connect-timeout=3"],
-                               input=sql, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
+            r = self.sql(sql, timeout=10, connect_timeout=3)
+        except (OSError, subprocess.TimeoutExpired, MySQLError):
             return None
         return r.stdout if r.returncode == 0 else None
 
-    def _all_settings(self, client: str) -> dict:
+    def _all_settings(self) -> dict:
         """Every global variable (what "what changed" between two runs compares) and the data directory's
         filesystem; {} when the server does not answer."""
         sql = "SELECT LOWER(VARIABLE_NAME), VARIABLE_VALUE FROM information_schema.GLOBAL_VARIABLES ORDER BY 1"
-        output = self._client_query(client, sql)
+        output = self._client_query(sql)
         if output is None:
             return {}
         found = dict(row for row in (line.split("\t", 1) for line in output.splitlines()) if len(row) == 2)

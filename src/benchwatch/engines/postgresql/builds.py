@@ -16,6 +16,7 @@ from benchwatch.engines.postgresql.control import PostgreSQLControl
 from benchwatch.engines.postgresql.server import PG_SETTINGS, init_data_dir, os_user
 from benchwatch.util import net
 from benchwatch.util.errors import StackError
+from benchwatch.util.private import write_private
 
 START_TIMEOUT_S = 60
 
@@ -40,9 +41,10 @@ class BuildServer(VariantServer):
                 return f.read().strip()
         except FileNotFoundError:
             password = secrets.token_urlsafe(24)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(password + "\n")
+            try:
+                write_private(path, password + "\n", exclusive=True)
+            except FileExistsError:  # another process made it meanwhile: its password is the server's
+                return self._password()
             return password
 
     def _run(self, argv: list[str], what: str) -> None:

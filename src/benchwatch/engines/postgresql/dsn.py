@@ -8,9 +8,10 @@ password removed.
 
 from __future__ import annotations
 
-import os
 import re
 import urllib.parse
+
+from benchwatch.util.private import write_private
 
 _KV = re.compile(r"\s*(\w+)\s*=\s*('(?:[^'\\]|\\.)*'|\S*)")
 _ENV = {"host": "PGHOST", "hostaddr": "PGHOSTADDR", "port": "PGPORT", "user": "PGUSER",
@@ -84,14 +85,10 @@ def libpq_env(params: dict[str, str], pgpass_file: str | None) -> dict[str, str]
 
 
 def write_pgpass(path: str, params: dict[str, str]) -> None:
-    """A pgpass file (0600) holding the password for exactly this host/port/db/user."""
+    """A pgpass file (0600) holding the password for exactly this host/port/user, any database."""
     def esc(v: str) -> str:
         return v.replace("\\", "\\\\").replace(":", "\\:")
-    line = ":".join(esc(params.get(k, d)) for k, d in
-                    (("host", "*"), ("port", "*"), ("dbname", "*"), ("user", "*"))) + ":" + esc(params.get("password", ""))
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        # "*" for the database: pgbench -i and the exporter use other databases too.
-        parts = line.split(":")
-        parts[2] = "*"
-        f.write(":".join(parts) + "\n")
+    # "*" for the database: pgbench -i and the exporter use other databases too.
+    fields = [esc(params.get("host", "*")), esc(params.get("port", "*")), "*", esc(params.get("user", "*")),
+              esc(params.get("password", ""))]
+    write_private(path, ":".join(fields) + "\n")

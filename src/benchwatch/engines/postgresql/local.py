@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from benchwatch.engines.postgresql import dsn
 from benchwatch.util import processes
+from benchwatch.util.private import write_private
 
 _BASE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 # As the stack's embedded server (stack/native.py PG_SETTINGS), smaller: several share a machine.
@@ -88,11 +89,7 @@ class LocalInstance:
             shutil.chown(self.directory, user, user)
         os.chmod(self.directory, 0o700)
         password = secrets.token_urlsafe(18)
-        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(password + "\n")
-        if user:
-            shutil.chown(self.password_file, user, user)
+        write_private(self.password_file, password + "\n", owner=user)
         r = self._run([os.path.join(self.bindir, "initdb"), "-D", self.data, "-U", "postgres", "--auth=scram-sha-256",
                        f"--pwfile={self.password_file}", "--encoding=UTF8", "--locale=C", "--no-sync"])
         if r.returncode != 0:

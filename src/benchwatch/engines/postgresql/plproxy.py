@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
@@ -29,6 +28,7 @@ from psycopg import sql
 
 from benchwatch.engines.postgresql import connect, dsn
 from benchwatch.engines.postgresql.local import LocalInstance
+from benchwatch.util.private import write_private
 
 CLUSTER = "shards"
 SHARD_ROLE = "shard_rw"
@@ -133,12 +133,8 @@ def write_passfile(path: str, entries: Sequence[tuple[LocalInstance, str]], owne
     """pgpass lines for SHARD_ROLE on each instance; 0600 and owned by the proxy server's OS user (libpq insists)."""
     def esc(v: str) -> str:
         return v.replace("\\", "\\\\").replace(":", "\\:")
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        for inst, password in entries:
-            f.write(f"127.0.0.1:{inst.port}:*:{SHARD_ROLE}:{esc(password)}\n")
-    if owner:
-        shutil.chown(path, owner, owner)
+    write_private(path, "".join(f"127.0.0.1:{inst.port}:*:{SHARD_ROLE}:{esc(password)}\n" for inst, password in entries),
+                  owner=owner)
 
 
 def partition_conninfo(inst: LocalInstance, shard: int, passfile: str) -> str:

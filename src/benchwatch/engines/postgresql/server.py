@@ -11,6 +11,7 @@ import subprocess
 from collections.abc import Mapping
 
 from benchwatch.util.errors import StackError
+from benchwatch.util.private import write_private
 
 SERVER = "postgres"
 EXPORTER = "postgres_exporter"
@@ -72,11 +73,7 @@ def init_data_dir(bindir: str, data: str, password: str, home: str, user: str | 
     benchwatch.conf that every start rewrites. Raises StackError with initdb's last line."""
     # initdb reads the password from a file the postgres user can read; removed right after.
     pwfile = os.path.join(home, ".pwfile")
-    fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(password + "\n")
-    if user:
-        shutil.chown(pwfile, user, user)
+    write_private(pwfile, password + "\n", owner=user)
     try:
         result = subprocess.run(
             [os.path.join(bindir, "initdb"), "-D", data, "-U", "postgres", "--auth=scram-sha-256",

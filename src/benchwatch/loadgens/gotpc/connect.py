@@ -21,16 +21,15 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import subprocess
 from collections.abc import Callable
 from typing import Any
 
 from benchwatch.loadgens.gotpc import args as gotpc_args
 from benchwatch.util import processes
+from benchwatch.util.net import LISTEN_HOST
 
 USER_PREFIX = "bw_gotpc_"
 DATABASE = "tpcc"
-HOST = "127.0.0.1"
 # Options that say which server or user to use: given any, the user chose the connection.
 _CONNECTION = ("host", "port", "user", "password")
 _USER = re.compile(r"^" + USER_PREFIX + r"(\d+)_[0-9a-f]+$")
@@ -42,12 +41,6 @@ def _quote(s: str) -> str:
 
 def _ident(s: str) -> str:
     return "`" + s.replace("`", "``") + "`"
-
-
-def _admin(target: Any, sql: str) -> subprocess.CompletedProcess:
-    """SQL as the embedded server's administrator over its socket (as up's bootstrap), on stdin: the engine's
-    target does it (a load generator names no engine's code)."""
-    return target.admin_sql(sql)
 
 
 def stale_users(listed: str) -> list[str]:
@@ -69,27 +62,27 @@ def gotpc_connection(argv: list[str], target: Any, notice: Callable[[str], None]
         notice("go-tpc takes its password only as -p, which every user of this machine sees in the process table: "
                "benchwatch adds no connection to your own server; give go-tpc -H, -P, -U and -p yourself")
         return list(argv), None
-    listed = _admin(target, f"SELECT User FROM mysql.user WHERE User LIKE '{USER_PREFIX}%' AND Host = '{HOST}';")
-    drop = [f"DROP USER IF EXISTS {_quote(u)}@{_quote(HOST)};" for u in stale_users(listed.stdout)] if listed.returncode == 0 else []
+    listed = target.admin_sql(f"SELECT User FROM mysql.user WHERE User LIKE '{USER_PREFIX}%' AND Host = '{LISTEN_HOST}';")
+    drop = [f"DROP USER IF EXISTS {_quote(u)}@{_quote(LISTEN_HOST)};" for u in stale_users(listed.stdout)] if listed.returncode == 0 else []
     user = f"{USER_PREFIX}{os.getpid()}_{secrets.token_hex(4)}"
     password = secrets.token_urlsafe(24)
     database = parsed.options.get("db") or DATABASE
-    sql = "\n".join([*drop, f"CREATE USER {_quote(user)}@{_quote(HOST)} IDENTIFIED BY {_quote(password)};",
-                     f"GRANT ALL PRIVILEGES ON {_ident(database)}.* TO {_quote(user)}@{_quote(HOST)};"]) + "\n"
-    r = _admin(target, sql)
+    sql = "\n".join([*drop, f"CREATE USER {_quote(user)}@{_quote(LISTEN_HOST)} IDENTIFIED BY {_quote(password)};",
+                     f"GRANT ALL PRIVILEGES ON {_ident(database)}.* TO {_quote(user)}@{_quote(LISTEN_HOST)};"]) + "\n"
+    r = target.admin_sql(sql)
     if r.returncode != 0:
         notice(f"could not create a throwaway user for go-tpc on the stack's MariaDB {target.name}: "
                f"{(r.stderr.strip().splitlines() or ['?'])[-1]}; passing the arguments unchanged")
         return list(argv), None
-    added = ["-H", HOST, "-P", str(target.port), "-U", user, "-p", password]
+    added = ["-H", LISTEN_HOST, "-P", str(target.port), "-U", user, "-p", password]
     if "db" not in parsed.options:
         added += ["-D", database]
     notice(f"added {' '.join(gotpc_args.redact_argv(added))} to the go-tpc arguments (the stack's MariaDB {target.name}; "
-           f"{user} is a throwaway user for this run, limited to {HOST} and the {database} database, dropped when "
+           f"{user} is a throwaway user for this run, limited to {LISTEN_HOST} and the {database} database, dropped when "
            "it ends: go-tpc takes a password only in its argv, which the process table shows)")
 
     def drop_user() -> None:
-        r = _admin(target, f"DROP USER IF EXISTS {_quote(user)}@{_quote(HOST)};\n")
+        r = target.admin_sql(f"DROP USER IF EXISTS {_quote(user)}@{_quote(LISTEN_HOST)};\n")
         if r.returncode != 0:
             notice(f"could not drop go-tpc's throwaway user {user}: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
     return added + list(argv), drop_user

@@ -6,15 +6,14 @@ from __future__ import annotations
 import os
 
 from benchwatch.loadgens.pgbench import output as po
+from benchwatch.loadgens.pgbench.model import STATEMENT_LATENCY
 from benchwatch.present.summary import CompareRow, Context, Table, fmt_ms, fmt_num, last_value, one
-
-STATEMENT = "pgbench_statement_latency_seconds"
 
 
 def statement_rows(ctx: Context) -> list[dict]:
     rows = []
     for s in ctx.series:
-        if s.name != STATEMENT or s.labels.get("run_id") != ctx.run_id:
+        if s.name != STATEMENT_LATENCY or s.labels.get("run_id") != ctx.run_id:
             continue
         key = {"script": s.labels.get("script", ""), "statement": s.labels.get("statement", "")}
         rows.append({**key, "latency_s": last_value(s),

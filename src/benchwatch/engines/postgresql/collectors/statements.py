@@ -43,6 +43,7 @@ from typing import Any
 from benchwatch.collector import ExporterOptions, MetricsDoc, register_collector
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 from benchwatch.util import sqltext
+from benchwatch.util.sqltext import TEXT_CHARS
 
 log = logging.getLogger("benchwatch.exporter")
 
@@ -87,7 +88,6 @@ TOP = 8              # statements written per sample by time, and as many by cal
 TRACK_S = 60.0       # a statement stays written this long after it left the top, so its counters go on
 MAX_TRACKED = 16     # at most this many queryids written at once (the series budget)
 ACTIVE_ROWS = 8      # in-flight groups written per sample
-TEXT_CHARS = 100
 RETRY_S = 10.0
 EXTENSION_LOOK_S = 30.0  # pg_stat_statements not created: look for it again this often
 UNSUPPORTED_RETRY_S = 600.0  # a server too old for query_id may be upgraded, not within seconds
