@@ -180,7 +180,7 @@ def test_down_does_not_import_the_demo():
 
 def test_no_module_left_beside_the_subpackages():
     loose = sorted(n for n in os.listdir(PACKAGE_DIR) if n.endswith(".py"))
-    assert loose == ["__init__.py", "__main__.py", "cli.py", "demo.py", "resources.py"]
+    assert loose == ["__init__.py", "__main__.py", "cli.py", "resources.py"]
 
 
 # -- no engine or tool named outside its folder ------------------------------------------------

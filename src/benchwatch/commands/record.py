@@ -96,7 +96,7 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
                                       alertmanager_url=stack.cfg.url("alertmanager")).start())
 
     try:
-        code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
+        code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=pg_env, notice=say, on_start=started,
                                 latency_log=latency_log, stderr_sink=terminal, server_facts=server_facts,
                                 info=info)
     finally:
@@ -157,7 +157,7 @@ def cmd_attach(ctx: Context) -> int:
         pgbench_args = shlex.split(args.sysbench_args)
     run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
                         echo=None if args.quiet else ctx.stdout.buffer,
-                        pgbench_args=pgbench_args, interval=args.interval, tool=args.tool)
+                        tool_args=pgbench_args, interval=args.interval, tool=args.tool)
     ctx.say(f"run {run.run_id}: output saved in {run.path}")
     from benchwatch.record import outcome
 

@@ -1,6 +1,6 @@
 """PNG pictures of a run (matplotlib, Agg: no display, no network, DejaVu fonts from the system).
 
-Time on the x axis is seconds since pgbench's clock started, the way TPS
+Time on the x axis is seconds since the tool's clock started, the way TPS
 curves are shown in PostgreSQL performance write-ups; checkpoints are shaded
 by reason with their exact log times.
 """
@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 from benchwatch import loadgens
+from benchwatch.query.frames import prefer_pushed
 from benchwatch.share.collect import Collected
 from benchwatch.share.summary import one
 
@@ -131,27 +132,34 @@ def tps_png(c: Collected, path: str) -> str:
     return _finish_run_chart(fig, ax, c, t0, max(ys + [1]), "transactions per second", "TPS", path)
 
 
+STDDEV_SUFFIX = "_progress_latency_stddev_seconds"
+
+
 def latency_png(c: Collected, path: str) -> str:
     t0 = _t0(c)
     fig, (ax,) = _figure(SIZES["latency.png"])
     seen: dict = {}
     shade(ax, run_spans(c, t0), seen)
     top = 0.0
-    # sysbench prints a percentile per interval, not an average.
+    tool = _tool(c)
+    # A tool may print a percentile per interval rather than an average.
     for quantile in [x for x in c.series if x.name == "benchmark_progress_latency_quantile_seconds" and x.labels.get("run_id") == c.run_id]:
         ys = [v * 1000 for _, v in quantile.samples]
         ax.plot([(ts - t0) / 1000 for ts, _ in quantile.samples], ys, color=COLORS[0], lw=1.4,
-                label=f"p{float(quantile.labels.get('quantile', '0')) * 100:g} (--report-interval)")
+                label=f"p{float(quantile.labels.get('quantile', '0')) * 100:g} ({tool.progress_option})")
         top = max([top] + ys)
     avg = one(c.series, "benchmark_progress_latency_seconds", run_id=c.run_id)
     if avg:
         ys = [v * 1000 for _, v in avg.samples]
-        ax.plot([(ts - t0) / 1000 for ts, _ in avg.samples], ys, color=COLORS[0], lw=1.4, label="average (-P)")
+        ax.plot([(ts - t0) / 1000 for ts, _ in avg.samples], ys, color=COLORS[0], lw=1.4, label=f"average ({tool.progress_option})")
         top = max([top] + ys)
-    sd = one(c.series, "pgbench_progress_latency_stddev_seconds", run_id=c.run_id)
+    # The tool's own stddev per progress line, where it prints one (<tool>_progress_latency_stddev_seconds).
+    sd = next((x for x in prefer_pushed(c.series) if x.name.endswith(STDDEV_SUFFIX) and x.labels.get("run_id") == c.run_id),
+              None)
     if sd:
         ys = [v * 1000 for _, v in sd.samples]
-        ax.plot([(ts - t0) / 1000 for ts, _ in sd.samples], ys, color="#9aa0a6", lw=1, ls="--", label="stddev (-P)")
+        ax.plot([(ts - t0) / 1000 for ts, _ in sd.samples], ys, color="#9aa0a6", lw=1, ls="--",
+                label=f"stddev ({tool.progress_option})")
         top = max([top] + ys)
     # Percentiles: the dashboard's histogram_quantile series, when the run used -l.
     for p in c.panels:
