@@ -241,6 +241,12 @@ class Engine:
         tables = folder_part(self, "summary", "settings_tables")
         return tables(summary) if tables else []
 
+    def chart_spans(self, summary: dict, annotations: list[dict], t0_ms: float) -> list[tuple[float, float, str, str]]:
+        """Its regions on a run's PNG charts (benchwatch.share.png), from the summary's dict and the run
+        dashboard's annotations (their colours): (start s, end s, colour, legend), relative to ``t0_ms``."""
+        spans = folder_part(self, "summary", "chart_spans")
+        return spans(summary, annotations, t0_ms) if spans else []
+
     @property
     def compare_rows(self) -> list[Any]:
         """Its rows of a comparison (benchwatch.share.summary.CompareRow)."""
