@@ -17,7 +17,7 @@ def test_output_files_exist_when_the_run_is_announced(tmp_path):
     def started(run) -> None:
         seen.append(all(os.path.exists(run.file(name)) for name in ("stdout.log", "stderr.log", "meta.json")))
 
-    code, run = run_benchmark(["pgbench", "--version"], runs_dir=str(tmp_path), pg_env={}, notice=lambda _: None,
+    code, run = run_benchmark(["pgbench", "--version"], runs_dir=str(tmp_path), client_env={}, notice=lambda _: None,
                               on_start=started, stderr_sink=LineSafeStream(io.BytesIO()))
     assert code == 0
     assert seen == [True]

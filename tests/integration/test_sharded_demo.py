@@ -17,11 +17,12 @@ import subprocess
 
 import pytest
 
-from benchwatch.demo import PROXY_DATABASE, shards_dir, stop_shards
 from benchwatch.engines.postgresql import plproxy
 from benchwatch.engines.postgresql.server import pg_bindir
+from benchwatch.engines.postgresql.shards_demo import PROXY_DATABASE
 from benchwatch.query import grafana as gq
 from benchwatch.query.prometheus import query
+from benchwatch.stack.shards import shards_dir, stop_shards
 from benchwatch.util import processes
 from tests.helpers import throwaway
 from tests.helpers.dashboards import (

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from benchwatch.demo import newest_by_target
+from benchwatch.demokit import newest_by_target
 from benchwatch.model.samples import sample
 from benchwatch.query import targets
 from benchwatch.sink.remote_write import RemoteWriter

@@ -25,7 +25,7 @@ def attach(data: bytes, tmp_path, **kw):
 
 def test_attached_sysbench_stream_is_a_sysbench_run(tmp_path):
     data = open(FIXTURE, "rb").read()
-    run = attach(data, tmp_path, pgbench_args=["oltp_read_write", "--threads=2", "run"], tool="sysbench")
+    run = attach(data, tmp_path, tool_args=["oltp_read_write", "--threads=2", "run"], tool="sysbench")
     meta = json.load(open(run.file("meta.json")))
     assert meta["tool"] == "sysbench" and meta["mode"] == "attach" and meta["argv"][0] == "sysbench"
     assert meta["clock_start_epoch"] > 0  # stamped from sysbench's first "[ 1s ]" line
@@ -37,5 +37,5 @@ def test_attached_sysbench_stream_is_a_sysbench_run(tmp_path):
 
 
 def test_attach_without_a_tool_still_reads_pgbench(tmp_path):
-    run = attach(b"progress: 1.0 s, 10.0 tps, lat 1.0 ms stddev 0.1, 0 failed\n", tmp_path, pgbench_args=None)
+    run = attach(b"progress: 1.0 s, 10.0 tps, lat 1.0 ms stddev 0.1, 0 failed\n", tmp_path, tool_args=None)
     assert json.load(open(run.file("meta.json")))["tool"] == "pgbench"

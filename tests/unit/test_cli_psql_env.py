@@ -7,7 +7,7 @@ import subprocess
 import tempfile
 
 from benchwatch.cli import _passthrough
-from benchwatch.commands.psql import shell_exports
+from benchwatch.engines.postgresql.commands import shell_exports
 from tests.helpers.throwaway import BENCHWATCH
 
 

@@ -75,7 +75,7 @@ def test_daemons_parse_their_own_arguments(capsys):
 
 
 def test_the_help_order_does_not_depend_on_which_module_was_imported_first():
-    code = ("import benchwatch.commands.share, benchwatch.commands.env; from benchwatch.commands import load_commands; "
+    code = ("import benchwatch.commands.share, benchwatch.commands.agent; from benchwatch.commands import load_commands; "
             "print(' '.join(load_commands()))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split() == LISTED

@@ -60,7 +60,7 @@ def test_attach_saves_and_echoes_fuzzed_output_byte_for_byte(tmp_path, seed):
     writer = threading.Thread(target=feed)
     writer.start()
     echo = io.BytesIO()
-    run = attach_stream(read_fd, runs_dir=str(tmp_path), echo=echo, pgbench_args=None, interval=None)
+    run = attach_stream(read_fd, runs_dir=str(tmp_path), echo=echo, tool_args=None, interval=None)
     writer.join()
     os.close(read_fd)
     assert echo.getvalue() == data

@@ -64,8 +64,8 @@ def test_demo_arguments(monkeypatch, tmp_path):
     from benchwatch.stack.native import Stack
 
     calls = {}
-    monkeypatch.setattr("benchwatch.demo.demo_shards", lambda stack, **kw: calls.setdefault("shards", kw) and 0)
-    monkeypatch.setattr("benchwatch.demo.demo", lambda stack, **kw: calls.setdefault("plain", kw) and 0)
+    monkeypatch.setattr("benchwatch.engines.postgresql.shards_demo.demo_shards", lambda ctx, **kw: calls.setdefault("shards", kw) and 0)
+    monkeypatch.setattr("benchwatch.engines.postgresql.demo.pgbench_demo", lambda ctx, **kw: calls.setdefault("plain", kw) and 0)
     monkeypatch.delenv("BENCHWATCH_ENGINE", raising=False)
     monkeypatch.setattr(Context, "load_stack", lambda self, starting=False: Stack(load_config(str(tmp_path))))
     parser = cli.build_parser()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, TextIO
 
+from benchwatch import engines
 from benchwatch.stack.config import DEFAULT_PORTS, ENGINES, load_config
 
 if TYPE_CHECKING:
@@ -37,13 +38,16 @@ def say(message: str, stream: TextIO | None = None) -> None:
 
 def add_stack_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--state-dir", help="where the stack keeps data, logs and runs (env BENCHWATCH_STATE_DIR)")
-    p.add_argument("--pg-dsn", help="use this existing PostgreSQL instead of the embedded one (env BENCHWATCH_PG_DSN; prefer a pgpass file to a password here)")
-    p.add_argument("--engine", choices=ENGINES, help="the database the stack runs and watches (up and demo start "
-                   "postgres, the default, unless told; other commands act on what up started; env BENCHWATCH_ENGINE)")
-    p.add_argument("--mysql-defaults-file", help="watch this existing MySQL/MariaDB, whose [client] section (a my.cnf-style file) says how to connect; implies --engine mariadb")
-    p.add_argument("--instances", type=int, help="with --engine mariadb: embedded MariaDB instances to run side by side, "
-                   "targets mariadb-1..N, each with its own port, data directory and mysqld_exporter (default 1: target local); "
-                   "with demo --shards: PostgreSQL instances holding the shards (default 4)")
+    p.add_argument("--engine", choices=ENGINES, help=f"the database the stack runs and watches (up and demo start "
+                   f"{engines.default().aliases[0] if engines.default().aliases else engines.default().name}, the default, "
+                   "unless told; other commands act on what up started; env BENCHWATCH_ENGINE)")
+    # Each engine's own options (an existing server to watch, its instances); a flag two engines share
+    # is one option whose help says what it is to each.
+    shared: dict[str, list[engines.StackOption]] = {}
+    for option in engines.stack_options():
+        shared.setdefault(option.flag, []).append(option)
+    for flag, options in shared.items():
+        p.add_argument(flag, type=options[0].type, help="; ".join(o.help for o in options))
     for component, port in DEFAULT_PORTS.items():
         p.add_argument(f"--{component.replace('_', '-')}-port", type=int, dest=f"port_{component}",
                        help=f"port of {component} on 127.0.0.1 (default {port})")
@@ -74,9 +78,9 @@ class Context:
 
         args = self.args
         ports = {c: port for c in DEFAULT_PORTS if (port := getattr(args, f"port_{c}", None))}
-        cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "pg_dsn", None),
-                          getattr(args, "engine", None), getattr(args, "mysql_defaults_file", None),
-                          getattr(args, "instances", None), starting=starting)
+        given = {o.dest: getattr(args, o.dest, None) for o in engines.stack_options()}
+        cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "engine", None), starting=starting,
+                          **given)
         return Stack(cfg, out=self.say)
 
     @cached_property
@@ -112,8 +116,8 @@ class Command:
     # Adds the command's own arguments (after the stack options) to its parser.
     arguments: Callable[[argparse.ArgumentParser], None] | None = field(default=None, compare=False)
     stack_options: bool = True      # inherits the stack options' parent parser
-    add_help: bool = True           # False: -h/--help is the wrapped program's (psql) or the daemon's
-    # Everything after benchwatch's own stack options is the program's (psql's -c, -At): see cli._passthrough.
+    add_help: bool = True           # False: -h/--help is the wrapped program's or the daemon's
+    # Everything after benchwatch's own stack options is the wrapped program's: see cli._passthrough.
     passthrough: bool = False
     # A daemon that parses its own argv (collector flags included): main(argv after the name) -> exit code.
     main: Callable[[list[str]], int] | None = field(default=None, compare=False)
@@ -148,7 +152,7 @@ REGISTRY = Registry()
 command = REGISTRY.command
 
 # The modules that register commands, in the order of ``benchwatch --help``.
-COMMAND_MODULES = ("lifecycle", "record", "daemons", "explain", "demo", "psql", "targets", "agent", "env", "share", "history",
+COMMAND_MODULES = ("lifecycle", "record", "daemons", "explain", "demo", "targets", "agent", "share", "history",
                    "experiment")
 
 
@@ -156,11 +160,33 @@ def _module_of(c: Command) -> str:
     return getattr(c.handler or c.main, "__module__", "").rpartition(".")[2]
 
 
+def _add_engine_commands() -> dict[str, str | None]:
+    """Each engine's commands in the registry (once), as its own modules' are: name -> the command it
+    follows in --help."""
+    after = {}
+    for engine in engines.load_engines().values():
+        for c in engine.commands():
+            after[c.name] = c.after
+            if c.name not in REGISTRY.commands:
+                REGISTRY.add(Command(c.name, c.help, c.handler, c.arguments, add_help=c.add_help,
+                                     passthrough=c.passthrough))
+    return after
+
+
 def load_commands() -> dict[str, Command]:
     """Every command, in the order of :data:`COMMAND_MODULES` (then as each module registers them), whichever
-    module happened to be imported first."""
+    module happened to be imported first; an engine's (Engine.commands) after the command it names."""
     for name in COMMAND_MODULES:
         importlib.import_module(f"{__name__}.{name}")
-    rank = {m: i for i, m in enumerate(COMMAND_MODULES)}
-    ordered = sorted(REGISTRY.commands.values(), key=lambda c: rank.get(_module_of(c), len(rank)))  # stable
+    after = _add_engine_commands()
+    rank = {m: float(i) for i, m in enumerate(COMMAND_MODULES)}
+    own = {c.name: rank.get(_module_of(c), len(rank)) for c in REGISTRY.commands.values() if c.name not in after}
+
+    def place(c: Command) -> float:
+        if c.name not in after:
+            return own[c.name]
+        follows = after[c.name]
+        return own[follows] + 0.5 if follows in own else len(rank) + 1.0
+
+    ordered = sorted(REGISTRY.commands.values(), key=place)  # stable
     return {c.name: c for c in ordered}

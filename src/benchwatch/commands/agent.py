@@ -7,6 +7,7 @@ import json
 import os
 from typing import TextIO
 
+from benchwatch import engines
 from benchwatch.commands import Context, command
 from benchwatch.stack.config import DEFAULT_PORTS
 from benchwatch.stack.native import StackError
@@ -43,14 +44,22 @@ def _show(ctx: Context, status: dict) -> None:
         _print_agent_status(status, ctx.stdout)
 
 
+def _agent_option_dests() -> list[str]:
+    """The dests of the engines' options of agent up, each an argument of start_agent by that name."""
+    probe = argparse.ArgumentParser(add_help=False)
+    for engine in engines.load_engines().values():
+        engine.agent_options(probe)
+    return [a.dest for a in probe._actions]
+
+
 def _arguments(p: argparse.ArgumentParser) -> None:
     asub = p.add_subparsers(dest="agent_command", required=True)
     up = asub.add_parser("up", help="start the agent (idempotent)")
     up.add_argument("--central", required=True, help=f"the central Prometheus, e.g. http://BENCH_HOST:{DEFAULT_PORTS['prometheus']}")
     up.add_argument("--name", required=True, help="this agent's name: the target label (with one instance)")
     up.add_argument("--host", help="the host label (default: this machine's host name)")
-    up.add_argument("--postgres", action="append", default=[], metavar="DSN",
-                    help="a PostgreSQL instance to watch (libpq DSN; a password is kept in a 0600 file); repeatable")
+    for engine in engines.load_engines().values():  # the servers to watch (--postgres DSN)
+        engine.agent_options(up)
     up.add_argument("--server-log", action="append", default=[], metavar="PATH",
                     help="its server log, for checkpoints (log_checkpoints=on): one per --postgres, in order, '-' for none")
     up.add_argument("--target", action="append", default=[], metavar="NAME",
@@ -75,10 +84,11 @@ def cmd_agent(ctx: Context) -> int:
     args = ctx.args
     if args.agent_command == "up":
         auth = agent.CentralAuth(args.basic_auth_user, args.password_file, args.bearer_token_file)
+        servers = {name: getattr(args, name) for name in _agent_option_dests()}
         try:
             a = agent.start_agent(args.state_dir or agent.default_agent_state_dir(), name=args.name,
-                                  central_url=args.central, postgres=args.postgres, server_logs=args.server_log,
-                                  targets=args.target, host=args.host, auth=auth, out=ctx.say)
+                                  central_url=args.central, server_logs=args.server_log,
+                                  targets=args.target, host=args.host, auth=auth, out=ctx.say, **servers)
         except StackError as e:
             ctx.say(str(e))
             return 1

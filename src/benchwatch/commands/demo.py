@@ -1,44 +1,59 @@
-"""``benchwatch demo``: README command 1 (the demos themselves are ``benchwatch.demo``)."""
+"""``benchwatch demo``: README command 1. Each engine's demo is in its folder (``Engine.demo``), with its
+own options (``Engine.demo_arguments``); this command starts what it is asked for and hands the demo a
+:class:`benchwatch.demokit.DemoContext`."""
 
 from __future__ import annotations
 
 import argparse
 
+from benchwatch import engines
 from benchwatch.commands import Context, command
 
 
+def _engines_default_first() -> list[engines.Engine]:
+    return sorted(engines.load_engines().values(), key=lambda e: not e.default)
+
+
 def _arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--duration", type=int, help="seconds of pgbench (default 40; 30 with --shards), or of each sysbench "
-                   "run with --engine mariadb (default 20)")
-    p.add_argument("--shards", type=int, metavar="N",
-                   help="instead: N shard databases (a power of 2) behind a PL/Proxy proxy database, pgbench calling it")
-    p.add_argument("--clients", type=int, default=8, help="with --shards: pgbench -c (default 8)")
-    p.add_argument("--jobs", type=int, default=2, help="with --shards: pgbench -j (default 2)")
-    p.add_argument("--script", choices=("update", "lookup"), default="update",
-                   help="with --shards: each transaction updates (default) or looks up one account on its shard")
-    p.add_argument("pgbench_args", nargs=argparse.REMAINDER, help="with --shards: -- more pgbench arguments (e.g. -R 2000)")
+    durations = [e.demo_duration_help for e in _engines_default_first() if e.demo_duration_help]
+    p.add_argument("--duration", type=int, help=", ".join(durations))
+    for engine in engines.load_engines().values():
+        engine.demo_arguments(p)
 
 
-@command("demo", help="fresh machine: install, start the stack, run a short pgbench, print a summary; "
-         "--engine mariadb --instances 4: four MariaDB instances, four sysbench runs side by side", arguments=_arguments)
+def _help() -> str:
+    return "; ".join(e.demo_help for e in _engines_default_first() if e.demo_help)
+
+
+@command("demo", help=_help(), arguments=_arguments)
 def cmd_demo(ctx: Context) -> int:
-    from benchwatch import demo
+    import subprocess
 
-    args, say = ctx.args, ctx.say
+    from benchwatch import resources
+    from benchwatch.demokit import DemoContext
+    from benchwatch.stack import agent
+    from benchwatch.stack.native import StackError
+    from benchwatch.stack.shards import SHARDS_FILE, shards_dir, stop_shards
+
     stack = ctx.starting_stack()
     if stack is None:
         return 1
-    extra = args.pgbench_args[1:] if args.pgbench_args[:1] == ["--"] else args.pgbench_args
-    if not stack.engine.default:
-        if args.shards is not None or extra:
-            say("--shards and extra pgbench arguments are for the PostgreSQL demo")
+    for other in engines.load_engines().values():  # another engine's demo options: not for this demo
+        given = other.demo_arguments_given(ctx.args) if other is not stack.engine else None
+        if given:
+            ctx.say(f"{given} are for the {other.title} demo")
             return 2
-        return getattr(demo, stack.engine.demo)(stack, instances=stack.cfg.mariadb_instances, duration=args.duration or 20,
-                                                say=say)
-    if args.shards is None:
-        if extra:
-            say("extra pgbench arguments are for demo --shards")
-            return 2
-        return demo.demo(stack, duration=args.duration or 40, say=say)
-    return demo.demo_shards(stack, shards=args.shards, instances=args.instances or 4, duration=args.duration or 30,
-                            clients=args.clients, jobs=args.jobs, script=args.script, extra_args=extra, say=say)
+
+    def up() -> str | None:
+        try:
+            stack.up()
+        except StackError as e:
+            return str(e)
+        return None
+
+    state_dir = stack.cfg.state_dir
+    demo = DemoContext(stack=stack, args=ctx.args, say=ctx.say,
+                       install=lambda: subprocess.run([resources.path("scripts", "install-deps")]).returncode, up=up,
+                       instances_dir=shards_dir(state_dir), instances_file=SHARDS_FILE,
+                       stop_instances=lambda: stop_shards(state_dir), start_agent=agent.start_agent)
+    return stack.engine.demo(demo)

@@ -267,7 +267,7 @@ def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]], lat
     from benchwatch.experiment.runner import Hooks
 
     def record(argv, info, v):
-        code, run = record_run(ctx, argv, target_name=v.target, info=info, pg_env=own_env.get(v.name),
+        code, run = record_run(ctx, argv, target_name=v.target, info=info, client_env=own_env.get(v.name),
                                latency_log=latency_log)
         return code, (run.path if run is not None else None)
 

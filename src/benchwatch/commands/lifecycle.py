@@ -6,6 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
+from benchwatch import engines
 from benchwatch.commands import Context, command
 from benchwatch.stack.native import StackError
 
@@ -32,15 +33,9 @@ def cmd_up(ctx: Context) -> int:
 
 
 def print_status(status: dict, out: TextIO) -> None:
-    pg = status["postgres"]
     print(f"state dir   {status['state_dir']}", file=out)
-    mysql = status.get("mysql")
-    if mysql:
-        print(f"mariadb     {mysql['defaults_file']}" + (f"  pid {mysql.get('pid')}  log {mysql['log_file']}" if mysql["embedded"] else "  (external)"),
-              file=out)
-    else:
-        print(f"postgres    {pg['dsn']}" + (f"  pid {pg.get('pid')}  log {pg['log_file']}" if pg.get("embedded") else "  (external)")
-              + (f"  restarted {pg['restarts']}x" if pg.get("restarts") else ""), file=out)
+    for line in engines.get(status["engine"]).status_lines(status):  # where its server is
+        print(line, file=out)
     for name, c in status["components"].items():
         state = "healthy" if c["healthy"] else ("running, not healthy" if c["pid"] else "not running")
         restarts = f"  restarted {c['restarts']}x" if c.get("restarts") else ""
@@ -72,6 +67,6 @@ def cmd_status(ctx: Context) -> int:
         print(json.dumps(status, indent=2), file=ctx.stdout)
     else:
         print_status(status, ctx.stdout)
-    healthy = (all(c["healthy"] for c in status["components"].values()) and status["postgres"].get("healthy", True)
-               and status.get("mysql", {}).get("healthy", True))
+    healthy = (all(c["healthy"] for c in status["components"].values())
+               and engines.get(status["engine"]).status_healthy(status))
     return 0 if healthy else 1

@@ -41,10 +41,10 @@ def cmd_run(ctx: Context) -> int:
 
 
 def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None, info: dict[str, str] | None = None,
-               latency_log: bool = False, pg_env: dict[str, str] | None = None):
+               latency_log: bool = False, client_env: dict[str, str] | None = None):
     """One ordinary run on the stack (``run``, and each run of ``sweep``): (exit code, run directory), or
     (2, None) when it cannot start, the reason said. ``info``: labels of its run_info series (experiment,
-    sweep, ...); ``pg_env``: the PG* variables of another PostgreSQL than the stack's (a sweep's variant)."""
+    sweep, ...); ``client_env``: the variables that reach another server than the stack's (a sweep's variant)."""
     from benchwatch import engines, loadgens
     from benchwatch.alerting.printer import AlertPrinter
     from benchwatch.record.stream import LineSafeStream
@@ -63,9 +63,9 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
     if not stack.healthy("benchwatch_exporter"):
         say("the exporter is not running: the run is saved but not sent to Prometheus "
             "(start the stack with benchwatch up, or import the run later with benchwatch import)")
-    own_server = pg_env is not None
-    if pg_env is None:
-        pg_env = stack.server.client_env() if have_stack else {}
+    own_server = client_env is not None
+    if client_env is None:
+        client_env = stack.server.client_env() if have_stack else {}
     server_facts = None
     undo = None
     info = dict(info or {})
@@ -78,8 +78,8 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
             return 2, None
         argv, server_facts, undo = _mysql_connection(ctx, target, argv)
         info["target"] = target.name  # the instance this run drives (benchmark_run_info's target)
-    elif have_stack and pg_env and generator.engine_of(argv[1:]) == stack.engine.name:
-        args_in, added = generator.connect_env(argv[1:], pg_env)
+    elif have_stack and client_env and generator.engine_of(argv[1:]) == stack.engine.name:
+        args_in, added = generator.connect_env(argv[1:], client_env)
         if added:
             say(f"added {' '.join(added)} to the {generator.title} arguments (the stack's {stack.engine.title}; "
                 "the password stays in its 0600 passfile)")
@@ -96,7 +96,7 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
                                       alertmanager_url=stack.cfg.url("alertmanager")).start())
 
     try:
-        code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, pg_env=pg_env, notice=say, on_start=started,
+        code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say, on_start=started,
                                 latency_log=latency_log, stderr_sink=terminal, server_facts=server_facts,
                                 info=info)
     finally:
@@ -157,7 +157,7 @@ def cmd_attach(ctx: Context) -> int:
         pgbench_args = shlex.split(args.sysbench_args)
     run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
                         echo=None if args.quiet else ctx.stdout.buffer,
-                        pgbench_args=pgbench_args, interval=args.interval, tool=args.tool)
+                        tool_args=pgbench_args, interval=args.interval, tool=args.tool)
     ctx.say(f"run {run.run_id}: output saved in {run.path}")
     from benchwatch.record import outcome
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from benchwatch.util.plugins import PluginRegistry, folder_part
@@ -68,6 +69,49 @@ class UnknownEngine(KeyError):
         return f"unknown engine {self.args[0]!r}: use one of {', '.join(choices())}"
 
 
+@dataclass(frozen=True)
+class StackOption:
+    """An option an engine adds to every command that acts on a stack (``--pg-dsn``): its flag, the
+    BENCHWATCH_* variable read when the flag is not given, and where its value is kept. The flag, the
+    variable and the stack.json key are contracts. Each takes one value (``benchwatch psql`` needs that
+    to tell benchwatch's options from psql's)."""
+
+    flag: str                   # "--pg-dsn"; argparse's dest is the flag's ("pg_dsn")
+    # The stack configuration's key (Config.option, stack.json): "pg_dsn". None: not configuration, a flag
+    # its own code reads from the command's arguments (demo --shards' --instances).
+    key: str | None
+    help: str
+    env: str | None = None      # read when the flag is not given
+    type: Callable[[str], Any] = str
+    default: Any = None
+    # Kept in stack.json so that the commands after up act on what it started; read back except by up and
+    # demo, which start what they are told. False: never read back (a DSN may carry a password: the stack
+    # keeps it in its 0600 secrets file), written as null.
+    saved: bool = True
+    path: bool = False          # a file name: made absolute
+    selects_engine: bool = False  # giving it asks for this engine (--mysql-defaults-file: --engine mariadb)
+    # Taken only when the stack runs this engine (--instances: demo --shards reads the flag for its own).
+    own_engine_only: bool = False
+
+    @property
+    def dest(self) -> str:
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class EngineCommand:
+    """A subcommand an engine brings (``benchwatch psql``), registered by benchwatch.commands like its own.
+    ``handler`` gets the command's Context (its arguments, ``stack``, ``say``, the output streams)."""
+
+    name: str
+    help: str
+    handler: Callable[[Any], int]
+    arguments: Callable[[Any], None] | None = None
+    add_help: bool = True
+    passthrough: bool = False
+    after: str | None = None    # the command it follows in ``benchwatch --help`` (None: after every other)
+
+
 class Engine:
     """Everything benchwatch knows of one engine family. Subclasses live in their own folder."""
 
@@ -86,13 +130,57 @@ class Engine:
     default_ports: ClassVar[Mapping[str, int]] = {}
     # Component -> the Debian package that brings its program (named in up's "not installed" line).
     packages: ClassVar[Mapping[str, str]] = {}
-    # The function of benchwatch.demo that is `benchwatch demo` on this engine.
-    demo: ClassVar[str] = "demo"
     # Whether the stack can run several embedded instances of its server side by side (--instances N).
     instances: ClassVar[bool] = False
     # Its collectors of the benchwatch exporter: modules of its folder (benchwatch.util.plugins.folder_module)
     # written against benchwatch.collector, which the daemon loads beside its own (each a --[no-]collector.NAME).
     collector_modules: ClassVar[tuple[str, ...]] = ()
+    # Its options of every command acting on a stack (an existing server to watch instead of the embedded
+    # one, its instances); two engines may share a flag, whose help then joins theirs.
+    stack_options: ClassVar[tuple[StackOption, ...]] = ()
+    # The label of its exporter's series naming the server watched, where it differs from ``instance``.
+    server_label: ClassVar[str | None] = None
+    # Programs a bin directory must hold to be one of its builds (sweep's bindir= variants).
+    build_programs: ClassVar[tuple[str, ...]] = ()
+    # What a tool's output says when the server went away (cause -> regular expressions, as explain's
+    # ending reads them: "terminated", "restart", "crash", "out_of_disk").
+    ending_messages: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+
+    def commands(self) -> list[EngineCommand]:
+        """Its subcommands (``benchwatch psql``, ``env``)."""
+        return []
+
+    def agent_options(self, parser: Any) -> None:
+        """Its options of ``benchwatch agent up`` (the servers to watch), each passed to the agent by its dest."""
+
+    # -- `benchwatch demo` (its folder's demo.py, demo(ctx), found by convention) -----------------
+    # The command's help: what `benchwatch demo` does on it, and what its --duration is.
+    demo_help: ClassVar[str] = ""
+    demo_duration_help: ClassVar[str] = ""
+
+    def demo_arguments(self, parser: Any) -> None:
+        """Its options of ``benchwatch demo``."""
+
+    def demo_arguments_given(self, args: Any) -> str | None:
+        """Its demo options given in ``args`` (for a demo of another engine, which refuses them), as said."""
+        return None
+
+    def demo(self, ctx: Any) -> int:
+        """``benchwatch demo`` on this engine (a benchwatch.demokit.DemoContext); its exit code."""
+        run = folder_part(self, "demo", "demo")
+        if run is None:
+            ctx.say(f"benchwatch demo has no demo for {self.title}")
+            return 2
+        return int(run(ctx))
+
+    # -- its part of `benchwatch status` ---------------------------------------------------------
+    def status_lines(self, status: Mapping[str, Any]) -> list[str]:
+        """Its lines of ``status``'s text (where its server is, pid, log), from ``status --json``."""
+        return []
+
+    def status_healthy(self, status: Mapping[str, Any]) -> bool:
+        """Whether its server is healthy, as its keys of ``status --json`` say (components apart)."""
+        return True
 
     def binary(self, component: str) -> str | None:
         """The program of one of its components (base name, without an instance suffix); None if missing."""
@@ -189,6 +277,12 @@ class Engine:
         """The server's settings, last in the summary."""
         tables = folder_part(self, "summary", "settings_tables")
         return tables(summary) if tables else []
+
+    def chart_spans(self, summary: dict, annotations: list[dict], t0_ms: float) -> list[tuple[float, float, str, str]]:
+        """Its regions on a run's PNG charts (benchwatch.share.png), from the summary's dict and the run
+        dashboard's annotations (their colours): (start s, end s, colour, legend), relative to ``t0_ms``."""
+        spans = folder_part(self, "summary", "chart_spans")
+        return spans(summary, annotations, t0_ms) if spans else []
 
     @property
     def compare_rows(self) -> list[Any]:
@@ -374,6 +468,16 @@ def get(name: str) -> Engine:
     if engine is None:
         raise UnknownEngine(name)
     return engine
+
+
+def stack_options() -> list[StackOption]:
+    """Every engine's stack options, engines in name order (a flag two engines share, once per engine)."""
+    return [o for e in load_engines().values() for o in e.stack_options]
+
+
+def configured_options() -> list[StackOption]:
+    """The stack options kept in the stack's configuration (those with a key)."""
+    return [o for o in stack_options() if o.key is not None]
 
 
 def default() -> Engine:

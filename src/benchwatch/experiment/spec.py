@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchwatch import engines
+
 # The kinds of variant that are not server settings: key -> what it is.
 KINDS = {"bindir": "another PostgreSQL build's bin directory", "dsn": "a server that already runs",
          "target": "another target of the stack", "before": "a command run before each of the variant's runs"}
@@ -95,14 +97,16 @@ def parse_variants(texts: list[str]) -> list[Variant]:
     return variants
 
 
-def check_bindir(variant: Variant) -> None:
-    """A bindir= variant names a directory holding a postgres server (and initdb, to make its data dir)."""
+def check_bindir(variant: Variant, engine: engines.Engine | None = None) -> None:
+    """A bindir= variant names a directory holding a build of the stack's engine (the default one if not
+    said): its server and what makes its data dir (Engine.build_programs)."""
     if variant.bindir is None:
         return
-    for program in ("postgres", "initdb", "pg_ctl"):
+    engine = engine or engines.default()
+    for program in engine.build_programs:
         if not os.access(os.path.join(variant.bindir, program), os.X_OK):
             raise SpecError(f"variant {variant.name}: bindir {variant.bindir} has no {program} "
-                            "(give the bin directory of a PostgreSQL build)")
+                            f"(give the bin directory of a {engine.title} build)")
 
 
 def parse_list(option: str, text: str | None, positive_int: bool = True) -> list[str]:

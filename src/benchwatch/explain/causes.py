@@ -208,7 +208,9 @@ class Context:
     run_start: float
     run_end: float
     clients: int | None = None
-    pgbench_major: int | None = None
+    # The run's tool holds progress lines back while its first thread's clients are all blocked (pgbench
+    # before 10): a silence is then weaker evidence that the client itself stalled.
+    progress_held_back: bool = False
     # The signals weighed for this run (None: every one) and the series saying whether its server's
     # exporter reaches it (target_down; none: the signal reads nothing).
     weighed: frozenset[str] | None = None
@@ -455,7 +457,7 @@ class Signals:
         # all of thread 0's clients were blocked: its progress lines then come in a burst).
         silent = sum(max(0.0, min(end, b) - max(lo, a)) for a, b in self.gaps)
         if silent > 0:
-            old = self.ctx.pgbench_major is not None and self.ctx.pgbench_major < 10
+            old = self.ctx.progress_held_back
             longest = max(b - a for a, b in self.gaps if b >= lo and a <= end)
             add("client_stall", silent, 0.5 if old else 1.0,
                 f"no progress line from pgbench for {longest:.1f} s", usual=self._usual_spans(self.gaps, lo, end),

@@ -18,6 +18,7 @@ first, from:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -26,17 +27,24 @@ from benchwatch.explain import causes
 from benchwatch.model.run import ended_short
 
 NO_CAUSE = "no cause found"
-# What the tool's output says about the server (pgbench and sysbench print the server's message).
-# ("terminating connection due to administrator command" is a shutdown's and pg_terminate_backend's
-# alike: alone it is an abort, with other evidence of the server going away a restart.)
-TERMINATED_RE = re.compile(r"terminating connection due to administrator command", re.I)
-RESTART_RE = re.compile(r"the database system is shutting down"
-                        r"|the database system is starting up|server closed the connection unexpectedly"
-                        r"|Lost connection to (?:MySQL|MariaDB) server|MySQL server has gone away"
-                        r"|Server shutdown in progress|connection to server .* failed", re.I)
-CRASH_RE = re.compile(r"terminating connection because of crash of another server process"
-                      r"|server process .* was terminated by signal|database system is in recovery mode", re.I)
-DISK_RE = re.compile(r"No space left on device|could not (?:write|extend) (?:to )?(?:file|block)|disk full", re.I)
+# What the tool's output says about the server: each engine's messages (Engine.ending_messages: its
+# client library's and its server's, which the tools print). ("terminating connection due to
+# administrator command" is a shutdown's and pg_terminate_backend's alike: alone it is an abort,
+# with other evidence of the server going away a restart.)
+DISK_MESSAGES = (r"No space left on device", r"disk full")
+
+
+@functools.cache
+def messages(cause: str) -> re.Pattern[str]:
+    """Every engine's messages of one cause ("terminated", "restart", "crash", "out_of_disk") as one pattern."""
+    from benchwatch import engines
+
+    found = [m for e in engines.load_engines().values() for m in e.ending_messages.get(cause, ())]
+    if cause == "out_of_disk":
+        found = [*DISK_MESSAGES[:1], *found, *DISK_MESSAGES[1:]]
+    return re.compile("|".join(found) or "(?!)", re.I)
+
+
 ABORT_RE = re.compile(r"[Cc]lient \d+ (?:script \d+ )?aborted\b.*")
 ERROR_RE = re.compile(r"^.*\b(?:ERROR|FATAL|PANIC|error)\b.*$", re.M)
 
@@ -96,7 +104,7 @@ def run_end(meta: Mapping[str, Any], signals: causes.Signals | None, ctx: causes
 def _cause(signals: causes.Signals | None, ctx: causes.Context, at: float, output: str, aborted: float,
            failed: bool) -> tuple[str, str]:
     lo, hi = ctx.run_start, max(at, ctx.run_end) + 5.0
-    crashed = _first(CRASH_RE, output)
+    crashed = _first(messages("crash"), output)
     if crashed:
         return "crash", f"the server crashed: {crashed!r}"
     said = []
@@ -110,15 +118,15 @@ def _cause(signals: causes.Signals | None, ctx: causes.Context, at: float, outpu
             down = [t for t, v in tl if v == 0 and lo <= t <= hi]
             if down:
                 said.append(f"target {target} was down ({up} 0) {down[0] - ctx.run_start:.1f} s into the run")
-    restart = _first(RESTART_RE, output)
+    restart = _first(messages("restart"), output)
     if restart:
         said.append(f"the output says {restart!r}")
     if said:
-        terminated = _first(TERMINATED_RE, output)
+        terminated = _first(messages("terminated"), output)
         if terminated and not restart:
             said.append(f"the output says {terminated!r}")
         return "server_restart", "; ".join(said)
-    disk = _first(DISK_RE, output)
+    disk = _first(messages("out_of_disk"), output)
     if disk:
         return "out_of_disk", f"the output says {disk!r}"
     if aborted > 0:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from typing import Any
 
-from benchwatch import engines
+from benchwatch import engines, loadgens
 from benchwatch.explain import causes, dips, ending
 from benchwatch.explain.ending import NO_CAUSE
 from benchwatch.model.samples import is_stale_marker
@@ -22,14 +21,12 @@ def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: flo
     end = meta.get("ended_at") or now or time.time()
     info = [s for s in series if s.name == "benchmark_run_info" and s.labels.get("run_id") == run_id]
     clients = (info[0].labels.get("clients") if info else None) or (meta.get("info") or {}).get("clients")
-    version = str(meta.get("pgbench_version") or (info[0].labels.get("pgbench_version", "") if info else ""))
-    m = re.match(r"(\d+)(?:\.(\d+))?", version)
-    major = None
-    if m:
-        major = int(m.group(1)) if int(m.group(1)) >= 10 else 9  # 9.4, 9.6: older than 10 is all that matters
+    tool = loadgens.by_name(meta.get("tool"))
+    version = str(meta.get(tool.version_key) or (info[0].labels.get(tool.version_key, "") if info else ""))
     engine, weighed, _absent = signals_of(meta)
     return causes.Context(run_id, interval, float(start), float(end),
-                          clients=int(clients) if clients and str(clients).isdigit() else None, pgbench_major=major,
+                          clients=int(clients) if clients and str(clients).isdigit() else None,
+                          progress_held_back=tool.progress_held_back(version),
                           weighed=frozenset(weighed), up_metrics=_up_metrics(engine),
                           engine_series=frozenset(engine.explain_selectors) if engine else None)
 

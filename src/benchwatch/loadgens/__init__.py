@@ -128,6 +128,11 @@ class LoadGenerator:
         them itself, as pgbench does, or the argv names its server already)."""
         return argv, []
 
+    def progress_held_back(self, version: str) -> bool:
+        """Whether this version of the tool (its ``version_key`` value) holds its progress lines back while
+        some clients are blocked, printing them in a burst later: explain then weighs a silence less."""
+        return False
+
     def judge(self, argv: list[str], stdout: bytes, stderr: bytes, exit_code: int) -> str | None:
         """Why a run that exited 0 failed, read from its output (a tool whose exit code is unreliable); None: it did not."""
         return None

@@ -34,15 +34,18 @@ RUN_SERIES_BUDGET = 200
 TARGET_SERIES_BUDGET = 1000
 # The targets that report: every scrape of a database-side exporter carries the target's name.
 TARGET_VALUES_SELECTOR = 'up{target!=""}'
-# The label naming the database server a series' exporter watches, where it differs from the exporter's
-# own address (``instance``).
-SERVER_LABELS = ("postgres_server",)
 
 
 def engine_of(job: str) -> str | None:
     """The engine family whose exporter a scrape job scrapes (its ``Engine.scrape_job``); None for
     host-level jobs (node, the checkpoint followers)."""
     return {e.scrape_job: e.name for e in engines.load_engines().values()}.get(job)
+
+
+def server_labels() -> tuple[str, ...]:
+    """The labels naming the database server a series' exporter watches, where it differs from the
+    exporter's own address (``instance``): each engine's ``server_label``."""
+    return tuple(e.server_label for e in engines.load_engines().values() if e.server_label)
 
 
 def _by_series(result: list) -> dict[frozenset, tuple[dict, float]]:
@@ -89,7 +92,7 @@ def summarize(newest: dict[frozenset, tuple[dict, float]], values: dict[frozense
             if engine and (newest_engine is None or seen >= newest_engine):
                 newest_engine = seen
                 t["engine"] = engine
-                t["instance"] = next((labels[k] for k in SERVER_LABELS if labels.get(k)), labels.get("instance"))
+                t["instance"] = next((labels[k] for k in server_labels() if labels.get(k)), labels.get("instance"))
         out.append(t)
     return sorted(out, key=lambda t: (t["target"], t["host"] or ""))
 

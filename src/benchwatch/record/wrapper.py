@@ -39,16 +39,17 @@ def tool_version(generator: loadgens.LoadGenerator, program: str, env: dict[str,
     return (generator.parse_version(text) if text else None) or generator.binary_version(program)
 
 
-def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
+def run_benchmark(argv: list[str], *, runs_dir: str, client_env: dict[str, str],
                   notice: Callable[[str], None], on_start: Callable[[rundir.RunDir], None] | None = None,
                   latency_log: bool = False, stderr_sink: LineSafeStream | None = None,
                   server_facts: dict | None = None, info: dict[str, str] | None = None) -> tuple[int, rundir.RunDir]:
     """Run a load generator with its output passed through and saved; returns (exit code, run directory).
 
-    ``server_facts`` describes the server of a load generator that does not drive PostgreSQL
-    (the caller knows how to reach it; pgbench's server is asked here, through ``pg_env``).
+    ``client_env``: the variables that take the tool to the stack's server (the user's own win).
+    ``server_facts`` describes a server the engine cannot be asked about through ``client_env``
+    (the caller knows how to reach it); else the engine asks it (Engine.describe_server).
     ``info`` becomes meta.json's "info", labels of the run's run_info series (the target a
-    sysbench run drives, the experiment it belongs to); its "experiment" is also a meta key."""
+    run drives, the experiment it belongs to); its "experiment" is also a meta key."""
     program, args = argv[0], argv[1:]
     generator = loadgens.for_program(program)
     tool = generator.name
@@ -59,8 +60,8 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
     if added:
         notice(f"added {' '.join(added)} to the {tool} arguments (no progress report was asked for)")
     env = dict(os.environ)
-    for key, value in pg_env.items():
-        env.setdefault(key, value)  # the user's own PG* settings win
+    for key, value in client_env.items():
+        env.setdefault(key, value)  # the user's own settings (PG*) win
     resolved = shutil.which(program, path=env.get("PATH")) or generator.locate(program, env) or program
     run = rundir.create_run_dir(runs_dir)
     txlog_prefix = None
@@ -108,7 +109,7 @@ def run_benchmark(argv: list[str], *, runs_dir: str, pg_env: dict[str, str],
             except OSError as meta_error:
                 failures.failure(run.file(rundir.META), meta_error)
             return 127, run
-        # Ctrl-C reaches pgbench from the terminal; we stay to record the end.
+        # Ctrl-C reaches the tool from the terminal; we stay to record the end.
         old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
         old_term = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
         # The clock is stamped from the stream the progress lines come on.
@@ -153,20 +154,20 @@ def _read(path: str) -> bytes:
         return b""
 
 
-def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, pgbench_args: list[str] | None,
-                  interval: float | None, tool: str = "pgbench") -> rundir.RunDir:
-    """Follow a load generator's output stream from another process (e.g. stdin of a pipe):
-    pgbench's (``2>&1``: its progress is on stderr) or, with ``tool="sysbench"``, sysbench's.
-    ``pgbench_args`` are that tool's arguments, for the run's metadata."""
+def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, tool_args: list[str] | None,
+                  interval: float | None, tool: str | None = None) -> rundir.RunDir:
+    """Follow a load generator's output stream from another process (e.g. stdin of a pipe): ``tool``'s
+    (a registered tool's name; None: the default tool's). ``tool_args`` are that tool's arguments, for
+    the run's metadata."""
     run = rundir.create_run_dir(runs_dir)
     generator = loadgens.by_name(tool)
-    facts = generator.read_argv(pgbench_args or [])
+    facts = generator.read_argv(tool_args or [])
     meta = {
         "run_id": run.run_id, "mode": "attach", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),
-        "argv": secrets.redact_argv([generator.name] + generator.redact_argv(list(pgbench_args))) if pgbench_args else None,
+        "argv": secrets.redact_argv([generator.name] + generator.redact_argv(list(tool_args))) if tool_args else None,
         "progress_interval": interval or facts.progress_interval, "hostname": socket.gethostname(),
         "started_at": time.time(), "output": "output.log",
-        "sql_statements_per_transaction": facts.statements_per_transaction if pgbench_args else None,
+        "sql_statements_per_transaction": facts.statements_per_transaction if tool_args else None,
         "host": host_facts(),
     }
     run.write_meta({k: v for k, v in meta.items() if v is not None})

@@ -1,8 +1,8 @@
 """PNG pictures of a run (matplotlib, Agg: no display, no network, DejaVu fonts from the system).
 
-Time on the x axis is seconds since pgbench's clock started, the way TPS
-curves are shown in PostgreSQL performance write-ups; checkpoints are shaded
-by reason with their exact log times.
+Time on the x axis is seconds since the tool's clock started, the way TPS
+curves are shown in performance write-ups; each engine's regions (checkpoints
+by reason with their exact log times, InnoDB's flushing pressure) are shaded.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from benchwatch import loadgens
+from benchwatch import engines, loadgens
+from benchwatch.query.frames import prefer_pushed
 from benchwatch.share.collect import Collected
 from benchwatch.share.summary import one
 
@@ -38,34 +39,10 @@ def _save(fig, path: str) -> str:
     return path
 
 
-def checkpoint_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str, str]]:
-    """(start s, end s, colour, legend) of each checkpoint, relative to t0: the exact log times
-    from the summary, coloured like the dashboard annotation that draws it (by reason)."""
-    out = []
-    reason_annotations = [a for a in c.annotations
-                          if not a["name"].lower().endswith(" run") and "progress" not in a["name"].lower()]
-    for row in c.summary.get("checkpoints", []):
-        a_ms, b_ms = row["start"] * 1000, row["end"] * 1000
-        colour, name = "#8F8F8F", f"checkpoint ({row['reason']})"
-        for a in reason_annotations:
-            if any(e["time"] <= b_ms + 1000 and e["timeEnd"] >= a_ms - 1000 and row["reason"] in " ".join(e["tags"] + [e["title"]])
-                   for e in a["events"]):
-                colour, name = a["color"], a["name"]
-                break
-        out.append(((a_ms - t0_ms) / 1000, (b_ms - t0_ms) / 1000, colour, name))
-    return out
-
-
-def pressure_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str, str]]:
-    """(start s, end s, colour, legend) of each InnoDB flushing-pressure region of a MySQL/MariaDB run."""
-    colour = next((a["color"] for a in c.annotations if a["name"] == "InnoDB flushing pressure"), "#FF9830")
-    return [(r["start"] - t0_ms / 1000, r["end"] - t0_ms / 1000, colour, f"flushing pressure ({r['target']})")
-            for r in c.summary.get("flushing_pressure") or []]
-
-
 def run_spans(c: Collected, t0_ms: float) -> list[tuple[float, float, str, str]]:
-    """The regions a run's charts shade: checkpoints (PostgreSQL), InnoDB flushing pressure (MySQL/MariaDB)."""
-    return checkpoint_spans(c, t0_ms) + pressure_spans(c, t0_ms)
+    """The regions a run's charts shade, each (start s, end s, colour, legend) relative to t0: each engine's
+    (Engine.chart_spans: checkpoints, InnoDB flushing pressure), from the regions its summary holds."""
+    return [span for e in engines.load_engines().values() for span in e.chart_spans(c.summary, c.annotations, t0_ms)]
 
 
 def _tool(c: Collected) -> loadgens.LoadGenerator:
@@ -131,27 +108,34 @@ def tps_png(c: Collected, path: str) -> str:
     return _finish_run_chart(fig, ax, c, t0, max(ys + [1]), "transactions per second", "TPS", path)
 
 
+STDDEV_SUFFIX = "_progress_latency_stddev_seconds"
+
+
 def latency_png(c: Collected, path: str) -> str:
     t0 = _t0(c)
     fig, (ax,) = _figure(SIZES["latency.png"])
     seen: dict = {}
     shade(ax, run_spans(c, t0), seen)
     top = 0.0
-    # sysbench prints a percentile per interval, not an average.
+    tool = _tool(c)
+    # A tool may print a percentile per interval rather than an average.
     for quantile in [x for x in c.series if x.name == "benchmark_progress_latency_quantile_seconds" and x.labels.get("run_id") == c.run_id]:
         ys = [v * 1000 for _, v in quantile.samples]
         ax.plot([(ts - t0) / 1000 for ts, _ in quantile.samples], ys, color=COLORS[0], lw=1.4,
-                label=f"p{float(quantile.labels.get('quantile', '0')) * 100:g} (--report-interval)")
+                label=f"p{float(quantile.labels.get('quantile', '0')) * 100:g} ({tool.progress_option})")
         top = max([top] + ys)
     avg = one(c.series, "benchmark_progress_latency_seconds", run_id=c.run_id)
     if avg:
         ys = [v * 1000 for _, v in avg.samples]
-        ax.plot([(ts - t0) / 1000 for ts, _ in avg.samples], ys, color=COLORS[0], lw=1.4, label="average (-P)")
+        ax.plot([(ts - t0) / 1000 for ts, _ in avg.samples], ys, color=COLORS[0], lw=1.4, label=f"average ({tool.progress_option})")
         top = max([top] + ys)
-    sd = one(c.series, "pgbench_progress_latency_stddev_seconds", run_id=c.run_id)
+    # The tool's own stddev per progress line, where it prints one (<tool>_progress_latency_stddev_seconds).
+    sd = next((x for x in prefer_pushed(c.series) if x.name.endswith(STDDEV_SUFFIX) and x.labels.get("run_id") == c.run_id),
+              None)
     if sd:
         ys = [v * 1000 for _, v in sd.samples]
-        ax.plot([(ts - t0) / 1000 for ts, _ in sd.samples], ys, color="#9aa0a6", lw=1, ls="--", label="stddev (-P)")
+        ax.plot([(ts - t0) / 1000 for ts, _ in sd.samples], ys, color="#9aa0a6", lw=1, ls="--",
+                label=f"stddev ({tool.progress_option})")
         top = max([top] + ys)
     # Percentiles: the dashboard's histogram_quantile series, when the run used -l.
     for p in c.panels:

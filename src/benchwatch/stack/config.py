@@ -3,8 +3,8 @@ the stack's settings (flags, BENCHWATCH_* variables, stack.json).
 
 Precedence: command-line flag > environment (BENCHWATCH_*) > the stack's saved
 ``stack.json`` (so ``run``/``status``/``down`` find what ``up`` started) > defaults.
-What ``up`` and ``demo`` start (the engine, its instances, an existing MySQL's
-defaults file) is not read from stack.json (``load_config(..., starting=True)``):
+What ``up`` and ``demo`` start (the engine and its options: instances, an existing
+server to watch) is not read from stack.json (``load_config(..., starting=True)``):
 without ``--engine`` they start the default engine, whatever ran before; a stack
 still running is another matter, which ``Stack.running_engine`` tells.
 """
@@ -15,6 +15,7 @@ import json
 import os
 import socket
 from dataclasses import asdict, dataclass, field, fields
+from typing import Any
 
 from benchwatch import engines
 from benchwatch.util.net import LISTEN_HOST
@@ -51,7 +52,6 @@ def default_state_dir() -> str:
 class Config:
     state_dir: str
     ports: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_PORTS))
-    pg_dsn: str | None = None  # an existing server instead of the embedded one; never printed with its password
     pg_database: str = "bench"
     # The `target` label of the stack's own database-side series (env BENCHWATCH_TARGET_NAME);
     # agents on other hosts name theirs (benchwatch agent up --name).
@@ -63,10 +63,9 @@ class Config:
     # The engine family the stack runs or watches (benchwatch.engines: "postgresql", "mysql"); stack.json
     # files written before say "postgres" or "mariadb", which load_config reads as their families.
     engine: str = field(default_factory=lambda: engines.default().name)
-    mysql_defaults_file: str | None = None   # an existing MySQL/MariaDB's [client] file instead of the embedded one
-    # Embedded MariaDB instances (--instances N): 1 is target "local"; several are mariadb-1..N,
-    # instance i > 1 on ports["mariadb-i"] with its exporter on ports["mysqld_exporter-i"].
-    mariadb_instances: int = 1
+    # The engines' stack options by key (Engine.stack_options: an existing server instead of the embedded
+    # one, the number of instances), each saved in stack.json under its own key as before.
+    options: dict[str, Any] = field(default_factory=lambda: {o.key: o.default for o in engines.configured_options() if o.key})
 
     # Read from the environment only, never saved (a password among them).
     prometheus_retention: str = field(default="30y", metadata={"saved": False})  # BENCHWATCH_PROMETHEUS_RETENTION
@@ -76,9 +75,16 @@ class Config:
     # Whether the engine was asked for (flag, environment, a defaults file) rather than saved or the default.
     engine_asked: bool = field(default=False, metadata={"saved": False})
 
-    def mariadb_names(self) -> list[str]:
-        n = max(1, self.mariadb_instances)
-        return ["local"] if n == 1 else [f"mariadb-{i}" for i in range(1, n + 1)]
+    def option(self, key: str) -> Any:
+        """An engine's stack option (its StackOption.key); None when no engine has it."""
+        return self.options.get(key)
+
+    def __getattr__(self, name: str) -> Any:
+        # The engines' options read as attributes, as when they were fields (cfg.pg_dsn in the stack).
+        options = self.__dict__.get("options")
+        if options is not None and name in options:
+            return options[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     @property
     def runs_dir(self) -> str:
@@ -101,7 +107,10 @@ class Config:
         for spec in fields(self):
             if spec.metadata.get("saved", True) is False:
                 del data[spec.name]
-        data["pg_dsn"] = None  # the DSN may carry a password: it lives in the 0600 secrets file only
+        # Each option under its own key, as stack.json always had them; one not saved (a DSN may carry
+        # a password: it lives in the 0600 secrets file only) as null.
+        options = data.pop("options")
+        data.update({o.key: options.get(o.key) if o.saved else None for o in engines.configured_options() if o.key})
         tmp = self.stack_file + ".tmp"
         with open(tmp, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, sort_keys=True)
@@ -114,11 +123,13 @@ def _engine_name(name: str) -> str:
 
 
 def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | None = None,
-                pg_dsn: str | None = None, engine: str | None = None,
-                mysql_defaults_file: str | None = None, instances: int | None = None,
-                starting: bool = False) -> Config:
-    """The stack's configuration. ``starting`` (up, demo): what to start comes from the flags, the
-    environment and the defaults, not from what stack.json says an earlier ``up`` started."""
+                engine: str | None = None, *, starting: bool = False, **given: Any) -> Config:
+    """The stack's configuration. ``given``: the engines' stack options by dest (``pg_dsn=``,
+    ``instances=``), as their flags gave them. ``starting`` (up, demo): what to start comes from the
+    flags, the environment and the defaults, not from what stack.json says an earlier ``up`` started."""
+    unknown = set(given) - {o.dest for o in engines.stack_options()}
+    if unknown:
+        raise TypeError(f"load_config: no engine has the options {sorted(unknown)}")
     state_dir = os.path.abspath(state_dir or os.environ.get("BENCHWATCH_STATE_DIR") or default_state_dir())
     cfg = Config(state_dir=state_dir)
     try:
@@ -129,8 +140,9 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.target_name = saved.get("target_name", cfg.target_name)
         if not starting:
             cfg.engine = _engine_name(saved.get("engine", cfg.engine))
-            cfg.mysql_defaults_file = saved.get("mysql_defaults_file")
-            cfg.mariadb_instances = int(saved.get("mariadb_instances", 1))
+            for option in engines.configured_options():
+                if option.key and option.saved and saved.get(option.key) is not None:
+                    cfg.options[option.key] = option.type(saved[option.key])
     except (FileNotFoundError, ValueError, engines.UnknownEngine):
         pass
     for component in DEFAULT_PORTS:
@@ -139,16 +151,35 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
             cfg.ports[component] = int(env)
     cfg.ports.update({k: v for k, v in (port_overrides or {}).items() if v})
     cfg.target_name = os.environ.get("BENCHWATCH_TARGET_NAME") or cfg.target_name
-    cfg.pg_dsn = pg_dsn or os.environ.get("BENCHWATCH_PG_DSN") or None
     cfg.prometheus_retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION") or cfg.prometheus_retention
     cfg.alert_webhook_url = os.environ.get("BENCHWATCH_ALERT_WEBHOOK_URL") or None
     cfg.grafana_admin_password = os.environ.get("BENCHWATCH_GRAFANA_ADMIN_PASSWORD") or None
     cfg.grafana_home = os.environ.get("BENCHWATCH_GRAFANA_HOME") or None
-    if mysql_defaults_file:
-        cfg.mysql_defaults_file, engine = os.path.abspath(mysql_defaults_file), engine or "mysql"
+    own: list[tuple[engines.StackOption, Any]] = []
+    for e in engines.load_engines().values():
+        for option in e.stack_options:
+            if option.key is None:
+                continue
+            value = given.get(option.dest) or None
+            if value is None and option.env and os.environ.get(option.env):
+                value = option.type(os.environ[option.env])
+            if value is None:
+                if not option.saved:
+                    cfg.options[option.key] = None  # only from the flag or the environment, never stack.json
+                continue
+            if option.path:
+                value = os.path.abspath(value)
+            if option.own_engine_only:
+                own.append((option, value))  # once the engine is known
+                continue
+            cfg.options[option.key] = value
+            if option.selects_engine:
+                engine = engine or e.name
     asked = engine or os.environ.get("BENCHWATCH_ENGINE")
     if asked:
         cfg.engine, cfg.engine_asked = _engine_name(asked), True
-    if instances and engines.get(cfg.engine).instances:  # (demo --shards has its own PostgreSQL instances)
-        cfg.mariadb_instances = instances
+    chosen = engines.get(cfg.engine)
+    for option, value in own:
+        if option.key and option in chosen.stack_options:  # (demo --shards reads --instances for its own instances)
+            cfg.options[option.key] = value
     return cfg

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from benchwatch.engines import Engine
+from benchwatch.engines.mysql.options import STACK_OPTIONS
 
 if TYPE_CHECKING:
     from benchwatch.engines import Host, StackPart
@@ -25,8 +26,23 @@ class MySQL(Engine):
     panels_summary = "dirty pages and checkpoint age against their limits, flushing and redo rates"
     default_ports: ClassVar[Mapping[str, int]] = {"mariadb": 13306, "mysqld_exporter": 19104}
     packages: ClassVar[Mapping[str, str]] = {"mariadb": "mariadb-server", "mysqld_exporter": "prometheus-mysqld-exporter"}
-    demo = "demo_mariadb"
     instances = True
+    stack_options = STACK_OPTIONS
+    # The client's and the server's messages in a tool's output (sysbench's and go-tpc's MySQL drivers).
+    ending_messages: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "restart": (r"Lost connection to (?:MySQL|MariaDB) server", r"MySQL server has gone away",
+                    r"Server shutdown in progress"),
+    }
+    demo_help = "--engine mariadb --instances 4: four MariaDB instances, four sysbench runs side by side"
+    demo_duration_help = "or of each sysbench run with --engine mariadb (default 20)"
+
+    def status_lines(self, status: Mapping[str, Any]) -> list[str]:
+        mysql = status["mysql"]
+        return [f"mariadb     {mysql['defaults_file']}"
+                + (f"  pid {mysql.get('pid')}  log {mysql['log_file']}" if mysql["embedded"] else "  (external)")]
+
+    def status_healthy(self, status: Mapping[str, Any]) -> bool:
+        return bool(status["mysql"].get("healthy", True))
 
     def binary(self, component: str) -> str | None:
         from benchwatch.engines.mysql import embedded

@@ -12,6 +12,7 @@ from typing import Any
 from benchwatch.engines import StackPart
 from benchwatch.engines.mysql import exporter as mysql_exporter
 from benchwatch.engines.mysql import server as mysql_server
+from benchwatch.engines.mysql.options import DEFAULTS_FILE, INSTANCES
 from benchwatch.util.errors import StackError
 
 SERVER = "mariadb"
@@ -39,13 +40,24 @@ def binary(component: str) -> str | None:
     return None
 
 
+def instance_count(cfg: Any) -> int:
+    """Embedded MariaDB instances the stack's configuration asks for (--instances N, at least 1)."""
+    return max(1, int(cfg.option(INSTANCES) or 1))
+
+
+def instance_names(cfg: Any) -> list[str]:
+    """Their target names: one is "local"; several are mariadb-1..N."""
+    n = instance_count(cfg)
+    return ["local"] if n == 1 else [f"mariadb-{i}" for i in range(1, n + 1)]
+
+
 class MySQLPart(StackPart):
     def target(self, index: int) -> mysql_server.MySQLTarget:
         """MariaDB instance ``index`` (1..N) of the stack, with its port and target name."""
         cfg = self.stack.cfg
-        names = cfg.mariadb_names()
+        names = instance_names(cfg)
         return mysql_server.MySQLTarget(cfg.state_dir, cfg.ports.get(instance_component(SERVER, index), 0),
-                                        cfg.mysql_defaults_file if index == 1 else None, index=index,
+                                        cfg.option(DEFAULTS_FILE) if index == 1 else None, index=index,
                                         name=names[index - 1] if index <= len(names) else f"mariadb-{index}")
 
     @property
@@ -56,7 +68,7 @@ class MySQLPart(StackPart):
         """Every instance the stack watches: N embedded ones, or the one existing server."""
         if not self.first.embedded:
             return [self.first]
-        return [self.target(i) for i in range(1, max(1, self.stack.cfg.mariadb_instances) + 1)]
+        return [self.target(i) for i in range(1, instance_count(self.stack.cfg) + 1)]
 
     def target_named(self, name: str) -> mysql_server.MySQLTarget | None:
         return next((t for t in self.targets() if t.name == name), None)

@@ -43,3 +43,10 @@ COMPARE_ROWS = [
                lambda s: sum(r["duration_s"] for r in s["flushing_pressure"]) if "flushing_pressure" in s else None,
                lambda v: fmt_num(v, 0), -1),
 ]
+
+
+def chart_spans(summary: dict, annotations: list[dict], t0_ms: float) -> list[tuple[float, float, str, str]]:
+    """(start s, end s, colour, legend) of each InnoDB flushing-pressure region, relative to t0."""
+    colour = next((a["color"] for a in annotations if a["name"] == "InnoDB flushing pressure"), "#FF9830")
+    return [(r["start"] - t0_ms / 1000, r["end"] - t0_ms / 1000, colour, f"flushing pressure ({r['target']})")
+            for r in summary.get("flushing_pressure") or []]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchwatch.engines import Engine
+from benchwatch.engines import Engine, EngineCommand
+from benchwatch.engines.postgresql.options import STACK_OPTIONS
 
 if TYPE_CHECKING:
     from benchwatch.engines import Host, StackPart
@@ -28,9 +29,55 @@ class PostgreSQL(Engine):
     panels_summary = "each target's disks, checkpoints, WAL and commits"
     default_ports: ClassVar[Mapping[str, int]] = {"postgres": 15432, "postgres_exporter": 19187}
     packages: ClassVar[Mapping[str, str]] = {"postgres": "postgresql", "postgres_exporter": "prometheus-postgres-exporter"}
-    demo = "demo"
     # The server log's checkpoints, autovacuum runs and events; the top statements (pg_stat_statements).
     collector_modules = ("collectors.checkpoints", "collectors.statements")
+    stack_options = STACK_OPTIONS
+    server_label = "postgres_server"
+    build_programs = ("postgres", "initdb", "pg_ctl")
+    # libpq's and the server's messages in a tool's output (pgbench and sysbench's pgsql driver print them).
+    ending_messages: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "terminated": (r"terminating connection due to administrator command",),
+        "restart": (r"the database system is shutting down", r"the database system is starting up",
+                    r"server closed the connection unexpectedly", r"connection to server .* failed"),
+        "crash": (r"terminating connection because of crash of another server process",
+                  r"server process .* was terminated by signal", r"database system is in recovery mode"),
+        "out_of_disk": (r"could not (?:write|extend) (?:to )?(?:file|block)",),
+    }
+    demo_help = "fresh machine: install, start the stack, run a short pgbench, print a summary"
+    demo_duration_help = "seconds of pgbench (default 40; 30 with --shards)"
+
+    def commands(self) -> list[EngineCommand]:
+        from benchwatch.engines.postgresql import commands
+
+        return commands.commands(self)
+
+    def agent_options(self, parser: Any) -> None:
+        parser.add_argument("--postgres", action="append", default=[], metavar="DSN",
+                            help="a PostgreSQL instance to watch (libpq DSN; a password is kept in a 0600 file); repeatable")
+
+    def demo_arguments(self, parser: Any) -> None:
+        import argparse
+
+        parser.add_argument("--shards", type=int, metavar="N",
+                            help="instead: N shard databases (a power of 2) behind a PL/Proxy proxy database, pgbench calling it")
+        parser.add_argument("--clients", type=int, default=8, help="with --shards: pgbench -c (default 8)")
+        parser.add_argument("--jobs", type=int, default=2, help="with --shards: pgbench -j (default 2)")
+        parser.add_argument("--script", choices=("update", "lookup"), default="update",
+                            help="with --shards: each transaction updates (default) or looks up one account on its shard")
+        parser.add_argument("pgbench_args", nargs=argparse.REMAINDER,
+                            help="with --shards: -- more pgbench arguments (e.g. -R 2000)")
+
+    def demo_arguments_given(self, args: Any) -> str | None:
+        extra = [a for a in getattr(args, "pgbench_args", None) or [] if a != "--"]
+        return "--shards and extra pgbench arguments" if getattr(args, "shards", None) is not None or extra else None
+
+    def status_lines(self, status: Mapping[str, Any]) -> list[str]:
+        pg = status["postgres"]
+        return [f"postgres    {pg['dsn']}" + (f"  pid {pg.get('pid')}  log {pg['log_file']}" if pg.get("embedded") else "  (external)")
+                + (f"  restarted {pg['restarts']}x" if pg.get("restarts") else "")]
+
+    def status_healthy(self, status: Mapping[str, Any]) -> bool:
+        return bool(status["postgres"].get("healthy", True))
 
     def binary(self, component: str) -> str | None:
         from benchwatch.engines.postgresql import server

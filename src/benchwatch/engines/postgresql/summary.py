@@ -98,3 +98,21 @@ COMPARE_ROWS = [
     CompareRow("events", "checkpoints", lambda s: len(s["checkpoints"]) if "checkpoints" in s else None,
                lambda v: fmt_num(v, 0), 0),
 ]
+
+
+def chart_spans(summary: dict, annotations: list[dict], t0_ms: float) -> list[tuple[float, float, str, str]]:
+    """(start s, end s, colour, legend) of each checkpoint, relative to t0: the exact log times
+    from the summary, coloured like the dashboard annotation that draws it (by reason)."""
+    out = []
+    reason_annotations = [a for a in annotations
+                          if not a["name"].lower().endswith(" run") and "progress" not in a["name"].lower()]
+    for row in summary.get("checkpoints", []):
+        a_ms, b_ms = row["start"] * 1000, row["end"] * 1000
+        colour, name = "#8F8F8F", f"checkpoint ({row['reason']})"
+        for a in reason_annotations:
+            if any(e["time"] <= b_ms + 1000 and e["timeEnd"] >= a_ms - 1000 and row["reason"] in " ".join(e["tags"] + [e["title"]])
+                   for e in a["events"]):
+                colour, name = a["color"], a["name"]
+                break
+        out.append(((a_ms - t0_ms) / 1000, (b_ms - t0_ms) / 1000, colour, name))
+    return out

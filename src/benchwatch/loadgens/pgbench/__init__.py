@@ -57,6 +57,11 @@ See [latency-percentiles.md](latency-percentiles.md).
 
         return TXLOG_METRICS
 
+    def progress_held_back(self, version: str) -> bool:
+        # Before pgbench 10, thread 0 printed the progress of all threads: its clients blocked, nothing came.
+        m = re.match(r"(\d+)", version)
+        return m is not None and int(m.group(1)) < 10
+
     def progress_elapsed(self, line: bytes) -> float | None:
         m = _PROGRESS.match(line)
         return float(m.group(1)) if m else None
