@@ -79,7 +79,7 @@ PROCESSES_HEADER = """
 ## The host's processes (benchwatch exporter, `processes` collector)
 
 CPU time of the database's processes (the engines' servers: `postgres`, `mariadbd`, ...), the load
-generators' (`pgbench`, `sysbench`, `go-tpc`) and every other process the exporter can see, read from
+generators' ({tools}) and every other process the exporter can see, read from
 `/proc/<pid>/stat` every 2 s and remote-written: `benchwatch explain` tells "something else used the
 CPU" (`cpu_contention`) from the database being busy (`database_cpu_bound`, [explain.md](explain.md)). They carry the
 exporter's `target` and `host` labels; the processes are told apart by name.
@@ -147,7 +147,8 @@ def render() -> str:
             + CHECKPOINTS_HEADER + _rows({**checkpoint_model.METRICS, **checkpoints.EVENT_METRICS,
                                                   **autovacuum_model.METRICS})
             + DIPS_HEADER + _rows(dips.DIP_METRICS)
-            + PROCESSES_HEADER + _rows(processes.METRICS)
+            + PROCESSES_HEADER.replace("{tools}", ", ".join(f"`{t}`" for t in loadgens.titles()))
+            + _rows(processes.METRICS)
             + STATEMENTS_HEADER + _rows(statements.METRICS)
             + HISTORY_HEADER + _rows(history_series.METRICS)
             + SELF_HEADER + _rows({**SELF_METRICS, **checkpoints.EXPORTER_METRICS}))
