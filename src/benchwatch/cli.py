@@ -10,11 +10,17 @@ from benchwatch.engines import UnknownEngine
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="benchwatch", description="Live observability for database benchmark runs (pgbench, sysbench, go-tpc).")
+    from benchwatch import loadgens
+
+    # Help texts name no tool: "{tools}" is every registered one, as people write it.
+    tools = loadgens.titles()
+    parser = argparse.ArgumentParser(prog="benchwatch", description="Live observability for database benchmark runs "
+                                     f"({', '.join(tools)}).")
     sub = parser.add_subparsers(dest="command", required=True)
     parents = [stack_options()]
     for c in load_commands().values():
-        p = sub.add_parser(c.name, help=c.help, add_help=c.add_help, parents=parents if c.stack_options else [])
+        p = sub.add_parser(c.name, help=c.help.replace("{tools}", "|".join(tools)), add_help=c.add_help,
+                           parents=parents if c.stack_options else [])
         if c.arguments:
             c.arguments(p)
         if c.handler:

@@ -18,11 +18,15 @@ def sweeps_dir(state_dir: str) -> str:
 
 
 def _sweep_arguments(p: argparse.ArgumentParser) -> None:
+    from benchwatch import loadgens
+
+    generators = sorted(loadgens.load_generators().values(), key=lambda g: (not g.default, g.title))
+    clients = ", ".join(f"{g.title} {g.clients_flag}" for g in generators if g.clients_flag)
     p.add_argument("--name", help="the experiment's name (its directory: <state dir>/sweeps/NAME)")
     p.add_argument("--variant", action="append", default=[], metavar="SPEC",
                    help="NAME, NAME:setting=value[,setting=value...], NAME:bindir=DIR, NAME:dsn=DSN, NAME:target=T "
                    "or NAME:before=COMMAND; the first is the baseline")
-    p.add_argument("--clients", metavar="LIST", help="client counts, e.g. 1,8,16 (pgbench -c/-j, sysbench --threads)")
+    p.add_argument("--clients", metavar="LIST", help=f"client counts, e.g. 1,8,16 ({clients})")
     p.add_argument("--scale", metavar="LIST", help="pgbench scales, e.g. 10,100 (the tables re-created per scale)")
     p.add_argument("--arg", action="append", default=[], metavar="OPTION=V1,V2",
                    help="any other option of the tool swept, e.g. --arg table-size=10000,100000")
@@ -42,7 +46,7 @@ def _sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latency-log", action="store_true",
                    help="pgbench: each run with -l (as run --latency-log), for the 95th percentile of latency in the report")
     p.add_argument("--resume", metavar="NAME", help="finish the sweep NAME: only what is missing runs")
-    p.add_argument("tool", nargs=argparse.REMAINDER, help="-- pgbench|sysbench ARGS...")
+    p.add_argument("tool", nargs=argparse.REMAINDER, help=f"-- {'|'.join(loadgens.titles())} ARGS...")
 
 
 @command("sweep", help="run an experiment: --variant A --variant B [--clients 1,8] [--repeat 3] -- pgbench ARGS",
@@ -168,10 +172,10 @@ def _check_new(args: argparse.Namespace, argv: list[str]) -> None:
 
     variants = spec.parse_variants(args.variant)
     if not argv:
-        raise spec.SpecError("no tool: end with -- pgbench|sysbench ARGS...")
+        raise spec.SpecError(f"no tool: end with -- {'|'.join(loadgens.titles())} ARGS...")
     generator = loadgens.for_program(argv[0])
     if os.path.basename(argv[0]) not in generator.programs:
-        raise spec.SpecError(f"{argv[0]!r} is not a load generator benchwatch knows (pgbench, sysbench, go-tpc)")
+        raise spec.SpecError(f"{argv[0]!r} is not a load generator benchwatch knows ({', '.join(loadgens.titles())})")
     if args.repeat < 1:
         raise spec.SpecError(f"--repeat {args.repeat}: at least 1")
     if args.warmup < 0 or args.min_effect < 0:

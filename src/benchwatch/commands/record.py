@@ -19,10 +19,10 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="sysbench on a stack of several MariaDB instances: the one to drive (mariadb-1..N)")
     p.add_argument("--experiment", help="a name shared by runs observed as one experiment (e.g. one per instance, side "
                    "by side): benchmark_run_info's experiment label; the sysbench dashboard sums them")
-    p.add_argument("pgbench", nargs=argparse.REMAINDER, help="-- pgbench|sysbench|go-tpc ARGS...")
+    p.add_argument("pgbench", nargs=argparse.REMAINDER, help=f"-- {'|'.join(loadgens.titles())} ARGS...")
 
 
-@command("run", help="run pgbench, sysbench or go-tpc under observation: benchwatch run -- pgbench|sysbench|go-tpc ARGS",
+@command("run", help="run a load generator under observation: benchwatch run -- {tools} ARGS",
          arguments=_run_arguments)
 def cmd_run(ctx: Context) -> int:
     args, say = ctx.args, ctx.say
@@ -30,7 +30,7 @@ def cmd_run(ctx: Context) -> int:
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
-        say("usage: benchwatch run -- pgbench|sysbench|go-tpc [ARGS...]")
+        say(f"usage: benchwatch run -- {'|'.join(loadgens.titles())} [ARGS...]")
         return 2
     info = {"experiment": args.experiment} if args.experiment else {}
     code, run = record_run(ctx, argv, target_name=args.target, info=info, latency_log=args.latency_log)

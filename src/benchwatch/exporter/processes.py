@@ -54,7 +54,7 @@ METRICS_DOC_SECTION = """
 ## The host's processes (benchwatch exporter, `processes` collector)
 
 CPU time of the database's processes (the engines' servers: {servers}, ...), the load
-generators' (`pgbench`, `sysbench`, `go-tpc`) and every other process the exporter can see, read from
+generators' ({tools}) and every other process the exporter can see, read from
 `/proc/<pid>/stat` every 2 s and remote-written: `benchwatch explain` tells "something else used the
 CPU" (`cpu_contention`) from the database being busy (`database_cpu_bound`, [explain.md](explain.md)). They carry the
 exporter's `target` and `host` labels; the processes are told apart by name.
@@ -201,9 +201,10 @@ def _build(options: ExporterOptions) -> ProcessesCollector | None:
 
 
 def metrics_doc() -> MetricsDoc:
-    from benchwatch import engines
+    from benchwatch import engines, loadgens
 
-    # One server program per engine, the default engine's first.
+    # One server program per engine, the default engine's first; the tools as the registry has them.
     ordered = sorted(engines.load_engines().values(), key=lambda e: not e.default)
     servers = ", ".join(f"`{min(e.server_processes)}`" for e in ordered if e.server_processes)
-    return MetricsDoc([(METRICS_DOC_SECTION.format(servers=servers), METRICS)])
+    return MetricsDoc([(METRICS_DOC_SECTION.format(servers=servers, tools=", ".join(f"`{t}`" for t in loadgens.titles())),
+                        METRICS)])

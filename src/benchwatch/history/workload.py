@@ -21,10 +21,23 @@ from typing import Any
 from benchwatch import loadgens
 from benchwatch.record import replay
 
-# run_info labels that say how long or how the run reports, not what it does.
+# run_info labels that say how long or how the run reports, not what it does. Each tool's version key
+# (LoadGenerator.version_key) and the labels a tool leaves out itself (LoadGenerator.not_work) are added by
+# not_work(): a new tool needs no line here.
 NOT_WORK = frozenset({"duration_seconds", "transactions_per_client", "transactions", "interval_seconds",
-                      "percentile", "args", "pgbench_version", "sysbench_version", "gotpc_version", "mode",
-                      "target", "experiment", "server_version", "hostname", "engine", "database"})
+                      "percentile", "args", "mode", "target", "experiment", "server_version", "hostname", "engine",
+                      "database"})
+
+
+@functools.cache
+def not_work() -> frozenset[str]:
+    """NOT_WORK, every tool's version key and what each tool says is not work: left out of every key (a label
+    one tool leaves out, another never writes)."""
+    out = set(NOT_WORK)
+    for generator in loadgens.load_generators().values():
+        out.add(generator.version_key)
+        out |= generator.not_work
+    return frozenset(out)
 
 
 def _clean(value: object) -> str:
@@ -45,7 +58,7 @@ def key(meta: Mapping[str, Any]) -> dict[str, str]:
         labels.update(_argv_labels(generator.name, tuple(str(a) for a in argv[1:])))
     else:  # attach without arguments, import: what the output's summary said (saved by import)
         labels.update({str(k): str(v) for k, v in (meta.get("info_labels") or {}).items()})
-    out = {k: _clean(v) for k, v in labels.items() if k not in NOT_WORK and v not in (None, "")}
+    out = {k: _clean(v) for k, v in labels.items() if k not in not_work() and v not in (None, "")}
     out["tool"] = generator.name
     out["engine"] = replay.run_engine(meta)
     if meta.get("scale") is not None:

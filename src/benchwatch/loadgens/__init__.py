@@ -88,6 +88,9 @@ class LoadGenerator:
     # "elapsed": its progress lines carry their time (progress_elapsed). "arrival": they carry none; the
     # wrapper records each progress line's arrival (progress_line) in the run directory's ARRIVALS file.
     progress_clock: ClassVar[str] = "elapsed"
+    # Its run_info labels that say how long the run is or how it reports, not what work it does: left out of
+    # the workload key (benchwatch.history.workload) beside every tool's and its version_key.
+    not_work: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def metrics(self) -> Mapping[str, tuple[str, str]]:
@@ -161,6 +164,9 @@ class LoadGenerator:
         return [f"{option}={value}" if option.startswith("--") else option, *([] if option.startswith("--") else [value]),
                 *argv]
 
+    # How a user sets its number of clients, as sweep --clients's help names it (None: sweep cannot set it).
+    clients_flag: ClassVar[str | None] = None
+
     # The option that sets the run's length in seconds, for a warmup run (None: no warmup).
     duration_option: ClassVar[str | None] = None
 
@@ -185,6 +191,11 @@ class LoadGenerator:
     def redact_argv(self, argv: list[str]) -> list[str]:
         """argv as it may be saved and shown: a password given as an option replaced (after the program)."""
         return list(argv)
+
+    def output_redactor(self, argv: list[str]) -> Callable[[bytes], bytes] | None:
+        """What hides, in each line of its output, a secret the tool prints back (one that echoes every property
+        it was given, a password among them) before the line is shown or saved; None: it prints none."""
+        return None
 
     def latency_log_reader(self, run_id: str) -> LatencyLogReader | None:
         """What turns the per-transaction log's files into samples (None: the tool has no such log)."""
@@ -328,3 +339,7 @@ def run_series_names() -> str:
 def run_selector(run_id: str) -> str:
     """Every series of one run, whichever tool and whichever version recorded it."""
     return f'{{__name__=~"{run_series_names()}",run_id="{run_id}"}}'
+def titles() -> list[str]:
+    """The tools as people write them, the default first: for help texts, which name no tool themselves."""
+    generators = load_generators().values()
+    return [g.title for g in generators if g.default] + sorted(g.title for g in generators if not g.default)

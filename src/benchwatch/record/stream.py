@@ -203,8 +203,21 @@ class LineSafeStream:
             pass  # a closed terminal must not stop the run
 
 
-def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockStamper | None) -> None:
-    """Copy a stream to the terminal unchanged and to its file in the run directory."""
+def _echo(sinks: list[BinaryIO], data: bytes) -> None:
+    for sink in sinks:
+        try:
+            sink.write(data)
+            sink.flush()
+        except (OSError, ValueError):
+            pass  # a closed terminal must not lose the saved copy
+
+
+def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockStamper | None,
+         redact: Callable[[bytes], bytes] | None = None) -> None:
+    """Copy a stream to the terminal unchanged and to its file in the run directory.
+
+    ``redact`` (a tool that prints back a secret it was given: LoadGenerator.output_redactor): every line
+    as it leaves it, on the terminal and in the file alike; a line is then shown once it is complete."""
     pending = b""  # while unstamped, hold a line starting with "progress:" until it is complete
     while True:
         try:
@@ -213,12 +226,19 @@ def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockS
             chunk = b""
         if not chunk:
             break
-        for sink in sinks:
-            try:
-                sink.write(chunk)
-                sink.flush()
-            except (OSError, ValueError):
-                pass  # a closed terminal must not lose the saved copy
+        if redact is not None:
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            lines = [redact(line) for line in lines]
+            if stamper is not None:
+                for line in lines:
+                    stamper.see(line)  # before the line is saved, as below
+            data = b"".join(line + b"\n" for line in lines)
+            _echo(sinks, data)
+            saved.write(data)
+            saved.flush()
+            continue
+        _echo(sinks, chunk)
         if stamper is None or stamper.done:
             saved.write(chunk)
             saved.flush()
@@ -234,5 +254,10 @@ def pump(source_fd: int, sinks: list[BinaryIO], saved: BinaryIO, stamper: ClockS
             pending = b""
         saved.flush()
     if pending:
+        if redact is not None:
+            pending = redact(pending)
+            if stamper is not None:
+                stamper.see(pending)
+            _echo(sinks, pending)
         saved.write(pending)
     saved.flush()

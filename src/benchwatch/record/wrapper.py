@@ -114,11 +114,13 @@ def run_benchmark(argv: list[str], *, runs_dir: str, client_env: dict[str, str],
         old_term = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
         # The clock is stamped from the stream the progress lines come on.
         stamps = {generator.progress_stream: stamper}
+        redact = generator.output_redactor(args)
         assert proc.stdout is not None and proc.stderr is not None  # both are pipes
         threads = [
-            threading.Thread(target=pump, args=(proc.stdout.fileno(), [sys.stdout.buffer], out_file, stamps.get("stdout"))),
+            threading.Thread(target=pump, args=(proc.stdout.fileno(), [sys.stdout.buffer], out_file, stamps.get("stdout"),
+                                                redact)),
             threading.Thread(target=pump, args=(proc.stderr.fileno(), [stderr_sink or sys.stderr.buffer], err_file,
-                                                stamps.get("stderr"))),
+                                                stamps.get("stderr"), redact)),
         ]
         for t in threads:
             t.start()
@@ -174,7 +176,7 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, tool_
     with open(run.file("output.log"), "wb") as saved:
         stamper = ClockStamper(run, generator.progress_elapsed, interval=interval or facts.progress_interval,
                                arrivals=generator.progress_line if generator.progress_clock == "arrival" else None)
-        pump(source_fd, [echo] if echo else [], saved, stamper)
+        pump(source_fd, [echo] if echo else [], saved, stamper, generator.output_redactor(list(tool_args or [])))
         stamper.close()
     run.update_meta(state=rundir.FINISHED, ended_at=time.time())
     outcome.save(run)  # what the run achieved, for history and sweeps

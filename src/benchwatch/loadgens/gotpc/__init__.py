@@ -25,6 +25,7 @@ class Gotpc(LoadGenerator):
     progress_option = "--interval"
     version_argv = ("version",)
     version_key = "gotpc_version"
+    clients_flag = "--threads/-T"
     engines = ("mysql",)
     series_prefix = "gotpc_"
     progress_clock = "arrival"
