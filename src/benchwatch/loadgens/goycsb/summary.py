@@ -3,7 +3,7 @@ summary lines; its compare rows."""
 
 from __future__ import annotations
 
-from benchwatch.share.summary import CompareRow, Context, fmt_ms, fmt_num
+from benchwatch.present.summary import CompareRow, Context, fmt_ms, fmt_num
 
 ORDER = ("READ", "UPDATE", "INSERT", "SCAN", "READ_MODIFY_WRITE", "DELETE", "TOTAL")
 
