@@ -11,8 +11,7 @@ import pytest
 from benchwatch import loadgens
 from benchwatch.loadgens.goycsb import judge
 from benchwatch.loadgens.goycsb import output as gy
-from benchwatch.model import replay
-from benchwatch.record import rundir
+from benchwatch.record import replay, rundir
 from benchwatch.record.stream import ClockStamper, pump
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "goycsb")
