@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 
 from benchwatch import loadgens
 
@@ -18,13 +19,12 @@ FOLDER = os.path.join("src", "benchwatch", "loadgens", "goycsb") + os.sep
 
 
 def _files():
-    for top in SEARCHED:
-        for root, dirs, files in os.walk(os.path.join(ROOT, top)):
-            dirs[:] = [d for d in dirs if d not in ("__pycache__", ".mypy_cache")]
-            for name in files:
-                path = os.path.relpath(os.path.join(root, name), ROOT)
-                if not path.startswith(FOLDER) and path not in ALLOWED:
-                    yield path
+    """The checkout's files (tracked, or new and not ignored: never a build's egg-info or caches) in SEARCHED."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", *SEARCHED],
+                            cwd=ROOT, capture_output=True, text=True, check=True, timeout=60).stdout.splitlines()
+    for path in (os.path.normpath(p) for p in listed):
+        if not path.startswith(FOLDER) and path not in ALLOWED and os.path.isfile(os.path.join(ROOT, path)):
+            yield path
 
 
 def test_the_tool_is_registered_from_its_folder():
