@@ -65,9 +65,9 @@ class ThrowawayStack:
         return subprocess.run([os.path.join(pg_bindir(), "pgbench"), *args], env=self.pg_env(),
                               capture_output=True, **kw)
 
-    def psql(self, sql: str) -> str:
+    def psql(self, sql: str, timeout: float = 60) -> str:
         r = subprocess.run([os.path.join(pg_bindir(), "psql"), "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                           env=self.pg_env(), capture_output=True, text=True, timeout=60)
+                           env=self.pg_env(), capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise RuntimeError(f"psql failed: {r.stderr.strip()}")
         return r.stdout.strip()
