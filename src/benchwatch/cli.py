@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
-from benchwatch.commands import Context, load_commands, stack_options
-from benchwatch.engines import UnknownEngine
+# The commands are imported when main runs, not with this module: a Ctrl-C while they load (a second or
+# so on a busy machine) is then benchwatch's exit, not a traceback.
 
 
 def build_parser() -> argparse.ArgumentParser:
     from benchwatch import loadgens
+    from benchwatch.commands import load_commands, stack_options
 
     # Help texts name no tool: "{tools}" is every registered one, as people write it.
     tools = loadgens.titles()
@@ -35,6 +37,8 @@ def _passthrough(argv: list[str], command: str) -> list[str]:
     positional, so a "--" is put where benchwatch's options end."""
     if not argv or argv[0] != command:
         return argv
+    from benchwatch.commands import stack_options
+
     takes_value = {o for a in stack_options()._actions for o in a.option_strings}  # each takes one value
     i = 1
     while i < len(argv):
@@ -50,7 +54,19 @@ def _passthrough(argv: list[str], command: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    try:
+        return _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:
+        # Ctrl-C where nothing was left to undo (a run notes it while it has something to undo: its tool,
+        # go-tpc's user): the shell's exit code for SIGINT, and one line instead of a traceback.
+        print("benchwatch: interrupted (Ctrl-C)", file=sys.stderr)
+        return 128 + signal.SIGINT
+
+
+def _main(argv: list[str]) -> int:
+    from benchwatch.commands import Context, load_commands
+    from benchwatch.engines import UnknownEngine
+
     commands = load_commands()
     daemon = commands.get(argv[0]) if argv else None
     if daemon is not None and daemon.main is not None:

@@ -7,6 +7,7 @@ all need a real stack that cannot collide with the user's own.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -65,9 +66,9 @@ class ThrowawayStack:
         return subprocess.run([os.path.join(pg_bindir(), "pgbench"), *args], env=self.pg_env(),
                               capture_output=True, **kw)
 
-    def psql(self, sql: str) -> str:
+    def psql(self, sql: str, timeout: float = 60) -> str:
         r = subprocess.run([os.path.join(pg_bindir(), "psql"), "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                           env=self.pg_env(), capture_output=True, text=True, timeout=60)
+                           env=self.pg_env(), capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
             raise RuntimeError(f"psql failed: {r.stderr.strip()}")
         return r.stdout.strip()
@@ -116,18 +117,39 @@ def start(scale: int = 2, engine: str = "postgres") -> ThrowawayStack:
 
 class BackgroundRun:
     """``benchwatch run -- ARGS`` on a throwaway stack, in the background, its output read as it comes
-    (``session``: in a process group of its own, for a Ctrl-C sent to the whole group)."""
+    (``session``: in a process group of its own, for a Ctrl-C sent to the whole group). Its run id is read
+    from its own "benchwatch: run ID:" line, so a test looks at this run's directory, never at whichever
+    directory is newest."""
+
+    RUN_LINE = re.compile(rb"^benchwatch: run (\S+): output saved in ")
 
     def __init__(self, live: ThrowawayStack, *args: str, session: bool = False):
+        self.live = live
         self.proc = subprocess.Popen([BENCHWATCH, "run", "--", *args], env=live.env(), start_new_session=session,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.out: dict[str, bytes] = {}
+        self.lines: dict[str, list[bytes]] = {"stdout": [], "stderr": []}
+        self.run_id: str | None = None
+        self._started = threading.Event()
         self.threads = [threading.Thread(target=self._read, args=(n,), daemon=True) for n in ("stdout", "stderr")]
         for t in self.threads:
             t.start()
 
     def _read(self, name: str) -> None:
-        self.out[name] = getattr(self.proc, name).read()
+        for line in getattr(self.proc, name):
+            self.lines[name].append(line)
+            m = self.RUN_LINE.match(line) if name == "stderr" and self.run_id is None else None
+            if m:
+                self.run_id = m.group(1).decode()
+                self._started.set()
+        self.out[name] = b"".join(self.lines[name])
+        if name == "stderr":
+            self._started.set()  # the run ended before saying its id: run_dir() fails with its output
+
+    def run_dir(self, timeout: float = 30) -> str:
+        """This run's directory, once benchwatch has said where it saves the output."""
+        assert self._started.wait(timeout) and self.run_id, b"".join(self.lines["stderr"]).decode(errors="replace")
+        return os.path.join(self.live.state_dir, "runs", self.run_id)
 
     def wait(self, timeout: float) -> int:
         code = self.proc.wait(timeout=timeout)

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import signal
+import subprocess
 import time
 
 import pytest
@@ -105,28 +106,26 @@ def gotpc_password(port: int, deadline: float) -> str | None:
     return None
 
 
-def reports_so_far(live, since: float) -> int:
-    runs = os.path.join(live.state_dir, "runs")
-    best = 0
-    for d in os.listdir(runs):
-        path = os.path.join(runs, d, "arrivals.log")
-        if os.path.getmtime(os.path.join(runs, d)) >= since and os.path.exists(path):
-            best = max(best, sum(1 for _ in open(path, "rb")))
-    return best
+def reports_so_far(run: BackgroundRun) -> int:
+    """Report lines this run has stored so far (its own run directory's arrivals.log)."""
+    try:
+        with open(os.path.join(run.run_dir(), "arrivals.log"), "rb") as f:
+            return sum(1 for _ in f)
+    except FileNotFoundError:
+        return 0
 
 
 @pytest.fixture(scope="module")
 def tpcc_run(stack, prepared):
     """A 14 s TPC-C run with its districts row-locked for 4 s from its 4th second: reports, a stall, reports again."""
     live = stack
-    since = time.time() - 1
     run = BackgroundRun(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--time", "14s", "--threads", "2",
                      "--ignore-error")  # the lock can end in a deadlock, which stops a thread without it
     try:
         password = gotpc_password(live.stack.server.targets()[0].port, time.monotonic() + 20)
         assert password, "go-tpc never showed up in the process table"
         during = int(live.mariadb(USERS + ";"))
-        assert wait_until(lambda: reports_so_far(live, since) >= 5 * 3, 30, interval=0.1)  # 3 reports of 5 lines
+        assert wait_until(lambda: reports_so_far(run) >= 5 * 3, 30, interval=0.1)  # 3 reports of 5 lines
         # Row locks on the warehouse's districts, which every writing transaction updates: taken once the
         # one go-tpc transaction holding one commits, held 4 s. (LOCK TABLES first waits for the metadata
         # locks of every open transaction, and once held its stall ran 11 s in 1 run of about 16.)
@@ -249,21 +248,80 @@ def test_a_failure_go_tpc_exits_0_on_is_exit_code_1_and_the_user_is_dropped(stac
     assert int(stack.mariadb(USERS + ";")) == 0
 
 
+def interrupt(run: BackgroundRun, within: float) -> tuple[int, float]:
+    """Ctrl-C as a terminal sends it (SIGINT to the whole process group); (exit code, seconds to the exit).
+    A run still going ``within`` seconds later is killed with its group (nothing left behind) and fails."""
+    sent = time.monotonic()
+    os.killpg(run.proc.pid, signal.SIGINT)
+    try:
+        code = run.wait(within)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.proc.pid, signal.SIGKILL)
+        run.wait(10)
+        pytest.fail(f"still running {within:.0f} s after Ctrl-C: {b''.join(run.lines['stderr']).decode(errors='replace')}")
+    return code, time.monotonic() - sent
+
+
 def test_ctrl_c_ends_the_run_cleanly_and_drops_the_user(stack, prepared):
     """Ctrl-C reaches the whole foreground process group: go-tpc stops, prints its summary, the user goes."""
     live = stack
-    since = time.time() - 1
     run = BackgroundRun(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--threads", "2", session=True)
     try:
-        assert wait_until(lambda: reports_so_far(live, since) >= 5 * 2, 30, interval=0.1)
+        assert wait_until(lambda: reports_so_far(run) >= 5 * 2, 30, interval=0.1)  # this run's own reports
         assert int(live.mariadb(USERS + ";")) == 1
     finally:
-        os.killpg(run.proc.pid, signal.SIGINT)
-        code = run.wait(60)
+        code, _ = interrupt(run, 30)
     assert code == 0, run.out["stderr"].decode()
     assert b"Got signal [interrupt] to exit." in run.out["stdout"] and b"tpmC:" in run.out["stdout"]
-    meta = json.load(open(os.path.join(run_dir(live, run.out["stderr"]), "meta.json")))
+    meta = json.load(open(os.path.join(run.run_dir(), "meta.json")))
     assert meta["exit_code"] == 0 and "failure" not in meta
+    assert int(live.mariadb(USERS + ";")) == 0
+
+
+def creating_users(live) -> list[str]:
+    """The states of the server's sessions running a CREATE USER of a throwaway go-tpc user."""
+    return live.mariadb("SELECT STATE FROM information_schema.PROCESSLIST "
+                        "WHERE INFO LIKE 'CREATE USER %bw\\_gotpc\\_%';").splitlines()
+
+
+def test_ctrl_c_while_the_throwaway_user_is_created_ends_the_run_and_leaves_no_user(stack):
+    """Ctrl-C in the middle of start-up: the CREATE USER of go-tpc's throwaway user is held by a global read
+    lock (its session waits "for backup lock", seen in the process list), so the signal lands exactly while
+    benchwatch waits for it. The lock goes as soon as the signal is sent: whether the statement was
+    killed by the client's own Ctrl-C or went through, the run ends within seconds, go-tpc never
+    starts, and no user is left."""
+    live = stack
+    locker = subprocess.Popen(["mariadb", f"--defaults-file={live.stack.server.targets()[0].client_file}", "-N", "-B",
+                               "--unbuffered"],  # its answer before the next statement
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    try:
+        locker.stdin.write("FLUSH TABLES WITH READ LOCK; SELECT 'locked';\n")
+        assert locker.stdout.readline().strip() == "locked"
+        run = BackgroundRun(live, "go-tpc", "tpcc", "--warehouses", "1", "run", "--threads", "2", session=True)
+        try:
+            assert wait_until(lambda: any(s.startswith("Waiting") for s in creating_users(live)), 30, interval=0.05), \
+                b"".join(run.lines["stderr"]).decode()
+        finally:
+            sent = time.monotonic()
+            os.killpg(run.proc.pid, signal.SIGINT)
+            locker.stdin.write("UNLOCK TABLES;\n")
+            locker.stdin.close()
+            try:
+                code = run.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(run.proc.pid, signal.SIGKILL)
+                run.wait(10)
+                pytest.fail("still running 20 s after Ctrl-C: " + b"".join(run.lines["stderr"]).decode(errors="replace"))
+    finally:
+        locker.kill()
+        locker.wait()
+    took = time.monotonic() - sent
+    err = run.out["stderr"].decode(errors="replace")
+    assert code == 130 and took < 10, (code, took, err)
+    assert "interrupted (Ctrl-C) before go-tpc started" in err, err
+    assert b"tpmC" not in run.out["stdout"]  # go-tpc never ran
+    meta = json.load(open(os.path.join(run.run_dir(), "meta.json")))
+    assert meta["exit_code"] == 130 and meta["state"] == "finished" and "interrupted" in meta["error"], meta
     assert int(live.mariadb(USERS + ";")) == 0
 
 

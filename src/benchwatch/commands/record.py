@@ -7,10 +7,14 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from benchwatch import loadgens
 from benchwatch.commands import Context, command
 from benchwatch.stack.native import Stack
+
+if TYPE_CHECKING:
+    from benchwatch.record.wrapper import CtrlC
 
 
 def _run_arguments(p: argparse.ArgumentParser) -> None:
@@ -46,9 +50,7 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
     (2, None) when it cannot start, the reason said. ``info``: labels of its run_info series (experiment,
     sweep, ...); ``client_env``: the variables that reach another server than the stack's (a sweep's variant)."""
     from benchwatch import engines, loadgens
-    from benchwatch.alerting.printer import AlertPrinter
-    from benchwatch.record.stream import LineSafeStream
-    from benchwatch.record.wrapper import run_benchmark
+    from benchwatch.record.wrapper import CtrlC
 
     say = ctx.say
     stack = ctx.stack
@@ -66,10 +68,29 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
     own_server = client_env is not None
     if client_env is None:
         client_env = stack.server.client_env() if have_stack else {}
+    targets = [] if own_server else stack.server.targets()
+    # From here on something may be set up that has to be undone (go-tpc's throwaway user): Ctrl-C is noted,
+    # not raised at a random line, until it is undone; a Ctrl-C before the tool starts means it never starts.
+    with CtrlC() as ctrl_c:
+        code, run = _connect_and_run(ctx, stack, argv, generator, targets, target_name, dict(info or {}), latency_log,
+                                     client_env, ctrl_c)
+    if run is not None:
+        _record_targets(ctx, stack, run, since=run.read_meta().get("started_at"))
+    return code, run
+
+
+def _connect_and_run(ctx: Context, stack: Stack, argv: list[str], generator: loadgens.LoadGenerator, targets: list,
+                     target_name: str | None, info: dict[str, str], latency_log: bool, client_env: dict[str, str],
+                     ctrl_c: CtrlC):
+    """record_run's connection to the stack's server, the run and the connection's undoing."""
+    from benchwatch.alerting.printer import AlertPrinter
+    from benchwatch.record.stream import LineSafeStream
+    from benchwatch.record.wrapper import run_benchmark
+
+    say = ctx.say
+    have_stack = os.path.exists(stack.cfg.stack_file)
     server_facts = None
     undo = None
-    info = dict(info or {})
-    targets = [] if own_server else stack.server.targets()
     if have_stack and targets and generator.engine_of(argv[1:]) == stack.engine.name:
         target = next((t for t in targets if t.name == target_name), None) if target_name else targets[0]
         if target is None:
@@ -98,14 +119,13 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
     try:
         code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say, on_start=started,
                                 latency_log=latency_log, stderr_sink=terminal, server_facts=server_facts,
-                                info=info)
+                                info=info, ctrl_c=ctrl_c)
     finally:
         for watch in watches:
             watch.stop()
         terminal.close()
         if undo is not None:
             undo()  # e.g. go-tpc's throwaway user, dropped however the run ended
-    _record_targets(ctx, stack, run, since=run.read_meta().get("started_at"))
     return code, run
 
 

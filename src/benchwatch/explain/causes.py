@@ -541,9 +541,10 @@ class Signals:
             active_s = float(len(up))
             _, strength, peak, base, _ = measures[what]
             if best_disk is None or active_s * strength > best_disk[0] * best_disk[1]:
-                best_disk = (active_s, strength, peak, base, dev, what)
+                best_disk = (active_s, strength, peak, base, dev, what, up)
+        disk_busy: set[int] = set()  # the seconds the disk was up (each sample stands for the second before it)
         if best_disk:
-            active_s, strength, peak, base, dev, what = best_disk
+            active_s, strength, peak, base, dev, what, disk_busy = best_disk
             shown = {"util": f"%util {peak * 100:.0f}% ({base * 100:.0f}% usually)",
                      "await": f"await {peak * 1000:.1f} ms ({base * 1000:.1f} ms usually)",
                      "written": f"writes {peak / 2**20:.0f} MiB/s ({base / 2**20:.1f} MiB/s usually)"}[what]
@@ -564,7 +565,11 @@ class Signals:
                                      if self.ctx.run_start <= t <= self.ctx.run_end and not lo <= t <= end)
         under_way = self._usual_spans([(c["start"], c["end"] + AFTERMATH_S) for c in self.checkpoints], lo, end)
         for c in self.checkpoints:
-            a, b = max(lo, c["start"]), min(end, c["end"] + AFTERMATH_S)
+            # A progress line stands for the interval that ends at it, and the dip starts where its first low
+            # line's interval starts: when in that interval TPS fell is not known. A checkpoint that started
+            # within it holds the dip from its start (it is not 0.2 s late for a fall it may have caused).
+            began = start if start <= c["start"] < start + self.ctx.interval_s else c["start"]
+            a, b = max(lo, began), min(end, c["end"] + AFTERMATH_S)
             if b <= a:
                 continue
             forced = _forced(c)
@@ -595,6 +600,8 @@ class Signals:
             ckpts[0].details["checkpoints"] = len(ckpts)
             del found[before:]
             found.append(ckpts[0])
+
+        checkpoint = next((c for c in found[before:] if c.cause == "checkpoint"), None)
 
         self._autovacuum(add, lo, end, length)
 
@@ -653,6 +660,19 @@ class Signals:
             if symptom.cause == "database_cpu_bound" and why and symptom.score >= why:
                 symptom.score = 0.9 * why
                 symptom.details["ranked_below"] = next(o.cause for o in found if o.score == why)
+
+        # A disk busy while an immediate checkpoint wrote is the checkpoint's doing: it writes as fast as the disk
+        # takes (then fsyncs it all), and the commits' WAL flushes queue behind it. The checkpoint says why, the
+        # disk only how, so the disk ranks below it. Not so for a spread checkpoint, which paces its writes over
+        # minutes (a disk busy then is busy with something else: a VACUUM FULL), nor a WAL-requested one, which a
+        # write surge causes (see above).
+        disk = next((c for c in found if c.cause == "disk"), None)
+        if disk is not None and checkpoint is not None and checkpoint.score >= MIN_SCORE and disk.score >= checkpoint.score \
+                and _forced({"reason": checkpoint.details.get("reason", "")}) \
+                and _mostly_within(disk_busy, checkpoint.details["start"], checkpoint.details["end"] + 1.0):
+            disk.score = 0.9 * checkpoint.score
+            disk.details["ranked_below"] = "checkpoint"
+            disk.evidence += " (while the checkpoint wrote)"
 
         found.sort(key=lambda c: -c.score)
         return [c for c in found if c.score >= MIN_SCORE / 2]
@@ -1060,6 +1080,13 @@ def _spacing(tl: Timeline) -> float:
     """The usual time between samples (the processes collector scans every 2 s; node_exporter every 1 s)."""
     gaps = [b[0] - a[0] for a, b in zip(tl, tl[1:]) if b[0] > a[0]]
     return statistics.median(gaps) if gaps else 1.0
+
+
+def _mostly_within(seconds: set[int], a: float, b: float) -> bool:
+    """Whether at least half of the seconds (each a sample's time, standing for the second before it) lie
+    mostly within [a, b]."""
+    inside = sum(1 for t in seconds if min(t, b) - max(t - 1.0, a) >= 0.5)
+    return bool(seconds) and inside >= 0.5 * len(seconds)
 
 
 def _forced(checkpoint: dict) -> bool:

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from benchwatch import engines, loadgens
 from benchwatch.record import outcome, rundir
@@ -39,17 +39,66 @@ def tool_version(generator: loadgens.LoadGenerator, program: str, env: dict[str,
     return (generator.parse_version(text) if text else None) or generator.binary_version(program)
 
 
+# The exit code of a run ended by Ctrl-C before its tool started (the shell's 128 + SIGINT).
+INTERRUPTED = 128 + signal.SIGINT
+
+
+class CtrlC:
+    """While a run is being set up, run or undone, Ctrl-C is noted instead of raised as KeyboardInterrupt.
+
+    Ctrl-C reaches the whole foreground process group: the tool gets it from the terminal and ends its own
+    way (go-tpc prints its summary), and benchwatch stays to record the end and undo what it set up (go-tpc's
+    throwaway user). A KeyboardInterrupt raised at a random line could instead leave a user created but never
+    dropped, or the tool started after the signal went out, never to see it. So the code asks ``seen`` where
+    it matters: before starting the tool (then it does not start it), and right after (then it passes the
+    signal on, as the terminal would have). Elsewhere (another thread) it notes nothing and changes nothing.
+    """
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._old: Any = None
+        self._installed = False
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.seen = True
+
+    def __enter__(self) -> CtrlC:
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._note)
+            self._installed = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._old)
+            self._installed = False
+
+
 def run_benchmark(argv: list[str], *, runs_dir: str, client_env: dict[str, str],
                   notice: Callable[[str], None], on_start: Callable[[rundir.RunDir], None] | None = None,
                   latency_log: bool = False, stderr_sink: LineSafeStream | None = None,
-                  server_facts: dict | None = None, info: dict[str, str] | None = None) -> tuple[int, rundir.RunDir]:
+                  server_facts: dict | None = None, info: dict[str, str] | None = None,
+                  ctrl_c: CtrlC | None = None) -> tuple[int, rundir.RunDir]:
     """Run a load generator with its output passed through and saved; returns (exit code, run directory).
+    ``ctrl_c``: the caller's (when it set something up that must be undone, it noted Ctrl-C since then);
+    a Ctrl-C before the tool started ends the run with INTERRUPTED and the tool not started.
 
     ``client_env``: the variables that take the tool to the stack's server (the user's own win).
     ``server_facts`` describes a server the engine cannot be asked about through ``client_env``
     (the caller knows how to reach it); else the engine asks it (Engine.describe_server).
     ``info`` becomes meta.json's "info", labels of the run's run_info series (the target a
-    run drives, the experiment it belongs to); its "experiment" is also a meta key."""
+    sysbench run drives, the experiment it belongs to); its "experiment" is also a meta key."""
+    if ctrl_c is None:
+        with CtrlC() as own:
+            return _run_benchmark(argv, runs_dir, client_env, notice, on_start, latency_log, stderr_sink, server_facts,
+                                  info, own)
+    return _run_benchmark(argv, runs_dir, client_env, notice, on_start, latency_log, stderr_sink, server_facts, info,
+                          ctrl_c)
+
+
+def _run_benchmark(argv: list[str], runs_dir: str, client_env: dict[str, str], notice: Callable[[str], None],
+                   on_start: Callable[[rundir.RunDir], None] | None, latency_log: bool, stderr_sink: LineSafeStream | None,
+                   server_facts: dict | None, info: dict[str, str] | None, ctrl_c: CtrlC) -> tuple[int, rundir.RunDir]:
     program, args = argv[0], argv[1:]
     generator = loadgens.for_program(program)
     tool = generator.name
@@ -100,17 +149,22 @@ def run_benchmark(argv: list[str], *, runs_dir: str, client_env: dict[str, str],
         err_file = SavedCopy(err_raw, err_raw.name, failures)
         if on_start:
             on_start(run)  # after the files exist: it announces where the output is saved
+        if ctrl_c.seen:
+            notice(f"interrupted (Ctrl-C) before {program} started: not starting it")
+            _not_started(run, failures, INTERRUPTED, f"interrupted (Ctrl-C) before {tool} started")
+            return INTERRUPTED, run
         try:
             proc = subprocess.Popen([resolved] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
         except OSError as e:
             notice(f"cannot start {program}: {e.strerror}")
-            try:
-                run.update_meta(state=rundir.FINISHED, exit_code=127, ended_at=time.time(), error=str(e))
-            except OSError as meta_error:
-                failures.failure(run.file(rundir.META), meta_error)
+            _not_started(run, failures, 127, str(e))
             return 127, run
-        # Ctrl-C reaches the tool from the terminal; we stay to record the end.
-        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if ctrl_c.seen:
+            # Ctrl-C came while the tool was being started: the process group's signal may have gone out
+            # before the tool existed. Passed on, as the terminal would have (a second one is harmless:
+            # the tools end at the first).
+            proc.send_signal(signal.SIGINT)
+        # Ctrl-C reaches the tool from the terminal; we stay to record the end (ctrl_c notes it, no more).
         old_term = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
         # The clock is stamped from the stream the progress lines come on.
         stamps = {generator.progress_stream: stamper}
@@ -128,7 +182,6 @@ def run_benchmark(argv: list[str], *, runs_dir: str, client_env: dict[str, str],
             t.join()
         code = proc.wait()
         stamper.close()
-        signal.signal(signal.SIGINT, old_int)
         signal.signal(signal.SIGTERM, old_term)
     exit_code = code if code >= 0 else 128 - code  # killed by signal N: the shell's 128+N
     ended: dict = {}
@@ -146,6 +199,13 @@ def run_benchmark(argv: list[str], *, runs_dir: str, client_env: dict[str, str],
     for note in outcome.unread_notes(summary):
         notice(note)
     return exit_code, run
+
+
+def _not_started(run: rundir.RunDir, failures: SaveFailures, exit_code: int, error: str) -> None:
+    try:
+        run.update_meta(state=rundir.FINISHED, exit_code=exit_code, ended_at=time.time(), error=error)
+    except OSError as meta_error:
+        failures.failure(run.file(rundir.META), meta_error)
 
 
 def _read(path: str) -> bytes:

@@ -69,8 +69,16 @@ def gotpc_connection(argv: list[str], target: Any, notice: Callable[[str], None]
     database = parsed.options.get("db") or DATABASE
     sql = "\n".join([*drop, f"CREATE USER {_quote(user)}@{_quote(LISTEN_HOST)} IDENTIFIED BY {_quote(password)};",
                      f"GRANT ALL PRIVILEGES ON {_ident(database)}.* TO {_quote(user)}@{_quote(LISTEN_HOST)};"]) + "\n"
-    r = target.admin_sql(sql)
+    drop_sql = f"DROP USER IF EXISTS {_quote(user)}@{_quote(LISTEN_HOST)};\n"
+    try:
+        r = target.admin_sql(sql)
+    except BaseException:
+        # The client timed out or could not run: CREATE USER may have gone through all the same.
+        target.admin_sql(drop_sql)
+        raise
     if r.returncode != 0:
+        # The client stopped part-way (Ctrl-C reaches it too: it kills its statement): the user may exist.
+        target.admin_sql(drop_sql)
         notice(f"could not create a throwaway user for go-tpc on the stack's MariaDB {target.name}: "
                f"{(r.stderr.strip().splitlines() or ['?'])[-1]}; passing the arguments unchanged")
         return list(argv), None
@@ -82,7 +90,7 @@ def gotpc_connection(argv: list[str], target: Any, notice: Callable[[str], None]
            "it ends: go-tpc takes a password only in its argv, which the process table shows)")
 
     def drop_user() -> None:
-        r = target.admin_sql(f"DROP USER IF EXISTS {_quote(user)}@{_quote(LISTEN_HOST)};\n")
+        r = target.admin_sql(drop_sql)
         if r.returncode != 0:
             notice(f"could not drop go-tpc's throwaway user {user}: {(r.stderr.strip().splitlines() or ['?'])[-1]}")
     return added + list(argv), drop_user
