@@ -355,7 +355,7 @@ def _words(text: str) -> list[str]:
 
 def named_in_identifiers(path: str, names: set[str]) -> list[str]:
     """Places in a file where an engine or tool names a command-line flag (``--mysql-defaults-file``, a
-    dest), an attribute (``cfg.pg_dsn``) or a keyword argument (``postgres=``): each an option or a field
+    dest), an attribute (``cfg.option("pg_dsn")``) or a keyword argument (``postgres=``): each an option or a field
     that belongs to its folder. A flag is named when any of its words is a name; an attribute or a
     keyword when its first word is."""
     with open(path, encoding="utf-8") as f:

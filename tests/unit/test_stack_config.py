@@ -29,7 +29,7 @@ def test_engine_names_are_families_and_old_stack_json_still_reads(tmp_path):
     assert load_config(str(tmp_path)).engine == "postgresql" == engines.default().name
     _save(tmp_path, engine="mariadb", mariadb_instances=4)  # as benchwatch wrote it before
     cfg = load_config(str(tmp_path))
-    assert cfg.engine == "mysql" and cfg.mariadb_instances == 4 and not cfg.engine_asked
+    assert cfg.engine == "mysql" and cfg.option("mariadb_instances") == 4 and not cfg.engine_asked
     _save(tmp_path, engine="postgres")
     assert load_config(str(tmp_path)).engine == "postgresql"
     assert load_config(str(tmp_path), engine="mariadb").engine == "mysql"
@@ -39,7 +39,7 @@ def test_engine_names_are_families_and_old_stack_json_still_reads(tmp_path):
 def test_what_up_starts_is_not_read_from_stack_json(tmp_path, monkeypatch):
     _save(tmp_path, engine="mysql", mariadb_instances=4, mysql_defaults_file=None, ports={"prometheus": 29090})
     cfg = load_config(str(tmp_path), starting=True)
-    assert cfg.engine == "postgresql" and cfg.mariadb_instances == 1 and not cfg.engine_asked
+    assert cfg.engine == "postgresql" and cfg.option("mariadb_instances") == 1 and not cfg.engine_asked
     assert cfg.ports["prometheus"] == 29090  # where the stack listens is still its own
     assert load_config(str(tmp_path)).engine == "mysql"  # run, status, down: what up started
     monkeypatch.setenv("BENCHWATCH_ENGINE", "mariadb")
@@ -61,8 +61,8 @@ def test_ports_flag_over_env_over_saved_over_default(tmp_path, monkeypatch):
 
 
 def test_instances_only_for_an_engine_that_runs_several(tmp_path):
-    assert load_config(str(tmp_path), engine="mariadb", instances=4).mariadb_instances == 4
-    assert load_config(str(tmp_path), instances=4).mariadb_instances == 1  # demo --shards has its own instances
+    assert load_config(str(tmp_path), engine="mariadb", instances=4).option("mariadb_instances") == 4
+    assert load_config(str(tmp_path), instances=4).option("mariadb_instances") == 1  # demo --shards has its own instances
 
 
 def test_env_only_settings_are_read_here_and_never_saved(tmp_path, monkeypatch):

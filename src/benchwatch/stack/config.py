@@ -79,13 +79,6 @@ class Config:
         """An engine's stack option (its StackOption.key); None when no engine has it."""
         return self.options.get(key)
 
-    def __getattr__(self, name: str) -> Any:
-        # The engines' options read as attributes, as when they were fields (cfg.pg_dsn in the stack).
-        options = self.__dict__.get("options")
-        if options is not None and name in options:
-            return options[name]
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     @property
     def runs_dir(self) -> str:
         return os.path.join(self.state_dir, "runs")

@@ -13,6 +13,7 @@ from typing import Any
 from benchwatch import engines, resources
 from benchwatch.engines import Host, StackPart
 from benchwatch.engines.postgresql import dsn
+from benchwatch.engines.postgresql.options import DSN
 from benchwatch.engines.postgresql.server import (
     EXPORTER,
     PG_SETTINGS,
@@ -29,7 +30,7 @@ class PostgreSQLPart(StackPart):
     # -- the connection: the embedded server's, or an existing one's (--pg-dsn, kept in secrets/) -----
 
     def external_dsn(self) -> str | None:
-        return self.stack.cfg.pg_dsn or self.stack.read_secret("pg_dsn") or None
+        return self.stack.cfg.option(DSN) or self.stack.read_secret("pg_dsn") or None
 
     def pg_params(self) -> dict[str, str]:
         """Connection parameters for clients, password included (keep them out of argv)."""
@@ -66,8 +67,8 @@ class PostgreSQLPart(StackPart):
         """--pg-dsn (or BENCHWATCH_PG_DSN) when given, kept for the commands after up; without it, a stopped
         stack starts the embedded one, whatever an earlier up watched (as with the engine: the README's
         commands do what it says whatever ran before); a running one stays as it is."""
-        if self.stack.cfg.pg_dsn:
-            self.stack.write_secret("pg_dsn", self.stack.cfg.pg_dsn)
+        if self.stack.cfg.option(DSN):
+            self.stack.write_secret("pg_dsn", self.stack.cfg.option(DSN))
         elif not running and self.stack.remove_secret("pg_dsn"):
             self.stack.out("an earlier up watched an existing PostgreSQL (--pg-dsn); without --pg-dsn this one starts "
                            "the embedded server")
