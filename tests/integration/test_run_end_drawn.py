@@ -85,7 +85,7 @@ def test_every_progress_line_is_a_point_of_the_panels(tmp_path):
     samples += live
     assert {dict(s.labels)["run_id"] for s in samples} == set(expected)
     # A snapshot rebuilt from the run directory draws the same: the same samples, end markers included.
-    rebuilt = [s for name in os.listdir(runs_dir) for s in rebuild.pgbench_samples(rundir.RunDir(os.path.join(runs_dir, name)))]
+    rebuilt = [s for name in os.listdir(runs_dir) for s in rebuild.run_samples(rundir.RunDir(os.path.join(runs_dir, name)))]
     assert sorted(map(sample_key, rebuilt)) == sorted(map(sample_key, live))
 
     with start_prometheus(tmp_path / "prom", REMOTE_WRITE_CONFIG, ["--web.enable-remote-write-receiver"]) as prom:

@@ -404,12 +404,10 @@ def test_the_name_check_finds_a_branch(tmp_path):
     assert [h.split(": ", 1)[1] for h in hits] == ["'sysbench'", "'pgbench'", "'mariadb'", "'postgres'"]
 
 
-# Files whose identifiers still name an engine or tool while issue 28 moves them (each leaves when it
-# does): the stack's PostgreSQL connection and the exporter's collectors (their own parts of the issue),
-# run/attach's tool-named arguments (args.pgbench, --pgbench-args and --sysbench-args: the load
-# generators' part), the snapshot's rebuild (rebuild.pgbench_samples) and its secrets (stack.pg_params).
-IDENTIFIERS_NOT_YET_MOVED = {"stack/native.py", "exporter/statements.py", "exporter/server.py", "commands/record.py",
-                             "share/collect.py", "commands/share.py"}
+# Files whose identifiers may still name an engine or tool while they are being moved (none left: the
+# stack's PostgreSQL connection, the exporter's collectors, run/attach's arguments, the snapshot's rebuild
+# and its secrets moved in issue 28).
+IDENTIFIERS_NOT_YET_MOVED: set[str] = set()
 # Names that are contracts: (file, what the check reports), each with its reason.
 IDENTIFIERS_ALLOWED = {
     # stack.json's key and Config's field of the stack's database name since the first release.

@@ -28,7 +28,7 @@ PGBENCH_FIXTURES = os.path.join(HERE, "fixtures", "pgbench")
 
 def fixture_series(run_dir: str = RUN_DIR) -> list[Series]:
     run = rundir.RunDir(run_dir)
-    pg = rebuild.samples_to_series(rebuild.pgbench_samples(run))
+    pg = rebuild.samples_to_series(rebuild.run_samples(run))
     saved = [s for s in read_csv_dir(os.path.join(run_dir, "series")) if not rebuild.is_run_series(s.name)]
     return merge(pg, saved)
 
@@ -153,7 +153,7 @@ def test_stall_from_a_real_locked_run(tmp_path):
     data = b"".join(open(os.path.join(PGBENCH_FIXTURES, "pg15_stall" + ext), "rb").read() for ext in (".stderr", ".stdout"))
     (run_dir / "output.log").write_bytes(data)
     (run_dir / "meta.json").write_text(json.dumps({"mode": "import", "clock_start_epoch": 1_700_000_000.0}))
-    series = rebuild.samples_to_series(rebuild.pgbench_samples(rundir.RunDir(str(run_dir))))
+    series = rebuild.samples_to_series(rebuild.run_samples(rundir.RunDir(str(run_dir))))
     tps = summary.one(series, "benchmark_progress_tps").samples
     stalls = summary.stalls(tps, 1.0)
     # "progress: 4.0 s, 0.0 tps" and "5.0 s, 0.0 tps": one stall from 3 s to 5 s.
@@ -339,10 +339,10 @@ def tree_state(top: str) -> dict[str, tuple[int, int, str]]:
 
 
 def test_fixture_run_dir_is_untouched():
-    # pgbench_samples reads; it must never write into a run directory (snapshots of shared runs):
+    # run_samples reads; it must never write into a run directory (snapshots of shared runs):
     # no file added, removed, rewritten or even touched.
     before = tree_state(RUN_DIR)
-    rebuild.pgbench_samples(rundir.RunDir(RUN_DIR))
+    rebuild.run_samples(rundir.RunDir(RUN_DIR))
     assert tree_state(RUN_DIR) == before
 
 

@@ -23,14 +23,15 @@ def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", help="sysbench on a stack of several MariaDB instances: the one to drive (mariadb-1..N)")
     p.add_argument("--experiment", help="a name shared by runs observed as one experiment (e.g. one per instance, side "
                    "by side): benchmark_run_info's experiment label; the sysbench dashboard sums them")
-    p.add_argument("pgbench", nargs=argparse.REMAINDER, help=f"-- {'|'.join(loadgens.titles())} ARGS...")
+    p.add_argument("tool_argv", nargs=argparse.REMAINDER, metavar="-- TOOL ARGS",
+                   help=f"the load generator and its arguments: -- {'|'.join(loadgens.titles())} ARGS...")
 
 
 @command("run", help="run a load generator under observation: benchwatch run -- {tools} ARGS",
          arguments=_run_arguments)
 def cmd_run(ctx: Context) -> int:
     args, say = ctx.args, ctx.say
-    argv = list(args.pgbench)
+    argv = list(args.tool_argv)
     if argv and argv[0] == "--":
         argv = argv[1:]
     if not argv:
@@ -158,10 +159,12 @@ def _mysql_connection(ctx: Context, target, argv: list[str]) -> tuple[list[str],
 
 def _attach_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tool", choices=loadgens.names(), default=loadgens.default().name,
-                   help="the load generator whose output comes on stdin (default pgbench)")
-    p.add_argument("--interval", type=float, help="pgbench's -P (sysbench's --report-interval), if not 1 and not learnt from the lines")
-    p.add_argument("--pgbench-args", help="with --tool pgbench: the pgbench arguments of that run, for the run's metadata")
-    p.add_argument("--sysbench-args", help="with --tool sysbench: the sysbench arguments of that run, for the run's metadata")
+                   help=f"the load generator whose output comes on stdin (default {loadgens.default().name})")
+    p.add_argument("--interval", type=float, help="the tool's progress interval (" + ", ".join(sorted(
+        {g.progress_option for g in loadgens.load_generators().values()})) + "), if not 1 and not learnt from the lines")
+    # --tool-args, and each tool's --NAME-args as it was first spelled (--pgbench-args, --sysbench-args): one dest.
+    p.add_argument("--tool-args", *(f"--{name}-args" for name in loadgens.names()), dest="tool_args", metavar="ARGS",
+                   help="the tool's arguments of that run, for the run's metadata (one string, split as a shell would)")
     p.add_argument("--quiet", action="store_true", help="do not echo the stream to stdout")
 
 
@@ -172,12 +175,10 @@ def cmd_attach(ctx: Context) -> int:
 
     args = ctx.args
     stack = ctx.stack
-    pgbench_args = shlex.split(args.pgbench_args) if args.pgbench_args else None
-    if args.sysbench_args:
-        pgbench_args = shlex.split(args.sysbench_args)
+    tool_args = shlex.split(args.tool_args) if args.tool_args else None
     run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
                         echo=None if args.quiet else ctx.stdout.buffer,
-                        tool_args=pgbench_args, interval=args.interval, tool=args.tool)
+                        tool_args=tool_args, interval=args.interval, tool=args.tool)
     ctx.say(f"run {run.run_id}: output saved in {run.path}")
     from benchwatch.record import outcome
 

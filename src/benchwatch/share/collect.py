@@ -260,7 +260,7 @@ def prometheus_has_run(base: str, run_id: str, start: float, end: float) -> bool
 def series_from_run_dir(run: rundir.RunDir) -> tuple[list[Series], list[str]]:
     """pgbench series from the raw output, the rest from series/*.csv; notes on what was used."""
     notes = []
-    pgbench = rebuild.samples_to_series(rebuild.pgbench_samples(run))
+    pgbench = rebuild.samples_to_series(rebuild.run_samples(run))
     notes.append(f"pgbench series rebuilt from the raw output ({', '.join(os.path.basename(p) for p in run.output_files())})")
     saved_dir = run.file(rebuild.SERIES_DIR)
     saved = [s for s in read_csv_dir(saved_dir) if not rebuild.is_run_series(s.name)]

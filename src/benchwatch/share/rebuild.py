@@ -26,8 +26,8 @@ from benchwatch.sink.remote_write import RemoteWriter
 SERIES_DIR = archive.SERIES_DIR
 is_run_series = archive.is_run_series
 
-def pgbench_samples(run: rundir.RunDir) -> list[Sample]:
-    """The run's pgbench_* samples from its raw output, as the exporter produced them."""
+def run_samples(run: rundir.RunDir) -> list[Sample]:
+    """The run's own samples (its tool's series) from its raw output, as the exporter produced them."""
     return replay.replay_run_dir(run.path, run.read_meta())
 
 
