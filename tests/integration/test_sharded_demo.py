@@ -280,6 +280,12 @@ def test_down_and_the_demo_again_on_other_ports(sharded):
     live, first = sharded["live"], sharded["layout"]
     r = live.benchwatch("down", timeout=180)
     assert r.returncode == 0, r.stderr.decode(errors="replace")
+    # down stopped the demo's instances (through their engine, found by the registry) and its agent.
+    said = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
+    for inst in first["instances"]:
+        assert inst["name"] in said, said
+        assert not os.path.exists(os.path.join(inst["directory"], "data", "postmaster.pid")), inst
+    assert "agent prometheus" in said, said
     r = live.benchwatch("demo", "--shards", str(SHARDS), "--instances", str(INSTANCES), "--duration", "8", timeout=420)
     out, err = r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
     assert r.returncode == 0, out[-3000:] + err[-3000:]

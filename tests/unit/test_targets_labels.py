@@ -70,15 +70,37 @@ def test_agent_refuses_credentials_readable_by_others(tmp_path):
         agent_mod.CentralAuth("user").check()
 
 
-def test_instance_names_pair_in_order():
-    assert agent_mod.instance_names("db1", ["port=5432"]) == ["db1"]
-    assert agent_mod.instance_names("db1", ["port=5432", "port=5433"]) == ["db1-5432", "db1-5433"]
-    assert agent_mod.instance_names("db1", ["host=/x", "host=/y"]) == ["db1-1", "db1-2"]
-    assert agent_mod.instance_names("db1", ["a", "b"], ["x", "y"]) == ["x", "y"]
+def test_instance_names_pair_in_order(tmp_path):
+    part = _agent(tmp_path).part  # PostgreSQL's: a DSN's port tells instances apart
+
+    def names(*args):
+        return agent_mod.instance_names(*args, part=part)
+    assert names("db1", ["port=5432"]) == ["db1"]
+    assert names("db1", ["port=5432", "port=5433"]) == ["db1-5432", "db1-5433"]
+    assert names("db1", ["host=/x", "host=/y"]) == ["db1-1", "db1-2"]
+    assert names("db1", ["a", "b"], ["x", "y"]) == ["x", "y"]
     with pytest.raises(StackError, match="one per instance"):
-        agent_mod.instance_names("db1", ["a", "b"], ["x"])
+        names("db1", ["a", "b"], ["x"])
     with pytest.raises(StackError, match="must differ"):
-        agent_mod.instance_names("db1", ["a", "b"], ["x", "x"])
+        names("db1", ["a", "b"], ["x", "x"])
+
+
+def test_agent_components_keep_their_names(tmp_path):
+    """Pid files, logs, ports and the supervisor's records go by these names: an agent started by an earlier
+    version is stopped and restarted through them."""
+    assert _agent(tmp_path).components() == ["node_exporter", "postgres_exporter-db2a", "postgres_exporter-db2b",
+                                             "prometheus", "checkpoints-db2a", "supervisor"]
+    a = _agent(tmp_path)
+    assert a.health_url("checkpoints-db2a").endswith("/healthz")
+    assert a.health_url("postgres_exporter-db2b").endswith("/metrics")
+    assert a.health_url("prometheus").endswith("/-/ready")
+
+
+def test_down_leaves_a_layout_of_another_engine_alone():
+    from benchwatch import engines
+
+    layout = {"engine": "other", "bindir": "/nowhere", "instances": [{"name": "x", "port": 1, "directory": "/nowhere/x"}]}
+    assert [e.stop_local_instances(layout) for e in engines.load_engines().values()] == [[], []]
 
 
 def test_start_agent_refuses_unpaired_server_logs(tmp_path):

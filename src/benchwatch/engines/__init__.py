@@ -64,6 +64,30 @@ class Host(Protocol):
     def remove_secret(self, name: str) -> bool: ...  # whether there was one
 
 
+class AgentHost(Protocol):
+    """What an engine's agent part may ask of the host agent that runs it (benchwatch.stack.agent.Agent is
+    one): its configuration, files and process manager. As narrow as :class:`Host`: the agent names no engine."""
+
+    # The agent's configuration (benchwatch.stack.agent.AgentConfig): its name, host label, ports and the
+    # instances it watches, each with ``name`` (its target label), ``server_log`` and ``server`` (no secrets).
+    cfg: Any
+
+    def path(self, *parts: str) -> str: ...      # a path under the agent's state dir
+
+    def address(self, component: str) -> str: ...  # host:port of a component
+
+    def url(self, component: str) -> str: ...    # http://host:port of a component
+
+    def base_env(self) -> dict[str, str]: ...
+
+    def spawn(self, component: str, argv: list[str], env: dict[str, str] | None = None,
+              user: str | None = None) -> int: ...
+
+    def read_secret(self, name: str) -> str | None: ...
+
+    def write_secret(self, name: str, value: str) -> None: ...
+
+
 class UnknownEngine(KeyError):
     def __str__(self) -> str:
         return f"unknown engine {self.args[0]!r}: use one of {', '.join(choices())}"
@@ -152,6 +176,17 @@ class Engine:
 
     def agent_options(self, parser: Any) -> None:
         """Its options of ``benchwatch agent up`` (the servers to watch), each passed to the agent by its dest."""
+
+    def agent_part(self, agent: AgentHost) -> AgentPart | None:
+        """Its part of a host agent that watches its servers (None: agents cannot watch this engine). The
+        engine that brings ``agent_options`` brings this too."""
+        return None
+
+    def stop_local_instances(self, layout: Mapping[str, Any]) -> list[str]:
+        """``benchwatch down``: stop the server instances a demo of this engine started beside the stack and
+        recorded in ``layout`` (the stack's shards/shards.json); the names of those stopped. A layout another
+        engine's demo wrote is not its business: []."""
+        return []
 
     # -- `benchwatch demo` (its folder's demo.py, demo(ctx), found by convention) -----------------
     # The command's help: what `benchwatch demo` does on it, and what its --duration is.
@@ -391,6 +426,64 @@ class StackPart:
         """Its server (or the target so named) for experiments: settings changed and restored, the state
         between runs; None when benchwatch cannot act on it."""
         return None
+
+
+class AgentPart:
+    """One engine's part of a host agent (``benchwatch agent up``, on a database host): for each instance of its
+    server the agent watches (``agent.cfg.instances``), its components (an exporter, started before the agent's
+    Prometheus; a follower of the server log, after it), how they start and report health, their scrape jobs,
+    the programs they need, and each instance's connection kept in the agent's secrets.
+
+    Component names and secret files are the agent's state on disk (pid files, logs, ports in agent.json, the
+    supervisor's records): an agent started by an earlier version is stopped and restarted by their names."""
+
+    # The option of agent up that gives its servers, as its messages name it ("--postgres").
+    flag: ClassVar[str] = ""
+
+    def __init__(self, engine: Engine, agent: AgentHost) -> None:
+        self.engine = engine
+        self.agent = agent
+
+    def servers(self, options: Mapping[str, Any]) -> list[str]:
+        """The servers agent up was given (its ``agent_options`` by dest), in order: one instance each."""
+        return []
+
+    def instance_suffix(self, server: str) -> str | None:
+        """What tells this server apart in the default target name (agent NAME-SUFFIX) when the agent watches
+        several; None: its position."""
+        return None
+
+    def keep_servers(self, servers: list[str]) -> None:
+        """At up: each instance's connection (paired with ``cfg.instances`` in order) kept 0600 in the agent's
+        secrets, its ``server`` label set; an instance given none must have one kept from before (StackError)."""
+
+    def preflight(self) -> None:
+        """StackError naming the package when a program its components need is missing."""
+
+    def exporters(self) -> list[str]:
+        """Its components started before the agent's Prometheus (which scrapes them), in order."""
+        return []
+
+    def followers(self) -> list[str]:
+        """Its components started after the agent's Prometheus (they remote-write to it), in order."""
+        return []
+
+    def start(self, component: str) -> None:
+        raise NotImplementedError
+
+    def health_path(self, component: str) -> str:
+        """The HTTP path that answers 200 while the component is healthy."""
+        return "/metrics"
+
+    def scrape_configs(self, central_jobs: Mapping[str, dict]) -> list[dict]:
+        """Its scrape jobs in the agent's Prometheus, from prometheus/prometheus.yml's (``central_jobs``) where
+        the central stack has the same job; every target labelled with ``target``, ``host``, ``component``."""
+        return []
+
+    @staticmethod
+    def static_job(job: Mapping[str, Any], static_configs: list[dict]) -> dict:
+        """A central job with the given targets instead of its file_sd_configs (written per environment)."""
+        return {**{k: v for k, v in job.items() if k != "file_sd_configs"}, "static_configs": static_configs}
 
 
 class VariantServer:

@@ -3,10 +3,10 @@
 On a database host, ``benchwatch agent up`` starts, listening on 127.0.0.1 only:
 
 * node_exporter (the host's disks and CPUs),
-* one postgres_exporter per PostgreSQL instance (0.11 has no multi-target
-  /probe, and two DSNs in one make /metrics answer 500),
-* one benchwatch exporter per instance with a server log, following it for
-  checkpoints (remote-written at the log's own timestamps, to the agent),
+* the engine's part (its ``AgentPart``, from its folder through
+  ``Engine.agent_part``): per instance, its exporter and a benchwatch exporter
+  following its server log (remote-written at the log's own timestamps, to
+  the agent),
 * Prometheus in agent mode, which scrapes them every second, adds the
   ``target``/``host`` labels, keeps everything in its WAL and remote-writes it
   to the central Prometheus: the database host opens no port, and an outage of
@@ -19,7 +19,7 @@ host series (several instances on one host repeat them: sum across hosts with
 
 State layout under ``state_dir`` (default /var/lib/benchwatch-agent as root):
   agent.json               name, host, central URL, instances (no DSNs), ports
-  secrets/                 0700: each instance's DSN and pgpass (0600)
+  secrets/                 0700: each instance's connection (the engine's files, 0600)
   prometheus/agent.yml     generated; prometheus/wal the agent's WAL
   logs/<component>.log, pids/<component>.pid
   supervisor/              what the agent's supervisor restarts (components.json, 0600) and its
@@ -34,16 +34,14 @@ import os
 import re
 import socket
 import sys
-import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import yaml
 
-from benchwatch import resources
-from benchwatch.engines.postgresql import ENGINE as POSTGRESQL
-from benchwatch.engines.postgresql import dsn
-from benchwatch.engines.postgresql.server import POSTGRES_EXPORTER_FLAGS
+from benchwatch import engines, resources
+from benchwatch.engines import AgentPart
 from benchwatch.query.launch import prometheus_binary
 from benchwatch.stack.config import LISTEN_HOST, default_state_dir
 from benchwatch.stack.native import (
@@ -69,11 +67,11 @@ def default_agent_state_dir() -> str:
 
 @dataclass
 class Instance:
-    """One PostgreSQL instance the agent watches; ``name`` is its ``target`` label."""
+    """One server instance the agent watches; ``name`` is its ``target`` label."""
 
     name: str
     server_log: str | None = None
-    server: str = ""  # host:port from the DSN, for `benchwatch targets` (no secrets)
+    server: str = ""  # host:port from its connection, for `benchwatch targets` (no secrets)
 
 
 @dataclass
@@ -138,34 +136,30 @@ def central_scrape_jobs() -> dict[str, dict]:
         return {job["job_name"]: job for job in yaml.safe_load(f)["scrape_configs"]}
 
 
-def static_job(job: dict, static_configs: list[dict]) -> dict:
-    """A central job with the given targets instead of its file_sd_configs (written per environment)."""
-    return {**{k: v for k, v in job.items() if k != "file_sd_configs"}, "static_configs": static_configs}
+static_job = AgentPart.static_job
 
 
-def instance_names(name: str, dsns: Sequence[str], names: Sequence[str] = ()) -> list[str]:
-    """The target name of each instance: as given, else the agent's name (one instance) or name-PORT."""
-    if names and len(names) != len(dsns):
-        raise StackError(f"{len(names)} --target names for {len(dsns)} --postgres instances: give one per instance, in order")
+def instance_names(name: str, servers: Sequence[str], names: Sequence[str] = (), part: AgentPart | None = None) -> list[str]:
+    """The target name of each instance: as given, else the agent's name (one instance) or name-SUFFIX, the
+    engine's part saying what tells its servers apart (a DSN's port, say), else the position."""
+    flag = part.flag if part else "server"
+    if names and len(names) != len(servers):
+        raise StackError(f"{len(names)} --target names for {len(servers)} {flag} instances: give one per instance, in order")
     if names:
         out = list(names)
-    elif len(dsns) <= 1:
+    elif len(servers) <= 1:
         out = [name]
     else:
         out = []
-        for i, d in enumerate(dsns):
-            port = dsn.parse_dsn(d).get("port")
-            out.append(f"{name}-{port}" if port else f"{name}-{i + 1}")
+        for i, server in enumerate(servers):
+            suffix = part.instance_suffix(server) if part else None
+            out.append(f"{name}-{suffix}" if suffix else f"{name}-{i + 1}")
     for n in out:
         if not _NAME.fullmatch(n):
             raise StackError(f"target name {n!r}: use letters, digits, '.', '_' or '-'")
     if len(set(out)) != len(out):
-        raise StackError(f"target names must differ: {out} (give --target once per --postgres)")
+        raise StackError(f"target names must differ: {out} (give --target once per {flag})")
     return out
-
-
-def _server_label(params: dict[str, str]) -> str:
-    return f"{params.get('host', 'localhost')}:{params.get('port', '5432')}"
 
 
 @dataclass
@@ -174,15 +168,28 @@ class Agent(ProcessManager):
 
     cfg: AgentConfig
     out: Callable[[str], None] = lambda msg: print(msg, file=sys.stderr)
+    _parts: list[AgentPart] | None = field(default=None, init=False, repr=False)
+
+    # -- the engine's part -----------------------------------------------------------
+
+    @property
+    def part(self) -> AgentPart | None:
+        """The part of the engine whose servers agents watch: the one engine that brings an agent part.
+        agent.json names no engine (agents of earlier versions wrote none, and agent up must restart them);
+        a second engine with an agent part would have to be named there, per instance."""
+        if self._parts is None:
+            self._parts = [p for e in engines.load_engines().values() if (p := e.agent_part(self)) is not None]
+            if len(self._parts) > 1:
+                raise RuntimeError(f"several engines bring an agent part: {[p.engine.name for p in self._parts]}")
+        return self._parts[0] if self._parts else None
 
     # -- paths and components ----------------------------------------------------
 
     def components(self) -> list[str]:
         """Start order: exporters, then Prometheus (scrapes them, receives checkpoints), then the log
         followers; the supervisor last (`down` stops it first)."""
-        out = ["node_exporter"] + [f"postgres_exporter-{i.name}" for i in self.cfg.instances]
-        out.append("prometheus")
-        out += [f"checkpoints-{i.name}" for i in self.cfg.instances if i.server_log]
+        part = self.part
+        out = ["node_exporter", *(part.exporters() if part else []), "prometheus", *(part.followers() if part else [])]
         out.append(SUPERVISOR)
         return out
 
@@ -192,34 +199,35 @@ class Agent(ProcessManager):
     def health_url(self, component: str) -> str | None:
         if component not in self.cfg.ports:
             return None
-        path = "/-/ready" if component == "prometheus" else "/healthz" if component.startswith("checkpoints-") else "/metrics"
-        return self.url(component) + path
+        if component == "prometheus":
+            return self.url(component) + "/-/ready"
+        if component in (SUPERVISOR, "node_exporter") or self.part is None:
+            return self.url(component) + "/metrics"
+        return self.url(component) + self.part.health_path(component)
 
     # -- secrets -------------------------------------------------------------------
 
-    def _secret(self, name: str) -> str:
-        return self.path("secrets", name)
+    def read_secret(self, name: str) -> str | None:
+        try:
+            with open(self.path("secrets", name), encoding="utf-8") as f:
+                return f.read()
+        except FileNotFoundError:
+            return None
 
-    def _write_secret(self, name: str, value: str) -> None:
+    def write_secret(self, name: str, value: str) -> None:
         os.makedirs(self.path("secrets"), mode=0o700, exist_ok=True)
-        write_private(self._secret(name), value + "\n")
-
-    def _dsn(self, inst: Instance) -> dict[str, str]:
-        with open(self._secret(f"dsn-{inst.name}"), encoding="utf-8") as f:
-            return dsn.parse_dsn(f.read())
+        write_private(self.path("secrets", name), value + "\n")
 
     # -- up --------------------------------------------------------------------------
 
-    def up(self, dsns: Sequence[str] | None = None) -> dict:
-        """Start what is not running; ``dsns`` (one per instance, in order) are stored 0600 on first use."""
+    def up(self, servers: Sequence[str] | None = None) -> dict:
+        """Start what is not running; ``servers`` (one per instance, in order) are stored 0600 on first use."""
         self.cfg.auth.check()
         os.makedirs(self.path("prometheus"), exist_ok=True)
-        for inst, text in zip(self.cfg.instances, dsns or (), strict=False):
-            self._write_secret(f"dsn-{inst.name}", text.strip())
-            inst.server = _server_label(dsn.parse_dsn(text))
-        for inst in self.cfg.instances:
-            if not os.path.exists(self._secret(f"dsn-{inst.name}")):
-                raise StackError(f"no DSN for instance {inst.name}: give --postgres")
+        if self.part:
+            self.part.keep_servers(list(servers or ()))
+        elif self.cfg.instances:
+            raise StackError("no engine's agent part watches these instances")
         self._preflight()
         for component in self.components():
             if component not in self.cfg.ports or (self.pid(component) is None
@@ -230,10 +238,10 @@ class Agent(ProcessManager):
         return self.status()
 
     def _preflight(self) -> None:
-        for program, package in (("node_exporter", "prometheus-node-exporter"),
-                                 ("postgres_exporter", "prometheus-postgres-exporter")):
-            if binary(program) is None:
-                raise StackError(f"{program} is not installed: apt-get install {package}")
+        if binary("node_exporter") is None:
+            raise StackError("node_exporter is not installed: apt-get install prometheus-node-exporter")
+        if self.part:
+            self.part.preflight()
         if prometheus_binary() is None:
             raise StackError("prometheus is not installed: apt-get install prometheus")
         for inst in self.cfg.instances:
@@ -252,90 +260,23 @@ class Agent(ProcessManager):
             self._start_prometheus()
         elif component == SUPERVISOR:
             self.start_supervisor()
-        elif component.startswith("postgres_exporter-"):
-            self._start_postgres_exporter(self._instance(component))
+        elif self.part:
+            self.part.start(component)
         else:
-            self._start_checkpoints(self._instance(component))
-
-    def _instance(self, component: str) -> Instance:
-        name = component.split("-", 1)[1]
-        return next(i for i in self.cfg.instances if i.name == name)
-
-    def _pgpass(self, inst: Instance, params: dict[str, str]) -> str | None:
-        """The instance's password in a pgpass file (0600) for its readers' PGPASSFILE, None without one."""
-        if "password" not in params:
-            return None
-        dsn.write_pgpass(self._secret(f"pgpass-{inst.name}"), params)
-        return self._secret(f"pgpass-{inst.name}")
-
-    def _start_postgres_exporter(self, inst: Instance) -> None:
-        # As the central stack: the DSN through the environment without its
-        # password (pgpass, 0600), the database as PGDATABASE.
-        params = self._dsn(inst)
-        env = self.base_env()
-        pgpass = self._pgpass(inst, params)
-        if pgpass:
-            env["PGPASSFILE"] = pgpass
-            params.pop("password")
-        database = params.pop("dbname", None)
-        if database:
-            env["PGDATABASE"] = database
-        host = params.get("host", "")
-        if host.startswith("/"):
-            # A socket directory cannot be a URI host: lib/pq takes host and port as query parameters.
-            params.pop("host")
-            port = params.pop("port", None)
-            uri = dsn.to_uri(params)
-            extra = {"host": host, **({"port": port} if port else {})}
-            uri += ("&" if "?" in uri else "?") + urllib.parse.urlencode(extra)
-        else:
-            uri = dsn.to_uri(params)
-        env["DATA_SOURCE_NAME"] = uri
-        component = f"postgres_exporter-{inst.name}"
-        self.spawn(component, [installed("postgres_exporter"), f"--web.listen-address={self._listen(component)}",
-                               f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
-                               *POSTGRES_EXPORTER_FLAGS], env=env)
-
-    def _start_checkpoints(self, inst: Instance) -> None:
-        component = f"checkpoints-{inst.name}"
-        params = self._dsn(inst)
-        os.makedirs(self.path("runs"), exist_ok=True)  # the daemon wants one; no run is followed here
-        self.spawn(component, [
-            sys.executable, "-m", "benchwatch", "exporter", f"--listen={self._listen(component)}",
-            f"--runs-dir={self.path('runs')}", f"--remote-write-url={self.url('prometheus')}/api/v1/write",
-            f"--server-log={inst.server_log}", "--no-collector.pgbench_runs",
-            # The host's processes (explain's cpu_contention) once per host: the first follower scans /proc.
-            *([] if inst == next(i for i in self.cfg.instances if i.server_log) else ["--no-collector.processes"]),
-            f"--label=target={inst.name}", f"--label=host={self.cfg.host}"],
-            # The statements collector reads the instance as postgres_exporter does (libpq's variables, the
-            # password in a 0600 pgpass file): time per call where pg_stat_statements is there.
-            env=dict(self.base_env(), **dsn.libpq_env(params, self._pgpass(inst, params))))
+            raise StackError(f"{component}: no engine's agent part starts it")
 
     def prometheus_config(self) -> dict:
         """The agent's Prometheus configuration (YAML is a superset of JSON: written as JSON)."""
         host = self.cfg.host
-        targets = [(i.name, {"postgres_server": i.server}) for i in self.cfg.instances] or [(self.cfg.name, {})]
+        targets = [i.name for i in self.cfg.instances] or [self.cfg.name]
         node = [{"targets": [self._listen("node_exporter")],
-                 "labels": {"target": name, "host": host, "component": "node_exporter"}} for name, _ in targets]
+                 "labels": {"target": name, "host": host, "component": "node_exporter"}} for name in targets]
         # The central stack's jobs as prometheus/prometheus.yml defines them (intervals, node_exporter's
         # collectors, relabelling): iostat's collectors every second, the host's size and load every 15 s.
         jobs = central_scrape_jobs()
         scrape = [static_job(jobs["node"], node), static_job(jobs["node_inventory"], node)]
-        if self.cfg.instances:
-            scrape.append(static_job(jobs[POSTGRESQL.scrape_job], [
-                {"targets": [self._listen(f"postgres_exporter-{i.name}")],
-                 "labels": {"target": i.name, "host": host, "component": "postgres_exporter", "postgres_server": i.server}}
-                for i in self.cfg.instances]))
-        followers = [i for i in self.cfg.instances if i.server_log]
-        if followers:
-            # The agent's own job, not the central "benchwatch" one (which scrapes the exporter that also
-            # follows runs): only the checkpoint followers' health, the checkpoint series come by remote
-            # write at the log's timestamps.
-            scrape.append({"job_name": "benchwatch", "scrape_interval": "5s", "static_configs": [
-                {"targets": [self._listen(f"checkpoints-{i.name}")],
-                 "labels": {"target": i.name, "host": host, "component": "benchwatch_exporter"}} for i in followers],
-                "metric_relabel_configs": [{"source_labels": ["__name__"], "action": "keep",
-                                            "regex": "benchwatch_exporter_checkpoints_log_present|benchwatch_exporter_collector_success"}]})
+        if self.part:  # the engine's exporters and the followers' health
+            scrape += self.part.scrape_configs(jobs)
         # The central rules evaluate every second at "now": a sample still queued here when they run
         # is missed by them for good. The default 5 s batch deadline let a one-instance agent's
         # samples arrive late enough to drop 7-13 % of the recorded points.
@@ -400,28 +341,33 @@ class Agent(ProcessManager):
         return self.stop_all()
 
 
-def start_agent(state_dir: str, *, name: str, central_url: str, postgres: Sequence[str] = (),
+def start_agent(state_dir: str, *, name: str, central_url: str,
                 server_logs: Sequence[str | None] = (), targets: Sequence[str] = (), host: str | None = None,
                 auth: CentralAuth | None = None, scrape_interval: str = "1s",
-                out: Callable[[str], None] = lambda m: print(m, file=sys.stderr)) -> Agent:
-    """An agent for N local PostgreSQL instances (DSNs, server logs and target names paired in order); started.
+                out: Callable[[str], None] = lambda m: print(m, file=sys.stderr), **servers: Any) -> Agent:
+    """An agent for N local server instances, given by the engine's options of agent up (``postgres=[DSN,
+    ...]``), server logs and target names paired with them in order; started.
 
     What ``benchwatch agent up`` does, for programs (the sharded demo, tests)."""
-    if server_logs and len(server_logs) != len(postgres):
-        raise StackError(f"{len(server_logs)} --server-log for {len(postgres)} --postgres: give one per instance, "
-                         "in order ('-' for none)")
-    if not _NAME.fullmatch(name):
-        raise StackError(f"agent name {name!r}: use letters, digits, '.', '_' or '-'")
-    names = instance_names(name, postgres, targets)
-    logs = [None if not log or log == "-" else os.path.abspath(log) for log in (server_logs or [None] * len(postgres))]
     state_dir = os.path.abspath(state_dir)
     cfg = load_agent_config(state_dir)
     ports = cfg.ports if cfg else {}
     cfg = AgentConfig(state_dir=state_dir, name=name, central_url=central_url, host=host or socket.gethostname(),
-                      instances=[Instance(n, log) for n, log in zip(names, logs, strict=True)],
                       auth=auth or CentralAuth(), ports=ports, scrape_interval=scrape_interval)
     agent = Agent(cfg, out=out)
-    agent.up(list(postgres))
+    part = agent.part
+    given = part.servers(servers) if part else []
+    if not part and any(servers.values()):
+        raise StackError(f"no engine's agent watches {', '.join(sorted(k for k, v in servers.items() if v))}")
+    if server_logs and len(server_logs) != len(given):
+        raise StackError(f"{len(server_logs)} --server-log for {len(given)} {part.flag if part else 'server'}: "
+                         "give one per instance, in order ('-' for none)")
+    if not _NAME.fullmatch(name):
+        raise StackError(f"agent name {name!r}: use letters, digits, '.', '_' or '-'")
+    names = instance_names(name, given, targets, part)
+    logs = [None if not log or log == "-" else os.path.abspath(log) for log in (server_logs or [None] * len(given))]
+    cfg.instances = [Instance(n, log) for n, log in zip(names, logs, strict=True)]
+    agent.up(given)
     return agent
 
 

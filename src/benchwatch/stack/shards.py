@@ -1,4 +1,4 @@
-"""Where the sharded demo (``benchwatch demo --shards``) keeps its PostgreSQL instances and their agent,
+"""Where the sharded demo (``benchwatch demo --shards``) keeps its server instances and their agent,
 and how ``benchwatch down`` stops them: the stack's part of the demo, so that ``down`` needs no demo code."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import os
 
 SHARDS_DIR = "shards"          # under the stack's state dir
-SHARDS_FILE = "shards.json"    # the layout: instances (name, port, directory), bindir
+SHARDS_FILE = "shards.json"    # the layout: its engine, instances (name, port, directory), bindir
 
 
 def shards_dir(state_dir: str) -> str:
@@ -15,8 +15,9 @@ def shards_dir(state_dir: str) -> str:
 
 
 def stop_shards(state_dir: str) -> list[str]:
-    """Stop the sharded demo's agent and PostgreSQL instances (``benchwatch down`` does too); data is kept."""
-    from benchwatch.engines.postgresql.local import LocalInstance
+    """Stop the sharded demo's agent and server instances (``benchwatch down`` does too); data is kept. The
+    instances are their engine's to stop, each engine asked through the registry (the layout says whose)."""
+    from benchwatch import engines
     from benchwatch.stack import agent as agent_mod
 
     base = shards_dir(state_dir)
@@ -29,9 +30,6 @@ def stop_shards(state_dir: str) -> list[str]:
     cfg = agent_mod.load_agent_config(os.path.join(base, "agent"))
     if cfg:
         stopped += [f"agent {c}" for c in agent_mod.Agent(cfg).down()]
-    for item in layout.get("instances", []):
-        inst = LocalInstance(item["directory"], item["port"], item["name"], layout["bindir"])
-        if inst.pid() is not None:
-            inst.stop()
-            stopped.append(item["name"])
+    for engine in engines.load_engines().values():
+        stopped += engine.stop_local_instances(layout)
     return stopped

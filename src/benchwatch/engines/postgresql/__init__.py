@@ -9,7 +9,7 @@ from benchwatch.engines import Engine, EngineCommand
 from benchwatch.engines.postgresql.options import STACK_OPTIONS
 
 if TYPE_CHECKING:
-    from benchwatch.engines import Host, StackPart
+    from benchwatch.engines import AgentHost, AgentPart, Host, StackPart
 
 
 # Its statements collector (collectors/statements.py): explain's `statement` cause.
@@ -54,6 +54,16 @@ class PostgreSQL(Engine):
     def agent_options(self, parser: Any) -> None:
         parser.add_argument("--postgres", action="append", default=[], metavar="DSN",
                             help="a PostgreSQL instance to watch (libpq DSN; a password is kept in a 0600 file); repeatable")
+
+    def agent_part(self, agent: AgentHost) -> AgentPart:
+        from benchwatch.engines.postgresql.agent import PostgreSQLAgentPart
+
+        return PostgreSQLAgentPart(self, agent)
+
+    def stop_local_instances(self, layout: Mapping[str, Any]) -> list[str]:
+        from benchwatch.engines.postgresql.local import stop_recorded
+
+        return stop_recorded(layout, self.name)
 
     def demo_arguments(self, parser: Any) -> None:
         import argparse

@@ -13,7 +13,9 @@ import secrets
 import shutil
 import signal
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from benchwatch.engines.postgresql import dsn
 from benchwatch.util import processes
@@ -127,3 +129,18 @@ def start_instances(base_dir: str, ports: list[int], names: list[str], bindir: s
             inst.stop()
         raise
     return started
+
+
+def stop_recorded(layout: Mapping[str, Any], engine: str) -> list[str]:
+    """Stop the instances a demo recorded in ``layout`` (the sharded demo's shards.json: instances with name,
+    port, directory; the bindir), for benchwatch down; data is kept. A layout of another engine's demo is left
+    alone; one without "engine" was written before layouts said, by the only demo that had any: this one."""
+    if layout.get("engine", engine) != engine:
+        return []
+    stopped = []
+    for item in layout.get("instances", []):
+        inst = LocalInstance(item["directory"], item["port"], item["name"], layout["bindir"])
+        if inst.pid() is not None:
+            inst.stop()
+            stopped.append(item["name"])
+    return stopped

@@ -48,7 +48,8 @@ def _start_shard_instances(ctx: DemoContext, shards: int, count: int, bindir: st
                  for i, port in enumerate(ports)]
     # Written first, so that benchwatch down finds whatever started even if the setup fails.
     with open(os.path.join(base, ctx.instances_file), "w", encoding="utf-8") as f:
-        json.dump({"shards": shards, "bindir": bindir, "proxy_database": PROXY_DATABASE,
+        # "engine": whose instances they are, for benchwatch down (Engine.stop_local_instances).
+        json.dump({"engine": "postgresql", "shards": shards, "bindir": bindir, "proxy_database": PROXY_DATABASE,
                    "instances": [{"name": i.name, "port": i.port, "directory": i.directory} for i in instances]}, f, indent=2)
     ctx.say(f"starting {count} PostgreSQL instances on 127.0.0.1 ports {', '.join(map(str, ports))}")
     with ThreadPoolExecutor(max_workers=2) as pool:  # initdb is CPU-bound: one per core
