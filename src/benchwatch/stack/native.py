@@ -32,6 +32,7 @@ from benchwatch.engines.postgresql import dsn
 from benchwatch.engines.postgresql.embedded import POSTGRES_EXPORTER_FLAGS, pg_bindir
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
 from benchwatch.stack.config import COMPOSE_EXPORTER, LISTEN_HOST, Config
+from benchwatch.stack.packages import STACK_PACKAGES
 from benchwatch.stack.processes import ProcessManager
 from benchwatch.util import net
 from benchwatch.util.errors import StackError
@@ -62,9 +63,7 @@ NODE_EXPORTER_FLAGS = ("--web.disable-exporter-metrics", "--collector.disable-de
                        *(f"--collector.{c}" for c in NODE_COLLECTORS))
 
 PACKAGES = {
-    "prometheus": "prometheus",
-    "alertmanager": "prometheus-alertmanager",
-    "node_exporter": "prometheus-node-exporter",
+    **STACK_PACKAGES,
     "grafana": "grafana (not in Debian: see docker-compose.yml)",
 }
 BINARIES = {

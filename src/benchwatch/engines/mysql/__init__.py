@@ -27,6 +27,7 @@ class MySQL(Engine):
     default_ports: ClassVar[Mapping[str, int]] = {"mariadb": 13306, "mysqld_exporter": 19104}
     packages: ClassVar[Mapping[str, str]] = {"mariadb": "mariadb-server", "mysqld_exporter": "prometheus-mysqld-exporter"}
     demo = "demo_mariadb"
+    demo_tool = "sysbench"
     instances = True
 
     def binary(self, component: str) -> str | None:

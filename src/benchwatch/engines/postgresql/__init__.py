@@ -29,7 +29,10 @@ class PostgreSQL(Engine):
     panels_summary = "each target's disks, checkpoints, WAL and commits"
     default_ports: ClassVar[Mapping[str, int]] = {"postgres": 15432, "postgres_exporter": 19187}
     packages: ClassVar[Mapping[str, str]] = {"postgres": "postgresql", "postgres_exporter": "prometheus-postgres-exporter"}
+    # The sharded demo's proxy (benchwatch.engines.postgresql.plproxy), for the server Debian's postgresql brings.
+    feature_packages: ClassVar[Mapping[str, tuple[str, ...]]] = {"shards": ("postgresql-15-plproxy",)}
     demo = "demo"
+    demo_tool = "pgbench"
 
     def binary(self, component: str) -> str | None:
         from benchwatch.engines.postgresql import embedded

@@ -25,6 +25,8 @@ class Gotpc(LoadGenerator):
     progress_option = "--interval"
     version_argv = ("version",)
     version_key = "gotpc_version"
+    # Not packaged for Debian; v1.0.7 is the only version the module proxy serves (docs/gotpc.md).
+    go_modules = ("github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.7",)
     engines = ("mysql",)
     series_prefix = "gotpc_"
     progress_clock = "arrival"

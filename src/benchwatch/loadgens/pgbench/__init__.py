@@ -22,6 +22,7 @@ class Pgbench(LoadGenerator):
     progress_stream = "stderr"
     progress_option = "-P"
     version_key = "pgbench_version"
+    packages = ("postgresql",)  # pgbench is in postgresql-15, the server package, on Debian
     engines = ("postgresql",)
     default = True
     run_picker_labels = ("script", "clients", "scale")

@@ -25,6 +25,7 @@ class Sysbench(LoadGenerator):
     progress_stream = "stdout"
     progress_option = "--report-interval"
     version_key = "sysbench_version"
+    packages = ("sysbench",)
     engines = ("mysql", "postgresql")
     run_picker_labels = ("script", "threads")
     run_picker_format = "sysbench $2, $3 threads"
