@@ -16,16 +16,19 @@ from collections.abc import Callable
 from benchwatch import resources
 from benchwatch.engines.postgresql.embedded import os_user, pg_bindir
 from benchwatch.query import prometheus
+from benchwatch.stack import packages
 from benchwatch.stack.native import Stack, StackError
 from benchwatch.stack.shards import SHARDS_FILE, shards_dir, stop_shards
 from benchwatch.util import processes
 
 
-def _install_and_start(stack: Stack, say: Callable[[str], None]) -> int | None:
-    """The Debian packages, then the stack; None when both are there, else the exit code to give."""
-    install = subprocess.run([resources.path("scripts", "install-deps")])
-    if install.returncode != 0:
-        return install.returncode
+def _install_and_start(stack: Stack, say: Callable[[str], None], features: tuple[str, ...] = ()) -> int | None:
+    """What the demo uses and nothing more (the stack, its engine, the tool its demo runs, ``features``)
+    installed where missing, then the stack up; None when both are done, else the exit code to give."""
+    needs = packages.for_demo(stack.engine, features)
+    code = subprocess.run([resources.path("scripts", "install-deps"), *needs.install_args()]).returncode
+    if code != 0:
+        return code
     try:
         stack.up()
     except StackError as e:
@@ -159,7 +162,7 @@ def demo_shards(stack: Stack, *, shards: int, instances: int, duration: int, cli
     except plproxy.LayoutError as e:
         say(str(e))
         return 2
-    failed = _install_and_start(stack, say)
+    failed = _install_and_start(stack, say, features=("shards",))
     if failed is not None:
         return failed
     if not stack.embedded_pg:
@@ -357,11 +360,9 @@ def _mariadb_sql(target, sql: str) -> subprocess.CompletedProcess:
 def demo_mariadb(stack: Stack, *, instances: int, duration: int, say: Callable[[str], None]) -> int:
     """N embedded MariaDB instances and one sysbench run on each, side by side, observed as one
     experiment; prints each instance's TPS and their sum, as Prometheus stored them."""
-    try:
-        stack.up()
-    except StackError as e:
-        say(str(e))
-        return 1
+    stopped = _install_and_start(stack, say)
+    if stopped is not None:
+        return stopped
     targets = stack.server.targets()
     say(f"stack is up in {stack.cfg.state_dir}: MariaDB {', '.join(t.name for t in targets)}")
     if shutil.which("sysbench") is None:
