@@ -31,7 +31,7 @@ def cmd_demo(ctx: Context) -> int:
 
     from benchwatch import resources
     from benchwatch.demokit import DemoContext
-    from benchwatch.stack import agent
+    from benchwatch.stack import agent, packages
     from benchwatch.stack.native import StackError
     from benchwatch.stack.shards import SHARDS_FILE, shards_dir, stop_shards
 
@@ -53,7 +53,9 @@ def cmd_demo(ctx: Context) -> int:
 
     state_dir = stack.cfg.state_dir
     demo = DemoContext(stack=stack, args=ctx.args, say=ctx.say,
-                       install=lambda: subprocess.run([resources.path("scripts", "install-deps")]).returncode, up=up,
+                       install=lambda features: subprocess.run([resources.path("scripts", "install-deps"),
+                                                                *packages.for_demo(stack.engine, features).install_args()]).returncode,
+                       up=up,
                        instances_dir=shards_dir(state_dir), instances_file=SHARDS_FILE,
                        stop_instances=lambda: stop_shards(state_dir), start_agent=agent.start_agent)
     return stack.engine.demo(demo)

@@ -23,7 +23,8 @@ class DemoContext:
     stack: Any                          # the stack it runs on: ``cfg`` (urls, runs_dir, state_dir), ``server`` (its engine's part), ``pid``
     args: Any                           # the demo command's arguments (its own and its engine's)
     say: Callable[[str], None]          # benchwatch's own messages (stderr)
-    install: Callable[[], int]          # scripts/install-deps: its exit code
+    # scripts/install-deps given exactly what this demo uses (with the engine's features named): its exit code
+    install: Callable[[tuple[str, ...]], int]
     up: Callable[[], str | None]        # the stack started (idempotent): None, else why not
     # Instances a demo starts beside the stack's server (demo --shards) and the agent watching them, which
     # `benchwatch down` stops: where they live, the layout file naming them, how they stop.
@@ -32,9 +33,11 @@ class DemoContext:
     stop_instances: Callable[[], list[str]]
     start_agent: Callable[..., Any]     # an agent on this host (benchwatch.stack.agent.start_agent's arguments)
 
-    def install_and_start(self) -> int | None:
-        """The Debian packages, then the stack; None when both are there, else the exit code to give."""
-        code = self.install()
+    def install_and_start(self, features: tuple[str, ...] = ()) -> int | None:
+        """What the demo uses and nothing more (the stack, its engine, the tool its demo runs, the engine's
+        ``features``, e.g. "shards") installed where missing, then the stack; None when both are done, else
+        the exit code to give."""
+        code = self.install(features)
         if code != 0:
             return code
         failed = self.up()

@@ -152,8 +152,15 @@ class Engine:
     # Its components in the stack (server, exporter) -> default port on 127.0.0.1; each also gets a
     # --<component>-port flag and a BENCHWATCH_<COMPONENT>_PORT variable.
     default_ports: ClassVar[Mapping[str, int]] = {}
-    # Component -> the Debian package that brings its program (named in up's "not installed" line).
+    # Component -> the Debian package that brings its program (named in up's "not installed" line, and
+    # installed by scripts/install-deps for a stack on this engine: benchwatch.stack.packages).
     packages: ClassVar[Mapping[str, str]] = {}
+    # Debian packages of what only some uses need (e.g. "shards": the sharded demo's PL/Proxy), by name;
+    # installed only when asked for (scripts/install-deps --feature NAME, demo --shards).
+    feature_packages: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    # The load generator (its name in benchwatch.loadgens) its demo runs: what the demo installs besides
+    # the engine's packages.
+    demo_tool: ClassVar[str] = ""
     # Whether the stack can run several embedded instances of its server side by side (--instances N).
     instances: ClassVar[bool] = False
     # Its collectors of the benchwatch exporter: modules of its folder (benchwatch.util.plugins.folder_module)

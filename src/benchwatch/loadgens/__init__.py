@@ -85,6 +85,10 @@ class LoadGenerator:
     # The prefix of series only this tool writes, when not benchmark_ (e.g. "gotpc_"): a run's series are
     # selected by it too (run_selector, below).
     series_prefix: ClassVar[str | None] = None
+    # What scripts/install-deps installs for it (benchwatch.stack.packages): Debian packages, and Go modules
+    # ("module/path/cmd/program@version", built with go install where locate finds no program of that name).
+    packages: ClassVar[tuple[str, ...]] = ()
+    go_modules: ClassVar[tuple[str, ...]] = ()
     # "elapsed": its progress lines carry their time (progress_elapsed). "arrival": they carry none; the
     # wrapper records each progress line's arrival (progress_line) in the run directory's ARRIVALS file.
     progress_clock: ClassVar[str] = "elapsed"

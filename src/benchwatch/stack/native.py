@@ -30,6 +30,7 @@ from benchwatch import engines, resources
 from benchwatch.engines import Engine, StackPart
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
 from benchwatch.stack.config import COMPOSE_EXPORTER, LISTEN_HOST, Config
+from benchwatch.stack.packages import STACK_PACKAGES
 from benchwatch.stack.processes import ProcessManager
 from benchwatch.util import net
 from benchwatch.util.errors import StackError
@@ -61,9 +62,7 @@ NODE_EXPORTER_FLAGS = ("--web.disable-exporter-metrics", "--collector.disable-de
                        *(f"--collector.{c}" for c in NODE_COLLECTORS))
 
 PACKAGES = {
-    "prometheus": "prometheus",
-    "alertmanager": "prometheus-alertmanager",
-    "node_exporter": "prometheus-node-exporter",
+    **STACK_PACKAGES,
     "grafana": "grafana (not in Debian: see docker-compose.yml)",
 }
 BINARIES = {

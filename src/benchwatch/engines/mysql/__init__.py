@@ -26,6 +26,7 @@ class MySQL(Engine):
     panels_summary = "dirty pages and checkpoint age against their limits, flushing and redo rates"
     default_ports: ClassVar[Mapping[str, int]] = {"mariadb": 13306, "mysqld_exporter": 19104}
     packages: ClassVar[Mapping[str, str]] = {"mariadb": "mariadb-server", "mysqld_exporter": "prometheus-mysqld-exporter"}
+    demo_tool = "sysbench"
     instances = True
     stack_options = STACK_OPTIONS
     # The client's and the server's messages in a tool's output (sysbench's and go-tpc's MySQL drivers).

@@ -88,6 +88,9 @@ class PostgreSQL(Engine):
 
     def status_healthy(self, status: Mapping[str, Any]) -> bool:
         return bool(status["postgres"].get("healthy", True))
+    # The sharded demo's proxy (benchwatch.engines.postgresql.plproxy), for the server Debian's postgresql brings.
+    feature_packages: ClassVar[Mapping[str, tuple[str, ...]]] = {"shards": ("postgresql-15-plproxy",)}
+    demo_tool = "pgbench"
 
     def binary(self, component: str) -> str | None:
         from benchwatch.engines.postgresql import server

@@ -72,7 +72,7 @@ def demo_shards(ctx: DemoContext, *, shards: int, instances: int, duration: int,
     except plproxy.LayoutError as e:
         say(str(e))
         return 2
-    failed = ctx.install_and_start()
+    failed = ctx.install_and_start(features=("shards",))
     if failed is not None:
         return failed
     if not stack.server.servers():

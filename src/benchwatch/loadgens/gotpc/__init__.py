@@ -26,6 +26,8 @@ class Gotpc(LoadGenerator):
     version_argv = ("version",)
     version_key = "gotpc_version"
     clients_flag = "--threads/-T"
+    # Not packaged for Debian; v1.0.7 is the only version the module proxy serves (docs/gotpc.md).
+    go_modules = ("github.com/pingcap/go-tpc/cmd/go-tpc@v1.0.7",)
     engines = ("mysql",)
     series_prefix = "gotpc_"
     progress_clock = "arrival"

@@ -23,6 +23,7 @@ class Pgbench(LoadGenerator):
     progress_option = "-P"
     version_key = "pgbench_version"
     clients_flag = "-c/-j"
+    packages = ("postgresql",)  # pgbench is in postgresql-15, the server package, on Debian
     engines = ("postgresql",)
     default = True
     run_picker_labels = ("script", "clients", "scale")

@@ -26,6 +26,7 @@ class Sysbench(LoadGenerator):
     progress_option = "--report-interval"
     version_key = "sysbench_version"
     clients_flag = "--threads"
+    packages = ("sysbench",)
     engines = ("mysql", "postgresql")
     run_picker_labels = ("script", "threads")
     run_picker_format = "sysbench $2, $3 threads"
