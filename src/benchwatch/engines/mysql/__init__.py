@@ -63,6 +63,7 @@ class MySQL(Engine):
     # (prometheus/rules/mysql.yml, docs/innodb.md); lock waits are InnoDB's row lock waits
     # (Innodb_row_lock_current_waits) and the processlist's threads waiting on a lock (a LOCK TABLES
     # shows as "Waiting for table metadata lock"), without performance_schema.
+    cause_modules = ("causes",)
     explain_signals = ("innodb_flushing", "lock", "target_down")
     evidence_signals = (
         ("redo log fsyncs per transaction", "sum(increase(mysql_global_status_innodb_os_log_fsyncs[{w}]))"),

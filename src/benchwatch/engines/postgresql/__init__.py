@@ -106,6 +106,7 @@ class PostgreSQL(Engine):
 
     # explain's signals (benchwatch.explain.causes): full-page images are read from pg_stat_wal.
     # The server log's events (server_log.SERVER_EVENTS) are causes of their own.
+    cause_modules = ("causes", "statement_causes")
     explain_signals = ("checkpoint", "wal_fpi", "autovacuum", "lock", "target_down", "deadlock", "lock_timeout",
                        "connection_terminated", "out_of_memory", "write_error", "statement")
     # statement: time per call from pg_stat_statements (the exporter's statements collector).
