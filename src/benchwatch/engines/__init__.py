@@ -249,6 +249,11 @@ class Engine:
     # Signal -> the capability (a key of capabilities()) it needs of the server; a run whose server
     # lacks it lists the signal as absent, with capability_missing()'s reason, instead of scoring nothing.
     explain_needs: ClassVar[Mapping[str, str]] = {}
+    # Its causes' scorers: modules of its folder (benchwatch.util.plugins.folder_module) written against
+    # benchwatch.causes, each with a register(registry) that adds its scorers (one per name of
+    # explain_signals it scores; target_down and lock are explain's own, fed by up_metric and the
+    # "lock_waits" contribution).
+    cause_modules: ClassVar[tuple[str, ...]] = ()
     # The raw series its signals read (fetched from Prometheus for explain, kept in the archive).
     explain_selectors: ClassVar[tuple[str, ...]] = ()
     # 1 while its exporter reaches the server, 0 while not: the target_down signal.

@@ -109,15 +109,7 @@ def _cause(signals: causes.Signals | None, ctx: causes.Context, at: float, outpu
         return "crash", f"the server crashed: {crashed!r}"
     said = []
     if signals is not None:
-        for c in signals.checkpoints:
-            if "shutdown" in c["reason"] and lo - 5 <= c["start"] <= hi:
-                said.append(f"the server log has a shutdown checkpoint ({c['reason']}) "
-                            f"{c['start'] - ctx.run_start:.1f} s into the run")
-                break
-        for (target, up), tl in signals.down.items():
-            down = [t for t, v in tl if v == 0 and lo <= t <= hi]
-            if down:
-                said.append(f"target {target} was down ({up} 0) {down[0] - ctx.run_start:.1f} s into the run")
+        said += signals.server_stopped(lo, hi)
     restart = _first(messages("restart"), output)
     if restart:
         said.append(f"the output says {restart!r}")

@@ -28,7 +28,8 @@ def context(meta: Mapping[str, Any], series: list[Series], run_id: str, now: flo
                           clients=int(clients) if clients and str(clients).isdigit() else None,
                           progress_held_back=tool.progress_held_back(version),
                           weighed=frozenset(weighed), up_metrics=_up_metrics(engine),
-                          engine_series=frozenset(engine.explain_selectors) if engine else None)
+                          engine_series=frozenset(engine.explain_selectors) if engine else None,
+                          tool=tool.title)
 
 
 def _up_metrics(engine: engines.Engine | None) -> tuple[str, ...]:

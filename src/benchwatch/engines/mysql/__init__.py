@@ -60,10 +60,11 @@ class MySQL(Engine):
 
         return dict(facts.get("capabilities") or {}) or capabilities(facts.get("settings") or {})
 
-    # explain's signals (benchwatch.explain.causes): InnoDB's flushing pressure is its checkpoint
+    # explain's signals (scored in causes.py here, registered through cause_modules): InnoDB's flushing pressure is its checkpoint
     # (prometheus/rules/mysql.yml, docs/innodb.md); lock waits are InnoDB's row lock waits
     # (Innodb_row_lock_current_waits) and the processlist's threads waiting on a lock (a LOCK TABLES
     # shows as "Waiting for table metadata lock"), without performance_schema.
+    cause_modules = ("causes",)
     explain_signals = ("innodb_flushing", "lock", "target_down")
     evidence_signals = (
         ("redo log fsyncs per transaction", "sum(increase(mysql_global_status_innodb_os_log_fsyncs[{w}]))"),

@@ -117,8 +117,9 @@ class PostgreSQL(Engine):
         found.pop("pg_stat_statements", None)  # runs recorded before did not say what was preloaded
         return found
 
-    # explain's signals (benchwatch.explain.causes): full-page images are read from pg_stat_wal.
+    # explain's signals (scored in causes.py and statement_causes.py here, through cause_modules): full-page images are read from pg_stat_wal.
     # The server log's events (server_log.SERVER_EVENTS) are causes of their own.
+    cause_modules = ("causes", "statement_causes")
     explain_signals = ("checkpoint", "wal_fpi", "autovacuum", "lock", "target_down", "deadlock", "lock_timeout",
                        "connection_terminated", "out_of_memory", "write_error", "statement")
     # statement: time per call from pg_stat_statements (the exporter's statements collector).

@@ -461,7 +461,7 @@ def classify(rec: LogRecord) -> CheckpointEvent | None:
 
 
 # -- other server events that can explain a dip (benchwatch explain) ---------------------------
-# event -> (severities, message prefix). Each is a cause of its own in explain (causes.py: the
+# event -> (severities, message prefix). Each is a cause of its own in explain (causes.py here: the
 # event's name is the cause's): the server resolved a deadlock by cancelling a transaction after
 # deadlock_timeout of waiting, a statement gave up on lock_timeout, a session was terminated
 # (pg_terminate_backend, a shutdown), memory or a write failed.

@@ -1,0 +1,54 @@
+"""The causes of a dip as scorers: one registry that refuses a name twice, explain's own and each engine's
+from its folder, and evidence that names the run's own tool."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchwatch import causes as kit
+from benchwatch import engines
+from benchwatch.explain import causes, report
+from tests.unit.test_explain import META, T0, gauge, run_with_dip
+
+
+def test_the_registry_refuses_a_cause_scored_twice():
+    class Stall(kit.Scorer):
+        name = "client_stall"
+
+    reg = kit.Registry()
+    reg.add(Stall())
+    with pytest.raises(kit.DuplicateScorer, match="'client_stall' is scored twice"):
+        reg.add(Stall())
+    with pytest.raises(kit.DuplicateScorer):
+        causes.registry().add(Stall())  # explain's own client_stall is there already
+
+
+def test_each_engines_causes_are_scored_from_its_own_folder():
+    scorers = {s.name: s for s in causes.registry()}
+    own = set(causes.NEUTRAL) | set(causes.HOST) | {"target_down", "lock"}  # explain's, fed by each engine
+    for s in scorers.values():
+        where = type(s).__module__
+        if s.name in own:
+            assert where.startswith("benchwatch.explain."), (s.name, where)
+    for e in engines.load_engines().values():
+        assert e.cause_modules, e.name
+        for signal in set(e.explain_signals) - own:
+            assert type(scorers[signal]).__module__.startswith(type(e).__module__ + "."), (signal, e.name)
+    # explain_signals still lists every cause an engine brings (its 'absent' reporting reads it)
+    assert set(scorers) == own | {s for e in engines.load_engines().values() for s in e.explain_signals}
+
+
+def test_every_scorer_reads_series_that_are_fetched():
+    fetched = set(causes.selectors())
+    for s in causes.registry():
+        assert {n for n in s.needs if not n.startswith("benchmark_progress_")
+                and n != "benchmark_aborted_clients_total"} <= fetched, s.name
+
+
+@pytest.mark.parametrize("tool, title", [("gotpc", "go-tpc"), ("goycsb", "go-ycsb"), ("sysbench", "sysbench"), ("pgbench", "pgbench")])
+def test_a_silence_names_the_runs_own_tool(tool, title):
+    tps = gauge("benchmark_progress_tps", {"run_id": "r"},
+                [(T0 + t, 500.0) for t in range(1, 11)] + [(T0 + 15, 100.0)] + [(T0 + t, 500.0) for t in range(16, 31)])
+    result = report.explain([tps, *run_with_dip()[1:]], {**META, "tool": tool}, "r")
+    (d,) = result["dips"]
+    assert d["cause"] == "client_stall" and d["evidence"] == f"no progress line from {title} for 5.0 s", d
