@@ -163,7 +163,7 @@ def test_the_password_is_neither_in_argv_nor_in_anything_saved(stack, ycsb_run):
         conn = next(p for p in json.load(open(os.path.join(r["dir"], "meta.json")))["argv"] if "bw-goycsb-connection" in p)
         assert stat.S_IMODE(os.stat(conn).st_mode) == 0o600
     else:
-        with open(live.stack.pg_env()["PGPASSFILE"]) as f:
+        with open(live.stack.client_env()["PGPASSFILE"]) as f:
             password = f.read().strip().rsplit(":", 1)[1]
         assert b"pg.password" not in r["stdout"]  # lib/pq read it from PGPASSFILE: go-ycsb never had it
     assert len(password) >= 8
