@@ -267,6 +267,25 @@ class LoadGenerator:
         raise NotImplementedError
 
 
+# -- judging a run that exited 0 -------------------------------------------------------------
+
+
+def output_events(parser: Any, stdout: bytes, stderr: bytes) -> list[object]:
+    """Every event a tool's output parser (``feed(line) -> events``) makes of a finished run's output, stderr
+    first (where a tool's errors go), for a ``judge`` that reads what its exit code does not say."""
+    events: list[object] = []
+    for line in (stderr + b"\n" + stdout).split(b"\n"):
+        events.extend(parser.feed(line))
+    return events
+
+
+def fatal_line(events: Sequence[object], kind: type[Any], failing: Sequence[str]) -> str | None:
+    """``kind: message`` of the first event of class ``kind`` (with ``kind`` and ``message`` attributes) whose
+    kind is one of ``failing``: why such a run failed; None: none."""
+    fatal = [e for e in events if isinstance(e, kind) and e.kind in failing]
+    return f"{fatal[0].kind}: {fatal[0].message}" if fatal else None
+
+
 # -- the registry ---------------------------------------------------------------------------
 
 _LOADED: PluginRegistry[LoadGenerator] | None = None
