@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from benchwatch.model import names as series_names
-from benchwatch.util.plugins import DuplicatePlugin, PluginRegistry, folder_part
+from benchwatch.util.plugins import DuplicatePlugin, PluginRegistry, folder_module, folder_part
 
 if TYPE_CHECKING:
     from benchwatch.model.run import RunModel
@@ -217,8 +217,10 @@ class LoadGenerator:
     panels_summary: ClassVar[str] = ""      # what its panels of a run dashboard show, for the description
 
     def dashboard_panels(self, layout: Any) -> list[Any]:
-        """Its own panels of a run dashboard, below the TPS (panel builders placed by ``layout``)."""
-        return []
+        """Its own panels of a run dashboard, below the TPS (panel builders placed by ``layout``): by default
+        ``panels(layout)`` of its folder's ``dashboard.py``, none without one."""
+        module = folder_module(self, "dashboard")
+        return module.panels(layout) if module is not None else []
 
     # -- its part of a run's summary and of comparisons (benchwatch.share.summary) --------------
     # By convention, from its folder's summary.py where it has one: figures(ctx), throughput_rows(summary),

@@ -124,13 +124,6 @@ module version: a `go install` build prints `Release version: dev`), `server_ver
     def judge(self, argv: list[str], stdout: bytes, stderr: bytes, exit_code: int) -> str | None:
         return judge(argv, stdout, stderr)
 
-    # -- dashboards, summary, compare ----------------------------------------------------------
-
-    def dashboard_panels(self, layout: Any) -> list[Any]:
-        from benchwatch.loadgens.gotpc import dashboard
-
-        return dashboard.panels(layout)
-
     # -- saved output and the run model ---------------------------------------------------------
 
     def recognises(self, line: bytes) -> bool:

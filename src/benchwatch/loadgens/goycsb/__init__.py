@@ -167,13 +167,6 @@ that change the work), `interval_seconds`, `database`, `goycsb_version`, `server
     def judge(self, argv: list[str], stdout: bytes, stderr: bytes, exit_code: int) -> str | None:
         return judge(argv, stdout, stderr)
 
-    # -- dashboards ------------------------------------------------------------------------
-
-    def dashboard_panels(self, layout: Any) -> list[Any]:
-        from benchwatch.loadgens.goycsb import dashboard
-
-        return dashboard.panels(layout)
-
     # -- saved output and the run model ---------------------------------------------------------
 
     def recognises(self, line: bytes) -> bool:
