@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from benchwatch.model import names as series_names
-from benchwatch.util.plugins import DuplicatePlugin, PluginRegistry, folder_part
+from benchwatch.util.plugins import DuplicatePlugin, PluginRegistry, folder_module, folder_part
 
 if TYPE_CHECKING:
     from benchwatch.model.run import RunModel
@@ -221,8 +221,10 @@ class LoadGenerator:
     panels_summary: ClassVar[str] = ""      # what its panels of a run dashboard show, for the description
 
     def dashboard_panels(self, layout: Any) -> list[Any]:
-        """Its own panels of a run dashboard, below the TPS (panel builders placed by ``layout``)."""
-        return []
+        """Its own panels of a run dashboard, below the TPS (panel builders placed by ``layout``): by default
+        ``panels(layout)`` of its folder's ``dashboard.py``, none without one."""
+        module = folder_module(self, "dashboard")
+        return module.panels(layout) if module is not None else []
 
     # -- its part of a run's summary and of comparisons (benchwatch.share.summary) --------------
     # By convention, from its folder's summary.py where it has one: figures(ctx), throughput_rows(summary),
@@ -269,6 +271,25 @@ class LoadGenerator:
                      labels: Mapping[str, str]) -> OutputModel:
         """The model of a saved output (``import``), which has no argv: labels from what it prints."""
         raise NotImplementedError
+
+
+# -- judging a run that exited 0 -------------------------------------------------------------
+
+
+def output_events(parser: Any, stdout: bytes, stderr: bytes) -> list[object]:
+    """Every event a tool's output parser (``feed(line) -> events``) makes of a finished run's output, stderr
+    first (where a tool's errors go), for a ``judge`` that reads what its exit code does not say."""
+    events: list[object] = []
+    for line in (stderr + b"\n" + stdout).split(b"\n"):
+        events.extend(parser.feed(line))
+    return events
+
+
+def fatal_line(events: Sequence[object], kind: type[Any], failing: Sequence[str]) -> str | None:
+    """``kind: message`` of the first event of class ``kind`` (with ``kind`` and ``message`` attributes) whose
+    kind is one of ``failing``: why such a run failed; None: none."""
+    fatal = [e for e in events if isinstance(e, kind) and e.kind in failing]
+    return f"{fatal[0].kind}: {fatal[0].message}" if fatal else None
 
 
 # -- the registry ---------------------------------------------------------------------------

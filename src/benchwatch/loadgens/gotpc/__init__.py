@@ -3,16 +3,15 @@
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from benchwatch.loadgens import ArgvFacts, LoadGenerator, OutputModel
+from benchwatch.loadgens import ArgvFacts, LoadGenerator, OutputModel, fatal_line, output_events
 from benchwatch.loadgens.gotpc import args as gotpc_args
 from benchwatch.loadgens.gotpc import output as gt
+from benchwatch.util import gobinary
 
-_MODULE = re.compile(rb"(?:^|\s)mod\tgithub\.com/pingcap/go-tpc\t(v[0-9][^\s]*)")
+_MODULE = gobinary.module_pattern("github.com/pingcap/go-tpc")
 # Reports go-tpc's stdout; failures it ends with exit code 0 anyway (its Execute() error is ignored).
 _FAILING = ("panic", "fatal", "usage", "init_failed", "connect", "check_failed", "file_error")
 
@@ -110,25 +109,11 @@ module version: a `go install` build prints `Release version: dev`), `server_ver
 
     def locate(self, program: str, env: Mapping[str, str]) -> str | None:
         """``go install`` puts go-tpc in $GOBIN, else $GOPATH/bin, else ~/go/bin, seldom on PATH."""
-        if os.path.basename(program) != program:
-            return None
-        home = env.get("HOME") or os.path.expanduser("~")
-        candidates = [env.get("GOBIN", "")] + [os.path.join(p, "bin") for p in env.get("GOPATH", "").split(os.pathsep) if p]
-        candidates.append(os.path.join(home, "go", "bin"))
-        for directory in candidates:
-            path = os.path.join(directory, program) if directory else ""
-            if path and os.access(path, os.X_OK):
-                return path
-        return None
+        return gobinary.locate(program, env)
 
     def binary_version(self, path: str) -> str | None:
         """The module version Go keeps in the binary (``go version -m``): ``1.0.7``."""
-        try:
-            with open(path, "rb") as f:
-                m = _MODULE.search(f.read())
-        except OSError:
-            return None
-        return m.group(1).decode().removeprefix("v") if m else None
+        return gobinary.module_version(path, _MODULE)
 
     def parse_version(self, text: str) -> str | None:
         return gt.parse_version(text)
@@ -140,13 +125,6 @@ module version: a `go install` build prints `Release version: dev`), `server_ver
 
     def judge(self, argv: list[str], stdout: bytes, stderr: bytes, exit_code: int) -> str | None:
         return judge(argv, stdout, stderr)
-
-    # -- dashboards, summary, compare ----------------------------------------------------------
-
-    def dashboard_panels(self, layout: Any) -> list[Any]:
-        from benchwatch.loadgens.gotpc import dashboard
-
-        return dashboard.panels(layout)
 
     # -- saved output and the run model ---------------------------------------------------------
 
@@ -164,12 +142,8 @@ module version: a `go install` build prints `Release version: dev`), `server_ver
         from benchwatch.loadgens.gotpc.model import GotpcRunModel
 
         model = GotpcRunModel(run_id, info_labels={"script": "tpcc", **labels}, start_epoch=start_epoch)
-        # One interval per report: the last report's time is known once the model has read them.
-        probe = GotpcRunModel(run_id, start_epoch=0.0)
-        for line in lines:
-            probe.feed_line(line)
-        probe.finish(None, None)
-        return OutputModel(model, probe.reports * (probe.interval_s or 1.0) if probe.reports else None)
+        # One interval per report: the last report's time is known once a model has read them.
+        return OutputModel(model, GotpcRunModel.saved_output_end(lines, run_id, 1.0))
 
 
 def judge(argv: list[str], stdout: bytes, stderr: bytes) -> str | None:
@@ -177,22 +151,14 @@ def judge(argv: list[str], stdout: bytes, stderr: bytes) -> str | None:
     parsed = gotpc_args.parse_gotpc_args(argv)
     if parsed.help and parsed.error is None:
         return None
-    parser = gt.GotpcOutputParser()
-    errors: list[gt.ErrorLine] = []
-    finished = forced = signalled = False
-    for line in (stderr + b"\n" + stdout).split(b"\n"):
-        for event in parser.feed(line):
-            if isinstance(event, gt.ErrorLine):
-                errors.append(event)
-            elif isinstance(event, gt.Finished):
-                finished = True
-            elif isinstance(event, gt.ForcedExit):
-                forced = True
-            elif isinstance(event, gt.Signal):
-                signalled = True
-    fatal = [e for e in errors if e.kind in _FAILING]
+    events = output_events(gt.GotpcOutputParser(), stdout, stderr)
+    errors = [e for e in events if isinstance(e, gt.ErrorLine)]
+    finished = any(isinstance(e, gt.Finished) for e in events)
+    forced = any(isinstance(e, gt.ForcedExit) for e in events)
+    signalled = any(isinstance(e, gt.Signal) for e in events)
+    fatal = fatal_line(events, gt.ErrorLine, _FAILING)
     if fatal:
-        return f"{fatal[0].kind}: {fatal[0].message}"
+        return fatal
     if parsed.error:
         return parsed.error
     if forced:

@@ -1,4 +1,5 @@
-"""One go-tpc TPC-C run as Prometheus series, by the rules of every run model (benchwatch.model.run).
+"""One go-tpc TPC-C run as Prometheus series, by the rules of every run model (benchwatch.model.run)
+and of one whose reports are placed at their arrival (benchwatch.model.arrival).
 
 go-tpc prints, every ``--interval``, one ``[Current]`` line per transaction type
 that finished a transaction in the interval (a *report*), and nothing at all for
@@ -23,19 +24,17 @@ percentiles and errors, and the summary's figures per type.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from benchwatch.loadgens.gotpc import output as gt
-from benchwatch.model import run
-from benchwatch.model.run import RunModel
+from benchwatch.model import arrival, run
 from benchwatch.model.samples import Sample
 
 # go-tpc's percentiles, and Max as quantile 1.
 QUANTILES = (("0.5", "p50_s"), ("0.9", "p90_s"), ("0.95", "p95_s"), ("0.99", "p99_s"), ("0.999", "p999_s"),
              ("1", "max_s"))
-GROUP_GRACE_S = 0.25
 NEW_ORDER = "NEW_ORDER"
 REPORT_PREFIX = b"[Current] "
 
@@ -70,16 +69,15 @@ def _report_problem(report: gt.Report) -> str | None:
 
 
 @dataclass
-class _Report:
+class _Report(arrival.Report):
     """The lines of one report, as they arrive."""
 
     tick: int
-    arrival: float | None
     current: list[gt.Current] = field(default_factory=list)
     waits: list[gt.WaitTime] = field(default_factory=list)
 
 
-class GotpcRunModel(RunModel):
+class GotpcRunModel(arrival.ArrivalReportModel[_Report]):
     tool = "gotpc"
     catalogue: ClassVar[Mapping[str, tuple[str, str]]] = {**run.METRICS, **GOTPC_METRICS}
     summary_gauges: ClassVar[Mapping[str, str]] = {"tps": "benchmark_result_tps",
@@ -99,23 +97,14 @@ class GotpcRunModel(RunModel):
         self.results: dict[str, gt.Summary] = {}  # the summary's lines by op (NEW_ORDER, NEW_ORDER_ERR)
         self.finished = False
         self.signals: list[str] = []
-        self.reports = 0
-        self._open: _Report | None = None
-        self._line_arrival: float | None = None
-        self._bad_in_report = False  # a line of the open report was bad: its count goes out with the report
 
     def new_parser(self) -> gt.GotpcOutputParser:
         return gt.GotpcOutputParser()
 
     # -- lines and events ------------------------------------------------------------
 
-    def feed_line(self, line: bytes | str, arrival_epoch: float | None = None,
-                  events: Iterable[object] | None = None) -> list[Sample]:
-        raw = line.encode("utf-8", "replace") if isinstance(line, str) else line
-        self._line_arrival = None
-        if raw.rstrip(b"\r").startswith(REPORT_PREFIX) and self.arrivals:
-            self._line_arrival = self.arrivals.pop(0)  # the wrapper's clock: when this line arrived
-        return super().feed_line(line, arrival_epoch, events)
+    def is_report_line(self, raw: bytes) -> bool:
+        return raw.rstrip(b"\r").startswith(REPORT_PREFIX)
 
     def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
         if isinstance(event, (gt.Current, gt.Summary)) and (problem := _report_problem(event)) is not None:
@@ -145,20 +134,6 @@ class GotpcRunModel(RunModel):
             self.errors.append(f"{event.kind}: {event.message}")
         return out
 
-    def tick(self, now_epoch: float) -> list[Sample]:
-        out: list[Sample] = []
-        if self._open is not None and self._open.arrival is not None and now_epoch - self._open.arrival >= GROUP_GRACE_S:
-            out = self._close()
-        return out + super().tick(now_epoch)
-
-    def finish(self, end_epoch: float | None, exit_code: int | None) -> list[Sample]:
-        out = []
-        for event in self.parser.flush():
-            out.extend(self.feed(event, end_epoch))
-        out.extend(self._close())
-        self._summarise()
-        return out + super().finish(end_epoch, exit_code)
-
     # -- reports -----------------------------------------------------------------------
 
     def _report_line(self, tick: int, arrival_epoch: float | None, current: gt.Current | None = None,
@@ -167,45 +142,17 @@ class GotpcRunModel(RunModel):
         if self._open is not None and (self._open.tick != tick or self._later_report()):
             out = self._close()
         if self._open is None:
-            self._open = _Report(tick, self._line_arrival)
+            self._open = _Report(arrival=self._line_arrival, tick=tick)
         if current is not None:
             self._open.current.append(current)
         if wait is not None:
             self._open.waits.append(wait)
         return out
 
-    def _later_report(self) -> bool:
-        """Whether this line arrived well after the open report's first: a report of its own even when its
-        types sort after the open report's (a report of only PAYMENT after one of only DELIVERY and
-        NEW_ORDER, as during a lock), which the parser's ticks, read from the sort order alone, cannot tell
-        apart when the exporter reads both reports in one pass."""
-        first, this = self._open.arrival if self._open is not None else None, self._line_arrival
-        return first is not None and this is not None and this - first >= GROUP_GRACE_S
+    def report_empty(self, report: _Report) -> bool:
+        return not report.current and not report.waits
 
-    def _bad_report_line(self, reason: str, arrival_epoch: float | None) -> list[Sample]:
-        """A report line that cannot be read costs its own figures only: the report it is part of is
-        not cut in two (which would place the rest one interval late), and carries its count; alone,
-        it is a sign of life at its arrival."""
-        if self._open is not None:
-            self.count_bad_line(reason)
-            self._bad_in_report = True
-            return []
-        arrival = self._line_arrival
-        return self.unparsed(arrival_epoch, reason, time_s=arrival, absolute=True if arrival is not None else None)
-
-    def _close(self) -> list[Sample]:
-        report, self._open = self._open, None
-        had_bad_line, self._bad_in_report = self._bad_in_report, False
-        if report is None or (not report.current and not report.waits):
-            return []
-        interval = self._interval(report)
-        self.reports += 1
-        if report.arrival is not None:
-            at = report.arrival
-        else:  # no arrival recorded (a saved output): one interval per report
-            if self.start_epoch is None:
-                self.start_epoch = 0.0
-            at = self.start_epoch + self.reports * interval
+    def report_samples(self, report: _Report, at: float, interval: float, had_bad_line: bool) -> list[Sample]:
         ok = [c for c in report.current if not c.error]
         bad = [c for c in report.current if c.error]
         committed = sum(c.count for c in ok)
@@ -246,22 +193,16 @@ class GotpcRunModel(RunModel):
         return self.progress(at, True, None, tps, gauges=gauges, after=per_type,
                              counters=((run.UNPARSED, 0.0),) if had_bad_line else ())
 
-    def _interval(self, report: _Report) -> float:
+    def report_interval(self, report: _Report) -> float:
         if not self.interval_s:
             # Not known from the argv (a saved output): the longest Takes of a report is about one interval.
             takes = max((c.takes_s for c in report.current), default=0.0)
             self.interval_s = max(round(takes), 1.0) if takes >= 0.5 else 1.0
         return float(self.interval_s)
 
-    def place_line(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> tuple[int, float]:
-        ts, _ = super().place_line(time_s, absolute, arrival_epoch)
-        # A report covers exactly one interval, whatever went silent before it (go-tpc resets its figures
-        # at every report): its transactions are its counts, tps x interval.
-        return ts, float(self.interval_s or 1.0)
-
     # -- the summary ---------------------------------------------------------------------
 
-    def _summarise(self) -> None:
+    def summarise(self) -> None:
         ok = [s for s in self.results.values() if not s.error]
         if ok:
             total = sum(s.count for s in ok)

@@ -5,18 +5,18 @@ records their arrival), every property it was given printed back at the start (a
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from benchwatch.loadgens import ArgvFacts, LoadGenerator, OutputModel
+from benchwatch.loadgens import ArgvFacts, LoadGenerator, OutputModel, fatal_line, output_events
 from benchwatch.loadgens.goycsb import args as goycsb_args
 from benchwatch.loadgens.goycsb import output as gy
+from benchwatch.util import gobinary
 
 # The module version Go records in the binary (go version -m): go-ycsb's own when it was built as a
 # dependency (scripts/install-deps does), "(devel)" when built inside its source tree.
-_MODULE = re.compile(rb"(?:^|\s)(?:mod|dep)\tgithub\.com/pingcap/go-ycsb\t(v[0-9][^\s]*)")
+_MODULE = gobinary.module_pattern("github.com/pingcap/go-ycsb", ("mod", "dep"))
 _PROPERTY = re.compile(rb'^"([^"]*)"="(.*)"$')
 _FAILING = ("usage", "panic", "connect", "forced")
 
@@ -141,28 +141,14 @@ that change the work), `interval_seconds`, `database`, `goycsb_version`, `server
 
     def locate(self, program: str, env: Mapping[str, str]) -> str | None:
         """A build by hand lands in $GOBIN, $GOPATH/bin or ~/go/bin, seldom on PATH."""
-        if os.path.basename(program) != program:
-            return None
-        home = env.get("HOME") or os.path.expanduser("~")
-        candidates = [env.get("GOBIN", "")] + [os.path.join(p, "bin") for p in env.get("GOPATH", "").split(os.pathsep) if p]
-        candidates.append(os.path.join(home, "go", "bin"))
-        for directory in candidates:
-            path = os.path.join(directory, program) if directory else ""
-            if path and os.access(path, os.X_OK):
-                return path
-        return None
+        return gobinary.locate(program, env)
 
     def parse_version(self, text: str) -> str | None:
         return None  # go-ycsb has no version command (--version: its usage, exit 0): binary_version instead
 
     def binary_version(self, path: str) -> str | None:
         """The module version Go keeps in the binary (``go version -m``): ``1.0.3``."""
-        try:
-            with open(path, "rb") as f:
-                m = _MODULE.search(f.read())
-        except OSError:
-            return None
-        return m.group(1).decode().removeprefix("v") if m else None
+        return gobinary.module_version(path, _MODULE)
 
     def connect(self, argv: list[str], target: Any, notice: Callable[[str], None]) -> tuple[list[str], Callable[[], None] | None]:
         from benchwatch.loadgens.goycsb.connect import mysql_connection
@@ -181,13 +167,6 @@ that change the work), `interval_seconds`, `database`, `goycsb_version`, `server
     def judge(self, argv: list[str], stdout: bytes, stderr: bytes, exit_code: int) -> str | None:
         return judge(argv, stdout, stderr)
 
-    # -- dashboards ------------------------------------------------------------------------
-
-    def dashboard_panels(self, layout: Any) -> list[Any]:
-        from benchwatch.loadgens.goycsb import dashboard
-
-        return dashboard.panels(layout)
-
     # -- saved output and the run model ---------------------------------------------------------
 
     def recognises(self, line: bytes) -> bool:
@@ -204,11 +183,7 @@ that change the work), `interval_seconds`, `database`, `goycsb_version`, `server
         from benchwatch.loadgens.goycsb.model import GoycsbRunModel
 
         model = GoycsbRunModel(run_id, info_labels={"command": "run", **labels}, start_epoch=start_epoch)
-        probe = GoycsbRunModel(run_id, start_epoch=0.0)
-        for line in lines:
-            probe.feed_line(line)
-        probe.finish(None, None)
-        return OutputModel(model, probe.reports * (probe.interval_s or 10.0) if probe.reports else None)
+        return OutputModel(model, GoycsbRunModel.saved_output_end(lines, run_id, 10.0))
 
 
 def judge(argv: list[str], stdout: bytes, stderr: bytes) -> str | None:
@@ -216,23 +191,13 @@ def judge(argv: list[str], stdout: bytes, stderr: bytes) -> str | None:
     parsed = goycsb_args.parse_goycsb_args(argv)
     if parsed.help and parsed.error is None:
         return None
-    parser = gy.GoycsbOutputParser()
-    failures: list[gy.Failure] = []
-    finished = signalled = False
-    results: dict[str, gy.Summary] = {}
-    for line in (stderr + b"\n" + stdout).split(b"\n"):
-        for event in parser.feed(line):
-            if isinstance(event, gy.Failure):
-                failures.append(event)
-            elif isinstance(event, gy.Finished):
-                finished = True
-            elif isinstance(event, gy.Signal):
-                signalled = True
-            elif isinstance(event, gy.Summary):
-                results[event.op] = event
-    fatal = [f for f in failures if f.kind in _FAILING]
+    events = output_events(gy.GoycsbOutputParser(), stdout, stderr)
+    finished = any(isinstance(e, gy.Finished) for e in events)
+    signalled = any(isinstance(e, gy.Signal) for e in events)
+    results = {e.op: e for e in events if isinstance(e, gy.Summary)}
+    fatal = fatal_line(events, gy.Failure, _FAILING)
     if fatal:
-        return f"{fatal[0].kind}: {fatal[0].message}"
+        return fatal
     if parsed.error:
         return parsed.error
     if not parsed.runs:

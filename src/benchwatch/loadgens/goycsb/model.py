@@ -1,4 +1,5 @@
-"""One go-ycsb run as Prometheus series, by the rules of every run model (benchwatch.model.run).
+"""One go-ycsb run as Prometheus series, by the rules of every run model (benchwatch.model.run)
+and of one whose reports are placed at their arrival (benchwatch.model.arrival).
 
 go-ycsb prints, every ``--interval``, one line per operation type measured so far (a *report*), all
 in one write, with figures **cumulative since each type's first operation** (its histograms are
@@ -23,17 +24,15 @@ What only go-ycsb prints is named ``goycsb_*``, labelled ``op`` (``READ``, ``UPD
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from benchwatch.loadgens.goycsb import output as gy
 from benchwatch.loadgens.goycsb.args import secret_property
-from benchwatch.model import run
-from benchwatch.model.run import RunModel
+from benchwatch.model import arrival, run
 from benchwatch.model.samples import Sample
 
-GROUP_GRACE_S = 0.25
 TOTAL = "TOTAL"
 
 GOYCSB_METRICS: dict[str, tuple[str, str]] = {
@@ -60,12 +59,11 @@ def _problem(f: gy.Figures) -> str | None:
 
 
 @dataclass
-class _Report:
-    arrival: float | None
+class _Report(arrival.Report):
     lines: list[gy.Current] = field(default_factory=list)
 
 
-class GoycsbRunModel(RunModel):
+class GoycsbRunModel(arrival.ArrivalReportModel[_Report]):
     tool = "goycsb"
     catalogue: ClassVar[Mapping[str, tuple[str, str]]] = {**run.METRICS, **GOYCSB_METRICS}
     summary_gauges: ClassVar[Mapping[str, str]] = {"tps": "benchmark_result_tps",
@@ -84,21 +82,12 @@ class GoycsbRunModel(RunModel):
         self.failures: list[gy.Failure] = []
         self.finished = False
         self.signals: list[str] = []
-        self.reports = 0
-        self._open: _Report | None = None
-        self._line_arrival: float | None = None
-        self._bad_in_report = False
 
     def new_parser(self) -> gy.GoycsbOutputParser:
         return gy.GoycsbOutputParser()
 
-    def feed_line(self, line: bytes | str, arrival_epoch: float | None = None,
-                  events: Iterable[object] | None = None) -> list[Sample]:
-        raw = line.encode("utf-8", "replace") if isinstance(line, str) else line
-        self._line_arrival = None
-        if gy.report_line(raw) and self.arrivals:
-            self._line_arrival = self.arrivals.pop(0)  # the wrapper's clock: when this line arrived
-        return super().feed_line(line, arrival_epoch, events)
+    def is_report_line(self, raw: bytes) -> bool:
+        return gy.report_line(raw)
 
     def feed(self, event: object, arrival_epoch: float | None = None) -> list[Sample]:
         if isinstance(event, gy.Current):
@@ -110,7 +99,7 @@ class GoycsbRunModel(RunModel):
             if report is not None and (event.op <= report.lines[-1].op or self._later_report()):
                 out = self._close()
             if self._open is None:
-                self._open = _Report(self._line_arrival)
+                self._open = _Report(arrival=self._line_arrival)
             self._open.lines.append(event)
             return out
         if isinstance(event, gy.Unparsed) and gy.report_line(event.text.encode()):
@@ -137,37 +126,12 @@ class GoycsbRunModel(RunModel):
             self.errors.append(f"{event.kind}: {event.message}")
         return out
 
-    def tick(self, now_epoch: float) -> list[Sample]:
-        out: list[Sample] = []
-        if self._open is not None and self._open.arrival is not None and now_epoch - self._open.arrival >= GROUP_GRACE_S:
-            out = self._close()
-        return out + super().tick(now_epoch)
-
-    def finish(self, end_epoch: float | None, exit_code: int | None) -> list[Sample]:
-        out = []
-        for event in self.parser.flush():
-            out.extend(self.feed(event, end_epoch))
-        out.extend(self._close())
-        self._summarise()
-        return out + super().finish(end_epoch, exit_code)
-
     # -- reports -----------------------------------------------------------------------
 
-    def _later_report(self) -> bool:
-        """Whether this line arrived well after the open report's first: a report of its own."""
-        first = self._open.arrival if self._open is not None else None
-        return first is not None and self._line_arrival is not None and self._line_arrival - first >= GROUP_GRACE_S
+    def report_empty(self, report: _Report) -> bool:
+        return not report.lines
 
-    def _bad_report_line(self, reason: str, arrival_epoch: float | None) -> list[Sample]:
-        """A report line that cannot be read costs its own figures only (the report is not cut in two)."""
-        if self._open is not None:
-            self.count_bad_line(reason)
-            self._bad_in_report = True
-            return []
-        arrival = self._line_arrival
-        return self.unparsed(arrival_epoch, reason, time_s=arrival, absolute=True if arrival is not None else None)
-
-    def _interval(self) -> float:
+    def report_interval(self, report: _Report) -> float:
         if not self.interval_s:
             # Not known from the argv (a saved output): the property go-ycsb printed, else its default.
             try:
@@ -177,19 +141,7 @@ class GoycsbRunModel(RunModel):
             self.interval_s = self.interval_s if self.interval_s > 0 else 10.0
         return float(self.interval_s)
 
-    def _close(self) -> list[Sample]:
-        report, self._open = self._open, None
-        had_bad_line, self._bad_in_report = self._bad_in_report, False
-        if report is None or not report.lines:
-            return []
-        interval = self._interval()
-        self.reports += 1
-        if report.arrival is not None:
-            at = report.arrival
-        else:  # no arrival recorded (a saved output): one interval per report
-            if self.start_epoch is None:
-                self.start_epoch = 0.0
-            at = self.start_epoch + self.reports * interval
+    def report_samples(self, report: _Report, at: float, interval: float, had_bad_line: bool) -> list[Sample]:
         gauges: list[tuple[str, float | None, Mapping[str, str] | None]] = []
         deltas: dict[str, int] = {}
         for line in report.lines:
@@ -224,15 +176,9 @@ class GoycsbRunModel(RunModel):
             out.append(self._set(name, float(count), ts, {"op": op.removesuffix("_ERROR")}))
         return out
 
-    def place_line(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> tuple[int, float]:
-        ts, _ = super().place_line(time_s, absolute, arrival_epoch)
-        # A report's rate is its count difference over one interval: that interval is what it covers, so
-        # the transactions counted are the count difference exactly.
-        return ts, float(self.interval_s or 1.0)
-
     # -- the summary ---------------------------------------------------------------------
 
-    def _summarise(self) -> None:
+    def summarise(self) -> None:
         total = self.results.get(TOTAL)
         if total is not None:
             self.summary["transactions"] = total.count

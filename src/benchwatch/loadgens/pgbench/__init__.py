@@ -109,11 +109,6 @@ See [latency-percentiles.md](latency-percentiles.md).
             said.append(f"--log-prefix={prefix}")
         return argv, os.path.abspath(prefix), said
 
-    def dashboard_panels(self, layout: Any) -> list[Any]:
-        from benchwatch.loadgens.pgbench import dashboard
-
-        return dashboard.panels(layout)
-
     def latency_log_reader(self, run_id: str):
         from benchwatch.loadgens.pgbench.txlog import TxlogAggregator
 

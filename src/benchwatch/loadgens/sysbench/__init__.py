@@ -113,11 +113,6 @@ run): `histogram_quantile(0.99, benchmark_result_latency_histogram_events{run_id
 
         return pgsql_connection(argv, env)
 
-    def dashboard_panels(self, layout: Any) -> list[Any]:
-        from benchwatch.loadgens.sysbench import dashboard
-
-        return dashboard.panels(layout)
-
     def recognises(self, line: bytes) -> bool:
         return bool(_PROGRESS.match(line) or _BANNER.match(line))
 
