@@ -52,3 +52,22 @@ def test_a_silence_names_the_runs_own_tool(tool, title):
     result = report.explain([tps, *run_with_dip()[1:]], {**META, "tool": tool}, "r")
     (d,) = result["dips"]
     assert d["cause"] == "client_stall" and d["evidence"] == f"no progress line from {title} for 5.0 s", d
+
+
+def test_the_lock_waiter_is_the_statement_the_lock_waits_query_saw():
+    """Under load tpcb-like's UPDATE of its one pgbench_branches row waits on row locks in the same seconds as
+    the UPDATE pgbench_tellers a LOCK TABLE holds (seen in CI): the waiter named in the details is the one the
+    lock-waits query saw, as the evidence says, not the one with more lock samples."""
+    from benchwatch.engines.postgresql.statement_causes import _lock_waiter
+
+    def entry(text: str, queryid: str, lock_share: float, calls: float) -> dict:
+        return {"text": text, "queryid": queryid, "usual_s": 0.0001, "dip_s": 0.0002, "lock_event": "transactionid",
+                "lock_share": lock_share, "spent": 0.1, "calls": calls, "longest_s": 4.0, "in_flight": 2.0}
+
+    tellers = entry("UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2", "1", 0.4, 10)
+    branches = entry("UPDATE pgbench_branches SET bbalance = bbalance + $1 WHERE bid = $2", "2", 0.9, 300)
+    stmt = {"statement": "UPDATE pgbench_tellers SET tbalance = tbalance + $1 WHERE tid = $2", "wait_event": "relation",
+            "blocker": "idle in transaction: LOCK TABLE pgbench_tellers", "blocker_pid": 42}
+    assert _lock_waiter([tellers, branches], stmt)["queryid"] == "1"
+    # Without the lock-waits query's statement, the statement most in flight on a lock.
+    assert _lock_waiter([tellers, branches], None)["queryid"] == "2"

@@ -238,15 +238,24 @@ def _lock_waiter(slowed: list[dict], stmt: dict | None) -> dict | None:
         return {**other, **{k: st[k] for k in ("in_flight", "lock_event", "lock_share") if st.get(k)},
                 "longest_s": max(other.get("longest_s") or 0.0, st.get("longest_s") or 0.0) or None}
 
+    def most_waiting(candidates: list[dict]) -> dict | None:
+        return counted(max(candidates, key=lambda st: (st["usual_s"] is not None,
+                                                       st["lock_share"] * (st["spent"] + 1e-9 + st["calls"]))))
+
     waiting = [st for st in slowed if st.get("lock_event")]
-    if waiting:
-        return counted(max(waiting, key=lambda st: (st["usual_s"] is not None,
-                                                    st["lock_share"] * (st["spent"] + 1e-9 + st["calls"]))))
     if stmt:
+        # The lock-waits query saw which statement waited on the blocked lock: that one, in flight or not.
+        # Without this, another statement's ordinary row-lock waits in the same seconds (tpcb-like's UPDATE
+        # of its one pgbench_branches row, under load) could be named the waiter while the evidence names
+        # the statement the lock-waits query saw.
         key = sqltext.key(stmt["statement"])
+        named = [st for st in waiting if key and sqltext.key(st["text"]) == key]
+        if named:
+            return most_waiting(named)
         same = [st for st in slowed if key and sqltext.key(st["text"]) == key]
-        return max(same, key=lambda st: st["usual_s"] is not None, default=None)
-    return None
+        if same:
+            return max(same, key=lambda st: st["usual_s"] is not None)
+    return most_waiting(waiting) if waiting else None
 
 
 def lock_detail(dip: Dip, signals: Signals, text: str) -> tuple[str, dict]:
