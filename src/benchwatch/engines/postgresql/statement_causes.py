@@ -238,9 +238,19 @@ def _lock_waiter(slowed: list[dict], stmt: dict | None) -> dict | None:
         return {**other, **{k: st[k] for k in ("in_flight", "lock_event", "lock_share") if st.get(k)},
                 "longest_s": max(other.get("longest_s") or 0.0, st.get("longest_s") or 0.0) or None}
 
+    def with_longest(st: dict | None) -> dict | None:
+        """How long its sessions had been in flight, over every entry of its text: the sessions that waited
+        on the lock may be under another queryid (or none yet) than the one with counters."""
+        if st is None:
+            return None
+        key = sqltext.key(st["text"])
+        longest = max([o.get("longest_s") or 0.0 for o in slowed if key and sqltext.key(o["text"]) == key]
+                      + [st.get("longest_s") or 0.0])
+        return {**st, "longest_s": longest or None}
+
     def most_waiting(candidates: list[dict]) -> dict | None:
-        return counted(max(candidates, key=lambda st: (st["usual_s"] is not None,
-                                                       st["lock_share"] * (st["spent"] + 1e-9 + st["calls"]))))
+        return with_longest(counted(max(candidates, key=lambda st: (st["usual_s"] is not None,
+                                                                    st["lock_share"] * (st["spent"] + 1e-9 + st["calls"])))))
 
     waiting = [st for st in slowed if st.get("lock_event")]
     if stmt:
@@ -254,7 +264,7 @@ def _lock_waiter(slowed: list[dict], stmt: dict | None) -> dict | None:
             return most_waiting(named)
         same = [st for st in slowed if key and sqltext.key(st["text"]) == key]
         if same:
-            return max(same, key=lambda st: st["usual_s"] is not None)
+            return with_longest(max(same, key=lambda st: st["usual_s"] is not None))
     return most_waiting(waiting) if waiting else None
 
 
