@@ -148,11 +148,6 @@ class Stack(ProcessManager):
         part = self._part(component)
         return (part and part.log_file(component)) or super().log_file(component)
 
-    @property
-    def embedded_pg(self) -> bool:
-        """Whether the stack runs its own server (the default engine's, embedded): the sharded demo's proxy."""
-        return self.engine.default and bool(self.server.servers())
-
     @staticmethod
     def _components(parts: list[StackPart]) -> list[str]:
         out: list[str] = [c for p in parts for c in p.servers()]

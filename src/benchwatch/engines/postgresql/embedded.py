@@ -10,8 +10,8 @@ import signal
 from collections.abc import Mapping
 from typing import Any
 
-from benchwatch import engines, resources
-from benchwatch.engines import Host, StackPart
+from benchwatch import resources
+from benchwatch.engines import StackPart
 from benchwatch.engines.postgresql import dsn
 from benchwatch.engines.postgresql.options import DSN
 from benchwatch.engines.postgresql.server import (
@@ -226,9 +226,3 @@ class PostgreSQLPart(StackPart):
             f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
             *POSTGRES_EXPORTER_FLAGS,
         ], env=env)
-
-
-def part_of(stack: Host) -> PostgreSQLPart:
-    """PostgreSQL's part of a stack, whichever engine the stack runs: its connection for psql and the demos."""
-    server = getattr(stack, "server", None)
-    return server if isinstance(server, PostgreSQLPart) else PostgreSQLPart(engines.get("postgresql"), stack)
