@@ -43,6 +43,22 @@ METRICS: dict[str, tuple[str, int]] = {
     "latency_p99": ("latency_p99_s", -1),
 }
 
+# The stability profile's measures (summary.json's "stability" object, benchwatch.stability):
+# name -> (key in that object, +1 higher is steadier / -1 lower is steadier).
+STABILITY_MEASURES: dict[str, tuple[str, int]] = {
+    "tps_cov": ("tps_cov", -1),
+    "tps_p1_ratio": ("tps_p1_ratio", +1),
+    "tps_p5_ratio": ("tps_p5_ratio", +1),
+    "tps_min_ratio": ("tps_min_ratio", +1),
+    "dips": ("dips", -1),
+    "dip_seconds": ("dip_seconds", -1),
+    "stall_seconds": ("stall_seconds", -1),
+    "lost_share": ("lost_share", -1),
+    "latency_p99": ("latency_p99_s", -1),
+    "latency_p999": ("latency_p999_s", -1),
+    "latency_max": ("latency_max_s", -1),
+}
+
 _PERCENTILES = (("latency_p50_s", 0.5), ("latency_p95_s", 0.95), ("latency_p99_s", 0.99))
 
 
