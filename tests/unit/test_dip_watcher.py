@@ -236,7 +236,10 @@ def test_possibly_low_fires_for_every_line_the_detector_finds_in_an_ongoing_dip(
             found = dips.detect(window, interval, ongoing=True)
             flagged = possibly_low(points, len(points) - 1, (interval,))
             fired += flagged
-            if any(d.ongoing for d in found):
+            # A lasting dip (held against the level before a fall, dips.Dip.lasting) is the watcher's once its
+            # first line was possibly low or the RECHECK_S safety net found it:
+            # test_a_collapse_that_lasts_is_under_way_until_the_run_ends_then_one_dip.
+            if any(d.ongoing and not d.lasting for d in found):
                 ongoing += 1
                 assert flagged, (seed, interval, k, samples[max(0, k - 40):k + 1])
     # Not vacuous (these runs are far rougher than a real one: test_a_steady_run_... for that).
@@ -261,6 +264,41 @@ def test_possibly_low_holds_for_each_interval_it_may_be_given():
     assert possibly_low(points, 8, (1.0,))
     assert possibly_low(points, 8, (1.0, 2.0))
     assert not possibly_low(points[:3] + [(points[3][0], 0.0)], 3, (1.0,))  # fewer than MIN_LINES: no dip
+
+
+def test_a_collapse_that_lasts_is_under_way_until_the_run_ends_then_one_dip(tmp_path):
+    # 40 s at 1000, then 5 TPS for 200 s, longer than a pass's look-back (LOOKBACK_S): the leading cause is
+    # written on the collapse's first line and stays under way to the end; one dip from the collapse to the end.
+    h = Harness(tmp_path)
+    values = steady(40, random.Random(3)) + [5.0 + (i % 3) for i in range(200)]
+    written_at = []
+    for i, v in enumerate(values):
+        before = len(h.leading())
+        h.line(int((T0 + i + 1) * 1000), v)
+        if len(h.leading()) > before:
+            written_at.append(i)
+    assert written_at and written_at[0] == 40, written_at
+    assert all(not is_stale_marker(s.value) for s in h.leading()), "the dip ended before the run did"
+    h.end(T0 + len(values) + 1)
+    (d,) = {tuple(sorted(labels.items())) for labels in h.finished()}
+    stamps = sorted(s.timestamp_ms for s in h.out if s.name == "benchmark_dip_info" and not is_stale_marker(s.value))
+    assert (stamps[0], stamps[-1]) == (int((T0 + 40) * 1000), int((T0 + 240) * 1000)), (stamps[0], stamps[-1])
+    assert dict(d)["level"] == "deep"
+
+
+def test_a_slow_slide_is_found_by_the_safety_net(tmp_path):
+    # 60 s at 1000, then 1 % less each second for 60 s, then flat at 550: no line falls below 80% of the 30 s
+    # before it, so the first look comes from RECHECK_S: under way within it of the first lasting line.
+    h = Harness(tmp_path)
+    values = steady(60, random.Random(5), noise=0.01) + [1000 * 0.99 ** k for k in range(1, 61)] + [550.0] * 60
+    first_lasting = next(k for k in range(len(values)) if any(
+        d.ongoing and d.lasting for d in dips.detect([(int((T0 + i + 1) * 1000), v) for i, v in enumerate(values[:k + 1])],
+                                                     ongoing=True)))
+    for i, v in enumerate(values):
+        h.line(int((T0 + i + 1) * 1000), v)
+        if h.leading():
+            break
+    assert h.leading() and i <= first_lasting + RECHECK_S + 1, (i, first_lasting)
 
 
 # -- the same outputs as a pass every second --------------------------------------------------------

@@ -193,6 +193,10 @@ class _RunState:
         self.ended_at: float | None = None
         self.seeded = False  # a pass has read its lines back from Prometheus once
         self.rechecked = 0.0
+        # A lasting dip under way (dips.Dip.lasting): the level it fell from and where it began, kept for the
+        # passes whose look-back no longer reaches them.
+        self.level_before: float | None = None
+        self.lasting_start: float | None = None
         self._meta: dict = {}
         self._meta_stat: tuple[int, int] | None = None
 
@@ -402,7 +406,7 @@ class DipWatcher:
                     kept = self.lines.get(run_id)
                     points = [p for p in kept.points if since * 1000 < p[0] <= now * 1000] if kept else []
                 interval = float(meta.get("progress_interval") or 0) or 1.0
-            found = detector.detect(points, interval, ongoing=True)
+            found = detector.detect(points, interval, ongoing=True, level_before=state.level_before)
             room = len(state.exported) < MAX_DIPS
             if not any(d.ongoing or (room and not any(a < d.end and d.start < b for a, b in state.exported))
                        for d in found):
@@ -411,7 +415,7 @@ class DipWatcher:
         if self.observing and running:
             self._read_back(run_id, report.tps_samples(series, run_id))
         result = report.explain(series, {**meta, "ended_at": None if running else meta.get("ended_at")}, run_id,
-                                ongoing=running, now=now)
+                                ongoing=running, now=now, level_before=state.level_before)
         out: list[Sample] = []
         now_ms = int(now * 1000)
         current = next((d for d in result["dips"] if d.get("ongoing")), None)
@@ -433,10 +437,17 @@ class DipWatcher:
         for d in result["dips"]:
             if d.get("ongoing") or len(state.exported) >= MAX_DIPS:
                 continue
+            if d.get("lasting") and state.lasting_start is not None and state.lasting_start < d["start"]:
+                d = {**d, "start": state.lasting_start}  # it began before this pass's look-back
             if any(a < d["end"] and d["start"] < b for a, b in state.exported):
                 continue
             state.exported.append((d["start"], d["end"]))
             out.extend(dip_samples(run_id, len(state.exported), d))
+        if current is not None and current.get("lasting"):
+            state.level_before = current["baseline_tps"]
+            state.lasting_start = min(state.lasting_start or current["start"], current["start"])
+        else:
+            state.level_before = state.lasting_start = None
         if out:
             with self._outbox_lock:
                 self._outbox.extend(out)
