@@ -234,7 +234,7 @@ def cmd_import(ctx: Context) -> int:
     start_arg: float | None = None
     if args.start:
         try:
-            start_arg = importer.parse_time(args.start)
+            start_arg = importer.parse_start(args.start)
         except ValueError:
             say(f"--start {args.start!r} is not a time: use RFC 3339 like 2016-01-06T10:00:00Z or Unix seconds")
             return 2
@@ -276,6 +276,9 @@ def cmd_import(ctx: Context) -> int:
         for r in reads:
             what = (f"{path}: run {r.index} of {len(reads)}, lines {r.first_line}-{r.last_line}" if len(reads) > 1
                     else f"{path}")
+            if r.skipped is not None:
+                say(f"{what}: not imported: {r.skipped} (its lines are kept in the file)")
+                continue
             counts = f"{r.model.progress_lines} progress lines, {len(r.samples)} samples"
             if "tps" in r.model.summary:
                 counts += f", summary tps {r.model.summary['tps']}"
@@ -321,6 +324,8 @@ def cmd_import(ctx: Context) -> int:
         return 1
     for path, data, reads, _, placed_by in files:
         for r in reads:
+            if r.skipped is not None:
+                continue
             chunk = data if len(reads) == 1 else importer.run_lines(data, r)
             run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model, r.samples,
                                        "after the previous run of the file" if r.placed_after_previous else placed_by,
