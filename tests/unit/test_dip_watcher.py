@@ -14,6 +14,7 @@ import random
 import pytest
 
 from benchwatch.explain import dips, report
+from benchwatch.exporter import dips as dips_collector
 from benchwatch.exporter.dips import KEEP_S, RECHECK_S, DipWatcher, possibly_low
 from benchwatch.model.samples import STALE_NAN, Sample, is_stale_marker, sample
 from benchwatch.query.series import Series
@@ -124,13 +125,17 @@ def test_a_drop_to_40_percent_calls_for_a_pass_on_its_first_line(tmp_path):
     values = steady(60, random.Random(3)) + [400.0] * 5 + steady(30, random.Random(4))
     seen = feed(h, values)
     assert seen[59] == 1  # nothing before the drop
-    # The first low line: the look, then the evidence; the leading cause is written at once.
-    assert h.prom.calls[1:3] == ["tps", "evidence"] and seen[60] == 3
+    # The first low line: the detector on the lines in memory finds the dip, so the evidence is
+    # read (and only it: no look back at the TPS Prometheus holds); the leading cause is written at once.
+    assert h.prom.calls[1:2] == ["evidence"] and seen[60] == 2
     lead = h.leading()
     assert lead[0].value == 1.0 and dict(lead[0].labels)["cause"] == report.NO_CAUSE
     assert lead[0].timestamp_ms == int((T0 + 61 + 0.05) * 1000) + 1
-    # Evidence each second of the dip, the finished dip written on the line after it, then quiet.
-    assert seen[65] == 3 + 5 and seen[-1] == seen[65]
+    # The evidence once at the dip's start, then the detector on the lines in memory each second (the
+    # leading cause written every second all the same), the evidence again when it ends (ONGOING_EVERY_S
+    # after the first, at the latest): the finished dip written on the line after it, then quiet.
+    assert seen[64] == 2 and seen[65] == 3 and seen[-1] == seen[65]
+    assert [s.timestamp_ms for s in lead if s.value == 1.0] == [int((T0 + t + 0.05) * 1000) + 1 for t in range(61, 66)]
     assert is_stale_marker(lead[-1].value)
     (dip,) = {tuple(sorted(d.items())) for d in h.finished()}
     assert dict(dip)["level"] == "deep" and dict(dip)["dip"] == "1"
@@ -142,10 +147,11 @@ def test_a_mild_two_line_dip_at_75_percent_is_written(tmp_path):
     h = Harness(tmp_path)
     values = steady(60, random.Random(5), noise=0.01) + [750.0, 750.0] + steady(40, random.Random(6), noise=0.01)
     seen = feed(h, values)
-    # Line 61 alone is no dip yet (a mild one needs 2 intervals): a look, no evidence.
-    assert h.prom.calls[1:2] == ["tps"] and seen[60] == 2
-    # Line 62 makes it one: the leading cause; line 63 ends it: the dip.
-    assert seen[61] == 4 and [s.value for s in h.leading()][0] == 1.0
+    # Line 61 alone is no dip yet (a mild one needs 2 intervals): the detector on the lines in
+    # memory says so, and Prometheus is not asked at all.
+    assert seen[60] == 1
+    # Line 62 makes it one: the evidence and the leading cause; line 63 ends it: the dip.
+    assert seen[61] == 2 and [s.value for s in h.leading()][0] == 1.0
     found = h.finished()
     assert [(d["level"], d["dip"]) for d in found[:1]] == [("mild", "1")]
     h.end(T0 + len(values) + 1)
@@ -331,3 +337,14 @@ def test_the_exporter_shows_the_dips_collector_every_batch_sent(tmp_path):
     e.send([line, sample("benchmark_progress_latency_seconds", {"run_id": RUN}, 0.002, int(T0 * 1000))])
     assert watcher.lines[RUN].points == [(int(T0 * 1000), 812.5)]
     assert e.writer.pending == 2  # and queued for Prometheus as before
+
+
+def test_a_long_dip_reads_its_evidence_every_ongoing_every_s_not_every_second(tmp_path):
+    h = Harness(tmp_path)
+    values = steady(60, random.Random(8)) + [300.0] * 20 + steady(30, random.Random(9))
+    seen = feed(h, values)
+    # One evidence read at its start, then every ONGOING_EVERY_S while it lasts (20 lines: 4 more),
+    # and one when it ends; the leading cause still written every second of it.
+    reads = seen[80] - seen[59]
+    assert reads == 1 + int(20 // dips_collector.ONGOING_EVERY_S), seen[59:82]
+    assert len([s for s in h.leading() if s.value == 1.0]) == 20

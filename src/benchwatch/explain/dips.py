@@ -100,17 +100,27 @@ def _full(p: _Point, interval_s: float) -> bool:
 
 
 def _baselines(points: list[_Point], interval_s: float, skip: set[int], window_s: float) -> list[float | None]:
+    # A sorted window slid along the run, each line put in and taken out once (the full lines not skipped):
+    # a 12-hour run of 21,600 lines takes milliseconds, not the half second of sorting every window anew.
+    from bisect import bisect_left, insort  # beside its one use
+
     half = window_s / 2
+    usable = [p.tps if j not in skip and _full(p, interval_s) else None for j, p in enumerate(points)]
+    window: list[float] = []
     out: list[float | None] = []
     lo = hi = 0
     n = len(points)
     for p in points:
-        while lo < n and points[lo].t < p.t - half:
-            lo += 1
         while hi < n and points[hi].t <= p.t + half:
+            if (v := usable[hi]) is not None:
+                insort(window, v)
             hi += 1
-        vals = [points[j].tps for j in range(lo, hi) if j not in skip and _full(points[j], interval_s)]
-        out.append(statistics.median(vals) if len(vals) >= MIN_LINES else None)
+        while lo < n and points[lo].t < p.t - half:
+            if (v := usable[lo]) is not None:
+                del window[bisect_left(window, v)]
+            lo += 1
+        m = len(window)
+        out.append((window[m // 2] if m % 2 else (window[m // 2 - 1] + window[m // 2]) / 2) if m >= MIN_LINES else None)
     return out
 
 
