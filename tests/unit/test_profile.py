@@ -185,3 +185,33 @@ def test_grafanas_flame_graph_frame_is_the_call_tree_depth_first():
     assert diff["value"] == [11, 11, 7, 4, 3] and diff["valueRight"] == [5, 5, 5, 0, 0]
     assert diff["self"] == [0, 0, 7, 1, 3] and diff["selfRight"] == [0, 0, 5, 0, 0]
     assert flamegraph.folded_text(Counter(left)) == "main;a;b 3\nmain;c 2\nmain;a 1\n"
+
+
+def test_a_differential_flame_graph_shows_what_grew_red_and_what_shrank_blue():
+    from benchwatch.profile import flamegraph
+
+    rest, dip = {"main;a": 90, "main;b": 10}, {"main;a": 10, "main;b": 90}
+    grew = flamegraph.diff_svg(rest, dip, "dip against the rest", "the rest", "the dip")
+    assert grew.startswith("<svg") and grew.endswith("</svg>") and "{y" not in grew
+    b = grew.split("<title>b: ")[1]
+    assert b.startswith("10.0 % of the rest's samples → 90.0 % of the dip's") and 'fill="rgb(255,60,60)"' in b[:300]
+    a = grew.split("<title>a: ")[1]
+    assert 'fill="rgb(60,60,255)"' in a[:300]
+    shrank = flamegraph.diff_svg(rest, dip, "t", widths_from="left")
+    assert 'width="900.0"' in shrank.split("<title>a: ")[1][:300]  # as wide as a was before
+    assert flamegraph.diff_svg({}, {}, "t") == ""
+
+
+def test_the_snapshot_draws_each_dip_as_differential_flame_graphs(tmp_path):
+    import shutil
+
+    from benchwatch.profile import recorder
+    from benchwatch.share.html import profile_html
+
+    os.makedirs(tmp_path / recorder.DIR)
+    shutil.copy(os.path.join(FIXTURES, "busy-loops-slices.tsv.gz"), tmp_path / recorder.DIR / recorder.SLICES)
+    with open(os.path.join(FIXTURES, "busy-loops-dips.json"), encoding="utf-8") as f:
+        dips = json.load(f)["dips"]
+    page = profile_html(str(tmp_path), dips)
+    assert page.count("<svg") == 2 and "what grew" in page and "what shrank" in page and "PostgresMain" in page
+    assert profile_html(str(tmp_path), []) == "" and profile_html(str(tmp_path / "none"), dips) == ""
