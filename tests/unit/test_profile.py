@@ -168,6 +168,13 @@ def test_a_variants_functions_against_the_baseline_with_their_interval(tmp_path)
     assert [r["measure"] for r in d["functions"] if r["function"] == "XLogFlush"] == ["self"]
     assert any(w.startswith("`XLogFlush` 31 % → 2.3 % of the database's CPU (self; 95 % interval") for w in d["words"])
     assert all(r["function"] not in ("main", "PostgresMain") for r in d["functions"])  # in every stack: no change
+    # Unwinding that stops short of main in some of the variant's stacks: main's total share falls, which says
+    # how far unwinding reached, not where the work went; it is not among the changes.
+    cut = [_profiled_run(tmp_path / f"c{i}", {"main;PostgresMain;ExecScan": 60 + i, "pglz_compress": 40 - i})
+           for i in range(3)]
+    rows = variants.compare([variants.run_shares(p) for p in base], [variants.run_shares(p) for p in cut])
+    assert rows[0]["function"] == "pglz_compress" and rows[0]["excludes_zero"], rows
+    assert not any(r["function"] in ("main", "PostgresMain") and r["measure"] == "total" for r in rows), rows
     one = variants.report_part([{"variant": "off", "cell": "", "baseline_runs": base[:1], "variant_runs": var[:1]}])
     assert "one run a side: no interval" in one["differences"][0]["words"][0]
 
@@ -215,3 +222,26 @@ def test_the_snapshot_draws_each_dip_as_differential_flame_graphs(tmp_path):
     page = profile_html(str(tmp_path), dips)
     assert page.count("<svg") == 2 and "what grew" in page and "what shrank" in page and "PostgresMain" in page
     assert profile_html(str(tmp_path), []) == "" and profile_html(str(tmp_path / "none"), dips) == ""
+
+
+def test_a_real_sweep_of_wal_compression_names_pglz_compress(tmp_path):
+    """sweep --profile of wal_compression=pglz against off, pgbench -c 4 -T 8 after a CHECKPOINT each, three
+    repeats, on this machine (the database's rows of each run's slices, tests/fixtures/profile/sweep-pglz)."""
+    import shutil
+
+    from benchwatch.profile import recorder, variants
+
+    runs: dict[str, list[str]] = {"off": [], "pglz": []}
+    for name in sorted(os.listdir(os.path.join(FIXTURES, "sweep-pglz"))):
+        run = tmp_path / name.split(".")[0]
+        os.makedirs(run / recorder.DIR)
+        shutil.copy(os.path.join(FIXTURES, "sweep-pglz", name), run / recorder.DIR / recorder.SLICES)
+        runs[name.split("-")[0]].append(str(run))
+    part = variants.report_part([{"variant": "pglz", "cell": "", "baseline_runs": runs["off"],
+                                  "variant_runs": runs["pglz"]}])
+    d = part["differences"][0]
+    grew = [r for r in d["functions"] if r["change"] > 0 and r["excludes_zero"]]
+    assert grew[0]["function"] == "pglz_compress" and grew[0]["baseline"] == 0.0, d["functions"]
+    assert grew[0]["change_ci"][0] > 0.05, grew[0]
+    assert d["words"][0].startswith("`pglz_compress` 0.0 % → 11 % of the database's CPU (total; 95 % interval")
+    assert sum(w.startswith("`pglz_compress`") for w in d["words"]) == 1

@@ -116,9 +116,14 @@ def function_changes(a: Window, b: Window, top: int = TOP_FUNCTIONS) -> list[dic
         rows.append(row)
     # Ranked by the larger of the two changes: a function that only calls the one that grew ranks below it
     # on self, beside it on total. Ties: by name, for a stable report.
-    rows.sort(key=lambda r: (-max(abs(r["self_change"]), abs(r["total_change"])), r["function"]))
-    # A root everything passes through (main, PostgresMain) changes total share by no more than rounding.
-    return [r for r in rows if max(abs(r["self_change"]), abs(r["total_change"])) > 0][:top]
+    # The total share of a function on at least half the stacks on both sides (main, PostgresMain) says how far
+    # unwinding reached, not where the work went: it does not rank.
+    def weight(r: dict) -> float:
+        total = abs(r["total_change"]) if min(r["total"]) < 0.5 else 0.0
+        return max(abs(r["self_change"]), total)
+
+    rows.sort(key=lambda r: (-weight(r), r["function"]))
+    return [r for r in rows if weight(r) > 0][:top]
 
 
 def compare_windows(profile: Profile, start: float, end: float) -> dict:
