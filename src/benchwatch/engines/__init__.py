@@ -262,6 +262,17 @@ class Engine:
     # their CPU as the database's, apart from other processes' (explain's cpu_contention).
     server_processes: ClassVar[frozenset[str]] = frozenset()
 
+    def process_kind(self, cmdline: str) -> str | None:
+        """What one of its server processes does, from its /proc/PID/cmdline (NULs as spaces): a profile's
+        samples of the database by process kind (benchwatch.profile). None: one kind, "server"."""
+        return None
+
+    def server_pid(self, facts: Mapping[str, Any]) -> int | None:
+        """The pid of the server a run drove, from its meta.json facts (describe_server's): a profile counts
+        that server and its children as the database, other servers of the host as other processes. None:
+        not known (every server process of the host counts)."""
+        return None
+
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         """Why the server has no ``capability``, in a few words for explain's report."""
         return f"{capability} is not available on the server"

@@ -79,6 +79,17 @@ class MySQL(Engine):
     up_metric = "mysql_up"
     server_processes = frozenset({"mariadbd", "mysqld"})
 
+    def server_pid(self, facts: Mapping[str, Any]) -> int | None:
+        # One process, threads inside: its pid file (the pid_file variable, among the recorded settings) names it.
+        path = str((facts.get("server_settings") or {}).get("pid_file") or "")
+        if not path:
+            return None
+        try:
+            with open(path, encoding="utf-8") as f:
+                return int(f.read().strip())
+        except (OSError, ValueError):
+            return None
+
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         if capability == "performance_schema":
             return "performance_schema is off on the server"

@@ -147,6 +147,16 @@ class PostgreSQL(Engine):
     up_metric = "pg_up"
     server_processes = frozenset({"postgres", "postmaster"})
 
+    def process_kind(self, cmdline: str) -> str | None:
+        from benchwatch.engines.postgresql.processes import process_kind
+
+        return process_kind(cmdline)
+
+    def server_pid(self, facts: Mapping[str, Any]) -> int | None:
+        from benchwatch.engines.postgresql.processes import postmaster_pid
+
+        return postmaster_pid(facts.get("data_directory"))
+
     def capability_missing(self, capability: str, facts: Mapping[str, Any]) -> str:
         from benchwatch.engines.postgresql.settings import missing_reason
 
