@@ -13,6 +13,7 @@ from benchwatch import evidence, loadgens
 from benchwatch.experiment import stats, steadiness
 from benchwatch.experiment.figures import run_figures
 from benchwatch.experiment.plan import Plan, progress
+from benchwatch.experiment.scope import Scope, why_scope
 from benchwatch.experiment.spec import Cell
 from benchwatch.util import secrets
 
@@ -115,15 +116,13 @@ def build(plan: Plan, events: list[dict[str, Any]], figures: dict[int, dict[str,
             "why": [],
         }
         if why is not None and t.verdict != "no difference shown":
-            # A variant on a server of its own (bindir=, dsn=) is not watched by the stack's exporter: only the
-            # host's signals compare.
-            own = any(x.bindir or x.dsn for x in (plan.variant(base), v))
-            entry["why"] = why([f["run_id"] for f in a], [f["run_id"] for f in b], cell, own)
-            entry["why_scope"] = "host only (a variant runs on a server the stack does not watch)" if own else "server and host"
+            # A variant's own server (bindir=, dsn=) compares as watched during the sweep (experiment.scope).
+            scope = why_scope(events, plan.variant(base), v)
+            entry["why"] = why([f["run_id"] for f in a], [f["run_id"] for f in b], cell, scope.host_only)
+            entry["why_scope"] = scope.text
             where = f"{v.name} at {cell.words}" if cell.words else v.name
             entry["why_text"] = evidence.sentence(where, entry["why"])
-        own = any(x.bindir or x.dsn for x in (plan.variant(base), v))
-        entry["stability"] = _stability(sd, v.name, base, cell, a, b, dips_why, own)
+        entry["stability"] = _stability(sd, v.name, base, cell, a, b, dips_why, why_scope(events, plan.variant(base), v))
         diffs.append(entry)
     state = progress(events)
     return {
@@ -144,7 +143,7 @@ def build(plan: Plan, events: list[dict[str, Any]], figures: dict[int, dict[str,
 
 
 def _stability(sd: steadiness.Difference, variant: str, base: str, cell: Cell, a: list[dict[str, Any]],
-               b: list[dict[str, Any]], dips_why: DipsWhy | None, host_only: bool) -> dict[str, Any]:
+               b: list[dict[str, Any]], dips_why: DipsWhy | None, scope: Scope) -> dict[str, Any]:
     """A difference's ``stability``: the verdict, each measure's comparison and, unless no difference is shown,
     its why: the dips and transactions lost per leading cause on each side, and the measures that moved during
     the less steady side's dips."""
@@ -156,7 +155,7 @@ def _stability(sd: steadiness.Difference, variant: str, base: str, cell: Cell, a
     causes = steadiness.causes_why(steadiness.by_cause([f.get("stability") for f in counted_a]),
                                    steadiness.by_cause([f.get("stability") for f in counted_b]))
     shaky = counted_b if sd.verdict == steadiness.LESS_STEADY else counted_a
-    during = dips_why([f["run_id"] for f in shaky], host_only) if dips_why is not None else []
+    during = dips_why([f["run_id"] for f in shaky], scope.host_only) if dips_why is not None else []
     where = f"{variant} at {cell.words}" if cell.words else variant
     words = [f"{where} is {sd.verdict} than {base}"]
     if causes:
@@ -168,8 +167,7 @@ def _stability(sd: steadiness.Difference, variant: str, base: str, cell: Cell, a
                                        compare=("outside_dips", "during_dips")))
     out["why"] = {"causes": causes, "during_dips": during,
                   "during_dips_of": variant if shaky is counted_b else base,
-                  "scope": ("host only (a variant runs on a server the stack does not watch)" if host_only
-                            else "server and host") if dips_why is not None else None,
+                  "scope": scope.text if dips_why is not None else None,
                   "text": "; ".join(words)}
     return out
 

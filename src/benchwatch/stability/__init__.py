@@ -111,19 +111,21 @@ def profile(samples: Sequence[tuple[int, float]], interval_s: float, *, latency:
     intervals (``warmup`` then says why). ``dips_by_cause`` stays None: it needs explain over the run's
     archived series (:func:`by_cause`)."""
     interval_s = float(interval_s) if interval_s and interval_s > 0 else 1.0
-    points: list[tuple[float, float, float]] = []  # (end of the interval, Unix s; tps; seconds covered)
+    # (end of the interval, Unix s; tps; seconds covered): each line covers the time since the previous one
+    # (explain.dips.covered_s, written out here: a 12-hour run has 21,600 lines), the first an interval.
+    clean = [(ts, tps) for ts, tps in samples if 0 <= tps < math.inf]  # not NaN (a staleness marker)
+    points: list[tuple[float, float, float]] = []
     prev: int | None = None
-    for ts, tps in samples:
-        if tps != tps or tps < 0 or math.isinf(tps):  # staleness markers, nothing else reaches here
-            continue
-        points.append((ts / 1000, float(tps), _dips.covered_s(prev, ts, interval_s)))
+    for ts, tps in clean:
+        points.append((ts / 1000, float(tps), interval_s if prev is None else max(0.0, (ts - prev) / 1000)))
         prev = ts
     interval_s = _cadence(points, interval_s)
     out = _empty("", interval_s)
     if latency is not None:
         out.update(latency_p99_s=latency.p99_s, latency_p999_s=latency.p999_s, latency_max_s=latency.max_s,
                    latency_source=latency.source)
-    full = [i for i, p in enumerate(points) if _dips.is_full(p[2], interval_s)]
+    half_interval = 0.5 * interval_s  # a line covering less is a catch-up line (explain.dips.is_full)
+    full = [i for i, p in enumerate(points) if p[2] >= half_interval]
     if len(full) < MIN_INTERVALS:
         out["warmup"] = f"too few progress lines ({len(full)} full intervals; a profile needs {MIN_INTERVALS})"
         return out
@@ -160,13 +162,14 @@ def profile(samples: Sequence[tuple[int, float]], interval_s: float, *, latency:
 
     # The steady part's lines, catch-up ones too: their transactions are done, their time is the stall's.
     done = stall = 0.0
+    late = STALL_GAP * interval_s
     for _end, tps, covered in points[first:last + 1]:
         done += tps * covered
-        if covered > STALL_GAP * interval_s:
+        if covered > late:
             stall += covered - interval_s
-        if tps == 0 and _dips.is_full(covered, interval_s):
+        if tps == 0 and covered >= half_interval:
             stall += min(covered, interval_s)
-    found = detect([(ts, v) for ts, v in samples if v == v], interval_s)
+    found = detect(clean, interval_s)
     count, seconds, lost = 0, 0.0, 0.0
     for d in found:
         share = _overlap(d.start, d.end, steady_from, steady_to)
