@@ -9,7 +9,8 @@ from typing import Any
 
 from benchwatch import stability
 from benchwatch.model.samples import Sample
-from benchwatch.record import outcome, replay, rundir
+from benchwatch.record import replay, rundir
+from benchwatch.stability import runs as stability_runs
 
 
 def run_figures(path: str) -> dict[str, Any]:
@@ -19,7 +20,9 @@ def run_figures(path: str) -> dict[str, Any]:
     run = rundir.RunDir(path)
     meta = run.read_meta()
     model, samples = replay.replay_run_dir_model(path, meta)
-    summary = outcome.read(run) or outcome.compute(run, meta)
+    # version 2: the stability profile kept, or computed from the raw output for an older run, with its dips
+    # by cause where the run's series are archived
+    summary = stability_runs.outcome(run)
     tool = summary.get("tool_summary") or {}
 
     def number(value: object) -> float | None:
