@@ -88,6 +88,39 @@ LEAN_PG_FLAGS = ("--disable-settings-metrics", "--no-collector.database")
 LEAN_POLL_S = 0.25
 SETTLE_S = 5.0  # after (re)starting watchers: let start-up CPU (WAL replay, first scrapes) pass
 TPS_RE = re.compile(rb"tps = ([0-9.]+) \((?:without initial connection time|excluding connections establishing)\)")
+REFERENCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "watch_cost_reference.json")
+CALIBRATION_ITERATIONS = 200_000
+
+
+def calibration_seconds(repeat: int = 5) -> float:
+    """CPU seconds of a fixed CPU-bound loop (pure Python, no I/O), the least of ``repeat``: the unit of the
+    cost index. CPU time, not wall time: waiting for a core on a busy machine is not counted, and what
+    contention slows (caches, a slower clock) slows the watchers about as much."""
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.process_time()
+        x = 0
+        for i in range(CALIBRATION_ITERATIONS):
+            x = (x * 31 + i) % 1_000_003
+        best = min(best, time.process_time() - t)
+    return best
+
+
+def collector_cpu(url: str) -> dict[str, float]:
+    """The benchwatch exporter's CPU seconds by collector (and its remote write), from its /metrics."""
+    try:
+        status, body = net.http_get(url + "/metrics", timeout=5.0)
+    except OSError:
+        return {}
+    out: dict[str, float] = {}
+    for line in body.decode(errors="replace").splitlines():
+        if line.startswith("benchwatch_exporter_collector_cpu_seconds_total{"):
+            out[line.split('"')[1]] = float(line.rsplit(" ", 1)[1])
+        elif line.startswith("benchwatch_exporter_remote_write_cpu_seconds_total "):
+            out["(remote write)"] = float(line.rsplit(" ", 1)[1])
+    return out if status == 200 else {}
+
+
 EXPORTER_CODE = (
     "import sys; import benchwatch.exporter.server as s; s.POLL_INTERVAL_S = float(sys.argv[1]); "
     "from benchwatch.cli import main; sys.exit(main(sys.argv[2:]))"
@@ -248,6 +281,8 @@ class CostBench:
                 raise RuntimeError(f"{variant}: no progress line: {open(err_path, 'rb').read()[-500:]!r}")
             wrapper = proc.pid if variant != "bare" else None
             groups = self.processes(wrapper) if variant != "bare" else {}
+            exporter_url = self.stack.cfg.url("benchwatch_exporter")
+            k0 = collector_cpu(exporter_url) if variant != "bare" else {}
             t0, busy0 = time.monotonic(), _live.machine_busy_seconds()
             c0 = self.snapshot(groups)
             startup = None
@@ -257,6 +292,8 @@ class CostBench:
             time.sleep(window)  # the measurement window itself
             c1 = self.snapshot(groups)
             t1, busy1 = time.monotonic(), _live.machine_busy_seconds()
+            k1 = collector_cpu(exporter_url) if variant != "bare" else {}
+            calibration = calibration_seconds()  # the same moment's machine: the unit of the index
             churn = {c: _live.socket_local_ports(self.live.pids().get(c, 0), self.stack.cfg.ports["postgres"])
                      for c in self.backends}
             proc.wait(timeout=self.args.seconds + 120)
@@ -274,7 +311,9 @@ class CostBench:
             else:
                 cpu[name] = (c1[name] - c0[name]) / elapsed
         lost = [c for c, ports in churn.items() if len(ports) != len(self.backends[c])]
+        collectors = {k: (k1[k] - k0.get(k, 0.0)) / elapsed for k in k1}
         return {"variant": variant, "round": round_no, "tps": float(m.group(1)), "window": elapsed,
+                "collectors": collectors, "calibration": calibration,
                 "cpu": cpu, "machine_busy": (busy1 - busy0) / elapsed / _live.NPROC,
                 "wrapper_startup": startup, "backends_churned": lost}
 
@@ -439,53 +478,62 @@ def reload(prometheus: str) -> None:
         r.read()
 
 
-def exporter_breakdown(live: _live.BenchStack, window: float, tmp: str) -> None:
-    """The benchwatch exporter following a live run, for several poll intervals."""
-    import benchwatch.exporter.server as server
+def exporter_breakdown(live: _live.BenchStack, window: float, tmp: str) -> dict[str, float]:
+    """The benchwatch exporter following a live run, whole and with each collector off in turn: what each
+    collector costs (the stack's own exporter command line and environment; fed by attach)."""
+    from benchwatch.exporter import load_collectors
 
     stack = live.stack
-    print(f"\n[3] benchwatch exporter following a live run (attach fed one progress line per second), {window:.0f} s "
-          f"per poll interval (the stack's exporter stopped meanwhile; not scraped; code default "
-          f"POLL_INTERVAL_S = {server.POLL_INTERVAL_S}):")
+    argv = processes.process_cmdline(stack.pid("benchwatch_exporter"))
+    base = [a for a in argv[argv.index("exporter"):] if not a.startswith("--listen=")]
+    env = dict(stack.base_env(), **stack.server.exporter_env())
+    names = list(load_collectors())
+    print(f"\n[3] benchwatch exporter following a live run (attach fed one steady progress line per second), "
+          f"{window:.0f} s per configuration, its /proc CPU (the stack's exporter stopped meanwhile; not scraped); "
+          f"a collector's cost = the whole exporter's less the exporter without it:")
     stack.stop("supervisor")  # else it starts the stack's exporter again; up restarts both
     stack.stop("benchwatch_exporter")
+    out: dict[str, float] = {}
     try:
-        for poll in (server.POLL_INTERVAL_S, 0.25, 0.5, 1.0):
+        for off in [None, *names]:
             port = net.free_port()
-            env = stack.base_env()
-            argv = [sys.executable, "-c", EXPORTER_CODE, str(poll), "exporter", f"--listen={LISTEN_HOST}:{port}",
-                    f"--runs-dir={stack.cfg.runs_dir}", f"--remote-write-url={stack.cfg.remote_write_url}"]
-            with open(os.path.join(tmp, f"exporter-{poll}.log"), "wb") as log:
-                exporter = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+            flags = [] if off is None else [f"--no-collector.{off}"]
+            cmd = [sys.executable, "-m", "benchwatch", *base, f"--listen={LISTEN_HOST}:{port}", *flags]
+            with open(os.path.join(tmp, f"exporter-{off}.log"), "wb") as log:
+                exporter = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
             attach = None
+            label = "whole exporter" if off is None else f"without {off}"
             try:
                 if not processes.wait_until(lambda: net.http_ok(f"http://{LISTEN_HOST}:{port}/healthz"), 30, 0.05,
-                                        abort=lambda: exporter.poll() is not None):
-                    print(f"  poll {poll:<5} s: the exporter did not start")
+                                            abort=lambda: exporter.poll() is not None):
+                    print(f"  {label:<28} the exporter did not start")
                     continue
-                idle = window_cpu({"exporter": exporter.pid}, window)["exporter"]
                 attach = subprocess.Popen([_live.BENCHWATCH, "attach", "--quiet"], stdin=subprocess.PIPE,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=live.env())
                 start = time.monotonic()
-                c0 = _live.cpu_seconds(exporter.pid)
-                lines = int(window)
+                c0 = t0 = 0.0
+                lines = int(window) + 3
                 for i in range(lines + 1):
                     delay = start + i - time.monotonic()
                     if delay > 0:
                         time.sleep(delay)  # pace like pgbench -P 1
-                    if i == 1:
-                        c0, t0 = _live.cpu_seconds(exporter.pid), time.monotonic()  # after run discovery
-                    attach.stdin.write(f"progress: {i + 1}.0 s, {500 + i}.0 tps, lat 4.000 ms stddev 0.500, 0 failed\n".encode())
+                    if i == 3:
+                        c0, t0 = _live.cpu_seconds(exporter.pid) or 0.0, time.monotonic()  # after run discovery
+                    attach.stdin.write(f"progress: {i + 1}.0 s, {500 + i % 3}.0 tps, lat 4.000 ms stddev 0.500, 0 failed\n".encode())
                     attach.stdin.flush()
-                following = (_live.cpu_seconds(exporter.pid) - c0) / (time.monotonic() - t0)
-                print(f"  poll {poll:<5} s: idle {idle * 1000:6.2f} ms/s   following a run {following * 1000:6.2f} ms/s")
+                following = ((_live.cpu_seconds(exporter.pid) or 0.0) - c0) / (time.monotonic() - t0)
+                out[label] = following * 1000
+                extra = "" if off is None or "whole exporter" not in out else \
+                    f"   -> {off} costs {out['whole exporter'] - out[label]:6.2f} ms/s"
+                print(f"  {label:<28} {following * 1000:6.2f} ms/s{extra}", flush=True)
             finally:
-                if attach is not None:
+                if attach is not None and attach.stdin is not None:
                     attach.stdin.close()
                     attach.wait(timeout=30)
                 processes.stop_pid(exporter.pid)
     finally:
         live.start_watchers()
+    return out
 
 
 # -- report ----------------------------------------------------------------------------------
@@ -536,6 +584,18 @@ def report(results: list[dict], variants: list[str]) -> None:
             print(f"  total {variant:<13} {statistics.mean(totals) * 1000:6.2f} ms/s = {statistics.mean(share):.2f} % of the machine "
                   f"({_live.NPROC} cores; per round {' '.join(f'{x:.2f}' for x in share)} %; "
                   f"target <= 1 %: {'met' if statistics.mean(share) <= 1.0 else 'NOT met'})")
+        cnames: list[str] = []
+        for r in watched:
+            cnames += [n for n in r.get("collectors", {}) if n not in cnames]
+        if cnames:
+            print("  the benchwatch exporter by collector (its self-metric benchwatch_exporter_collector_cpu_seconds_total: "
+                  "polls and the collector's own threads; the rest is its HTTP server and the interpreter):")
+            for name in cnames:
+                cells = []
+                for variant in watched_variants:
+                    vals = [r["collectors"][name] * 1000 for r in watched if r["variant"] == variant and name in r["collectors"]]
+                    cells.append(f"{statistics.mean(vals):6.2f} [{' '.join(f'{v:.1f}' for v in vals)}]" if vals else "-")
+                print(f"    {name:<28}" + "".join(f"{c:>26}" for c in cells))
         startups = [r["wrapper_startup"] for r in watched if r["wrapper_startup"] is not None]
         if startups:
             print(f"  one-off per run: benchwatch run start-up (bash, Python, pgbench --version, psql x2) "
@@ -566,6 +626,54 @@ def report(results: list[dict], variants: list[str]) -> None:
         print(f"  run-to-run noise of bare alone: stdev {statistics.stdev(bare) / statistics.mean(bare) * 100:.1f} % of its mean")
 
 
+def cost_index(results: list[dict], variant: str = "ours") -> tuple[float, float, list[float]] | None:
+    """The figure a check compares: the whole stack's CPU per second of run in units of the calibration loop's
+    CPU time measured right after the same window (a ratio of two CPU times of one moment, not a time), the
+    mean over rounds; with the mean ms/s and the per-round indexes."""
+    rounds = [r for r in results if r["variant"] == variant and r.get("calibration")]
+    if not rounds:
+        return None
+    totals = [sum(v for v in r["cpu"].values() if v is not None) for r in rounds]
+    indexes = [t / r["calibration"] for t, r in zip(totals, rounds, strict=True)]
+    return statistics.mean(indexes), statistics.mean(totals) * 1000, indexes
+
+
+def check(results: list[dict], args: argparse.Namespace) -> int:
+    """Prints the final figure; with --check compares it with the recorded one, with --record records it."""
+    import json
+
+    got = cost_index(results)
+    if got is None:
+        return 0
+    index, ms, indexes = got
+    cal = statistics.median(r["calibration"] for r in results if r.get("calibration"))
+    print(f"\nFINAL: the whole stack at 1 s resolution {ms:.2f} ms of CPU per second of run "
+          f"= {ms / 10 / _live.NPROC:.2f} % of the machine; cost index {index:.3f} "
+          f"(stack CPU per second / CPU of the calibration loop, {cal * 1000:.1f} ms here; per round "
+          f"{' '.join(f'{x:.3f}' for x in indexes)})")
+    if args.record:
+        with open(REFERENCE, "w", encoding="utf-8") as f:
+            json.dump({"index": round(index, 4), "ms_per_s": round(ms, 2), "rounds": len(indexes),
+                       "calibration_ms": round(cal * 1000, 2), "recorded": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "tolerance": args.tolerance}, f, indent=2)
+            f.write("\n")
+        print(f"recorded in {os.path.relpath(REFERENCE)}")
+    if args.check:
+        try:
+            with open(REFERENCE, encoding="utf-8") as f:
+                ref = json.load(f)
+        except (OSError, ValueError) as e:
+            print(f"CHECK FAILED: no recorded figure to compare with ({e}); record one with --record")
+            return 2
+        limit = ref["index"] * (1 + args.tolerance)
+        if index > limit:
+            print(f"CHECK FAILED: cost index {index:.3f} > recorded {ref['index']:.3f} + {args.tolerance:.0%} = {limit:.3f}: "
+                  f"watching got dearer (see the breakdown above)")
+            return 1
+        print(f"CHECK OK: cost index {index:.3f} <= recorded {ref['index']:.3f} + {args.tolerance:.0%} = {limit:.3f}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=20, help="length of each pgbench run (default 20)")
@@ -577,6 +685,12 @@ def main() -> int:
     parser.add_argument("--scale", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=5, help="seconds of pgbench before the rounds (default 5)")
     parser.add_argument("--breakdown", action="store_true", help="add where the CPU goes and what each option saves")
+    parser.add_argument("--check", action="store_true",
+                        help=f"compare the cost index with the recorded one ({os.path.basename(REFERENCE)}); exit 1 when dearer")
+    parser.add_argument("--record", action="store_true", help="record this run's cost index as the reference")
+    parser.add_argument("--tolerance", type=float, default=0.35,
+                        help="how much dearer than the recorded index --check lets pass (default 0.35: 35 %%)")
+    parser.add_argument("--parts", default="1,2,3", help="which parts of the breakdown (default 1,2,3)")
     parser.add_argument("--scrapes", type=int, default=100, help="scrapes per variant in the breakdown (default 100)")
     parser.add_argument("--window", type=float, default=15.0, help="seconds per configuration in the breakdown's CPU windows (default 15)")
     args = parser.parse_args()
@@ -595,6 +709,9 @@ def main() -> int:
     for v in variants:
         print(f"  {v:<13} {VARIANTS[v]}")
     results: list[dict] = []
+    status = 0
+    if (args.check or args.record) and "ours" not in variants:
+        parser.error("--check and --record compare the 'ours' variant: include it in --variants")
     with _live.BenchStack(scale=args.scale, stack_cls=VariantStack) as live, tempfile.TemporaryDirectory(prefix="benchwatch-bench-") as tmp:
         bench = CostBench(live, args, tmp)
         for c in ("node_exporter", "postgres_exporter"):
@@ -612,13 +729,18 @@ def main() -> int:
                       + f"  machine busy {r['machine_busy'] * 100:.0f} %  {_live.loadavg()}", flush=True)
         if results:
             report(results, variants)
+            status = check(results, args)
         if args.breakdown:
             bench.configure("ours")
-            scrape_breakdown(live, args.scrapes, tmp)
-            prometheus_breakdown(live, args.window)
-            exporter_breakdown(live, args.window, tmp)
+            parts = set(args.parts.split(","))
+            if "1" in parts:
+                scrape_breakdown(live, args.scrapes, tmp)
+            if "2" in parts:
+                prometheus_breakdown(live, args.window)
+            if "3" in parts:
+                exporter_breakdown(live, args.window, tmp)
     print(f"\n{_live.loadavg()} after")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import random
 import pytest
 
 from benchwatch.explain import dips, report
+from benchwatch.exporter import dips as dips_collector
 from benchwatch.exporter.dips import KEEP_S, RECHECK_S, DipWatcher, possibly_low
 from benchwatch.model.samples import STALE_NAN, Sample, is_stale_marker, sample
 from benchwatch.query.series import Series
@@ -124,13 +125,17 @@ def test_a_drop_to_40_percent_calls_for_a_pass_on_its_first_line(tmp_path):
     values = steady(60, random.Random(3)) + [400.0] * 5 + steady(30, random.Random(4))
     seen = feed(h, values)
     assert seen[59] == 1  # nothing before the drop
-    # The first low line: the look, then the evidence; the leading cause is written at once.
-    assert h.prom.calls[1:3] == ["tps", "evidence"] and seen[60] == 3
+    # The first low line: the detector on the lines in memory finds the dip, so the evidence is
+    # read (and only it: no look back at the TPS Prometheus holds); the leading cause is written at once.
+    assert h.prom.calls[1:2] == ["evidence"] and seen[60] == 2
     lead = h.leading()
     assert lead[0].value == 1.0 and dict(lead[0].labels)["cause"] == report.NO_CAUSE
     assert lead[0].timestamp_ms == int((T0 + 61 + 0.05) * 1000) + 1
-    # Evidence each second of the dip, the finished dip written on the line after it, then quiet.
-    assert seen[65] == 3 + 5 and seen[-1] == seen[65]
+    # The evidence once at the dip's start, then the detector on the lines in memory each second (the
+    # leading cause written every second all the same), the evidence again when it ends (ONGOING_EVERY_S
+    # after the first, at the latest): the finished dip written on the line after it, then quiet.
+    assert seen[64] == 2 and seen[65] == 3 and seen[-1] == seen[65]
+    assert [s.timestamp_ms for s in lead if s.value == 1.0] == [int((T0 + t + 0.05) * 1000) + 1 for t in range(61, 66)]
     assert is_stale_marker(lead[-1].value)
     (dip,) = {tuple(sorted(d.items())) for d in h.finished()}
     assert dict(dip)["level"] == "deep" and dict(dip)["dip"] == "1"
@@ -142,10 +147,11 @@ def test_a_mild_two_line_dip_at_75_percent_is_written(tmp_path):
     h = Harness(tmp_path)
     values = steady(60, random.Random(5), noise=0.01) + [750.0, 750.0] + steady(40, random.Random(6), noise=0.01)
     seen = feed(h, values)
-    # Line 61 alone is no dip yet (a mild one needs 2 intervals): a look, no evidence.
-    assert h.prom.calls[1:2] == ["tps"] and seen[60] == 2
-    # Line 62 makes it one: the leading cause; line 63 ends it: the dip.
-    assert seen[61] == 4 and [s.value for s in h.leading()][0] == 1.0
+    # Line 61 alone is no dip yet (a mild one needs 2 intervals): the detector on the lines in
+    # memory says so, and Prometheus is not asked at all.
+    assert seen[60] == 1
+    # Line 62 makes it one: the evidence and the leading cause; line 63 ends it: the dip.
+    assert seen[61] == 2 and [s.value for s in h.leading()][0] == 1.0
     found = h.finished()
     assert [(d["level"], d["dip"]) for d in found[:1]] == [("mild", "1")]
     h.end(T0 + len(values) + 1)
@@ -236,7 +242,10 @@ def test_possibly_low_fires_for_every_line_the_detector_finds_in_an_ongoing_dip(
             found = dips.detect(window, interval, ongoing=True)
             flagged = possibly_low(points, len(points) - 1, (interval,))
             fired += flagged
-            if any(d.ongoing for d in found):
+            # A lasting dip (held against the level before a fall, dips.Dip.lasting) is the watcher's once its
+            # first line was possibly low or the RECHECK_S safety net found it:
+            # test_a_collapse_that_lasts_is_under_way_until_the_run_ends_then_one_dip.
+            if any(d.ongoing and not d.lasting for d in found):
                 ongoing += 1
                 assert flagged, (seed, interval, k, samples[max(0, k - 40):k + 1])
     # Not vacuous (these runs are far rougher than a real one: test_a_steady_run_... for that).
@@ -261,6 +270,41 @@ def test_possibly_low_holds_for_each_interval_it_may_be_given():
     assert possibly_low(points, 8, (1.0,))
     assert possibly_low(points, 8, (1.0, 2.0))
     assert not possibly_low(points[:3] + [(points[3][0], 0.0)], 3, (1.0,))  # fewer than MIN_LINES: no dip
+
+
+def test_a_collapse_that_lasts_is_under_way_until_the_run_ends_then_one_dip(tmp_path):
+    # 40 s at 1000, then 5 TPS for 200 s, longer than a pass's look-back (LOOKBACK_S): the leading cause is
+    # written on the collapse's first line and stays under way to the end; one dip from the collapse to the end.
+    h = Harness(tmp_path)
+    values = steady(40, random.Random(3)) + [5.0 + (i % 3) for i in range(200)]
+    written_at = []
+    for i, v in enumerate(values):
+        before = len(h.leading())
+        h.line(int((T0 + i + 1) * 1000), v)
+        if len(h.leading()) > before:
+            written_at.append(i)
+    assert written_at and written_at[0] == 40, written_at
+    assert all(not is_stale_marker(s.value) for s in h.leading()), "the dip ended before the run did"
+    h.end(T0 + len(values) + 1)
+    (d,) = {tuple(sorted(labels.items())) for labels in h.finished()}
+    stamps = sorted(s.timestamp_ms for s in h.out if s.name == "benchmark_dip_info" and not is_stale_marker(s.value))
+    assert (stamps[0], stamps[-1]) == (int((T0 + 40) * 1000), int((T0 + 240) * 1000)), (stamps[0], stamps[-1])
+    assert dict(d)["level"] == "deep"
+
+
+def test_a_slow_slide_is_found_by_the_safety_net(tmp_path):
+    # 60 s at 1000, then 1 % less each second for 60 s, then flat at 550: no line falls below 80% of the 30 s
+    # before it, so the first look comes from RECHECK_S: under way within it of the first lasting line.
+    h = Harness(tmp_path)
+    values = steady(60, random.Random(5), noise=0.01) + [1000 * 0.99 ** k for k in range(1, 61)] + [550.0] * 60
+    first_lasting = next(k for k in range(len(values)) if any(
+        d.ongoing and d.lasting for d in dips.detect([(int((T0 + i + 1) * 1000), v) for i, v in enumerate(values[:k + 1])],
+                                                     ongoing=True)))
+    for i, v in enumerate(values):
+        h.line(int((T0 + i + 1) * 1000), v)
+        if h.leading():
+            break
+    assert h.leading() and i <= first_lasting + RECHECK_S + 1, (i, first_lasting)
 
 
 # -- the same outputs as a pass every second --------------------------------------------------------
@@ -293,3 +337,14 @@ def test_the_exporter_shows_the_dips_collector_every_batch_sent(tmp_path):
     e.send([line, sample("benchmark_progress_latency_seconds", {"run_id": RUN}, 0.002, int(T0 * 1000))])
     assert watcher.lines[RUN].points == [(int(T0 * 1000), 812.5)]
     assert e.writer.pending == 2  # and queued for Prometheus as before
+
+
+def test_a_long_dip_reads_its_evidence_every_ongoing_every_s_not_every_second(tmp_path):
+    h = Harness(tmp_path)
+    values = steady(60, random.Random(8)) + [300.0] * 20 + steady(30, random.Random(9))
+    seen = feed(h, values)
+    # One evidence read at its start, then every ONGOING_EVERY_S while it lasts (20 lines: 4 more),
+    # and one when it ends; the leading cause still written every second of it.
+    reads = seen[80] - seen[59]
+    assert reads == 1 + int(20 // dips_collector.ONGOING_EVERY_S), seen[59:82]
+    assert len([s for s in h.leading() if s.value == 1.0]) == 20

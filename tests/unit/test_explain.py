@@ -20,6 +20,7 @@ from tests.unit.test_snapshot_summary import RUN_DIR, RUN_ID, fixture_series
 HERE = os.path.dirname(os.path.dirname(__file__))
 PGBENCH = os.path.join(HERE, "fixtures", "pgbench")
 T0 = 1_700_000_000.0
+LEVELSHIFT_RUN = "20261128T134410.797Z-34e3"  # tests/fixtures/levelshift/README.md
 
 
 def fixture_run(name: str) -> list[Series]:
@@ -96,6 +97,96 @@ def test_a_long_dip_does_not_lower_its_own_reference():
 def test_too_few_lines_give_no_dips():
     assert dips.detect(curve([1000, 0, 1000, 1000])) == []
 
+
+
+# -- a level shift is a dip (issue 32) -------------------------------------------------------------
+
+def test_a_collapse_that_lasts_is_one_dip_to_the_end():
+    # pgbench_accounts' primary key dropped after the 10th line of a real 30 s run: about 300 TPS, then 0-4.
+    # The whole run fits in the rolling window, whose median is the collapsed level: held against the level before.
+    found = dips.detect(tps_of("pg15_collapse_dropped_pkey"))
+    assert len(found) == 1, found
+    d = found[0]
+    assert (d.start - T0, d.end - T0) == (10.0, 30.0)
+    assert d.lasting and d.level == "deep" and d.depth >= 0.95 and not d.ongoing
+    assert 250 < d.baseline_tps < 350  # the lower median of the lines before it (401, 615, 515, 332, ...)
+    values = [float(v) for _, v in tps_of("pg15_collapse_dropped_pkey")][10:]
+    assert d.lost_transactions == pytest.approx(sum(d.baseline_tps - v for v in values), abs=0.1)
+
+
+def test_a_run_slow_from_its_start_has_no_dip():
+    # The same change before the run: 0-4 TPS from the first line, nothing to fall from; lines of 1 or 2
+    # transactions against a level of 3 are how a count that small falls, not dips.
+    assert dips.detect(tps_of("pg15_slow_dropped_pkey")) == []
+    assert dips.detect(curve([3, 4, 2, 3, 1, 4, 3, 2, 3, 3, 4, 1, 3, 2, 3] * 4)) == []
+
+
+def test_a_collapse_after_the_first_third_of_a_run_is_held_to_the_end():
+    # 15 s at 2900, then 8 TPS for 30 s (the issue's run): one dip, 15 s to the end, 99.7 % deep.
+    (d,) = dips.detect(curve([2900.0 + 40 * (i % 3) for i in range(15)] + [8.0] * 30))
+    assert (d.start - T0, d.end - T0) == (15.0, 45.0) and d.lasting and d.depth > 0.99
+    assert d.lost_transactions == pytest.approx((d.baseline_tps - 8) * 30, abs=0.1)
+    # Live, the same dip is under way at its last line.
+    (d,) = dips.detect(curve([2900.0] * 15 + [8.0] * 30), ongoing=True)
+    assert d.ongoing and d.lasting and d.start - T0 == 15.0
+
+
+def test_a_slow_slide_is_one_dip_against_the_level_before():
+    # 60 s at 1000, then 1 % less every second for 60 s, then flat at 550 for 60 s: the rolling level follows
+    # it down; against the level before, it is one dip from where it fell below 80 % to the end.
+    values = [1000.0] * 60 + [1000 * 0.99 ** k for k in range(1, 61)] + [550.0] * 60
+    (d,) = dips.detect(curve(values))
+    below = next(i for i, v in enumerate(values) if v < 800)
+    assert d.lasting and d.level == "mild" and d.baseline_tps == 1000
+    assert d.start - T0 == below and d.end - T0 == len(values)
+
+
+def test_a_stall_longer_than_half_the_window_is_one_dip():
+    # 90 s at zero between two minutes at 1000: the rolling median of the middle of it is zero.
+    (d,) = dips.detect(curve([1000.0] * 60 + [0.0] * 90 + [1000.0] * 60))
+    assert (d.start - T0, d.end - T0) == (60.0, 150.0) and d.stall and d.lasting
+    assert d.lost_transactions == pytest.approx(90_000)
+
+
+def test_warm_up_and_a_short_burst_at_the_start_are_not_dips():
+    # A ramp rises to its level; a first burst of fewer lines than half of those that make a level is no level.
+    assert dips.detect(curve([100.0 * k for k in range(1, 21)] + [2000.0] * 60)) == []
+    assert dips.detect(curve([2000.0] * 5 + [1000.0] * 60)) == []
+
+
+def test_the_collapsed_run_s_cause_is_the_update_whose_time_per_call_rose():
+    run_dir = os.path.join(HERE, "fixtures", "levelshift", LEVELSHIFT_RUN)
+    meta = rundir.RunDir(run_dir).read_meta()
+    result = report.explain(fixture_series(run_dir), meta, LEVELSHIFT_RUN)
+    (d,) = result["dips"]
+    first = report.tps_samples(fixture_series(run_dir), LEVELSHIFT_RUN)[0][0] / 1000
+    assert d["start"] == pytest.approx(first + 9.0, abs=0.01) and d["lasting"] and d["depth"] >= 0.95
+    assert d["cause"] == "statement", json.dumps(d, indent=1)
+    details = d["candidates"][0]["details"]
+    assert details["statement"].startswith("UPDATE pgbench_accounts"), details
+    assert details["ms_per_call_in_dip"] > 100 * details["ms_per_call_before"], details
+    assert "(deep, stall, lasting)" in report.text_table(result)
+
+
+def test_with_one_reading_of_the_statements_before_the_collapse_the_update_is_still_named():
+    # The collector reads the statements every 5 s until a line might be low (this run's disk stall at 5 s
+    # made it read every second from then): as if it had not, one reading of the 10 s before the drop.
+    run_dir = os.path.join(HERE, "fixtures", "levelshift", LEVELSHIFT_RUN)
+    meta = rundir.RunDir(run_dir).read_meta()
+    series = fixture_series(run_dir)
+    drop = report.tps_samples(series, LEVELSHIFT_RUN)[0][0] / 1000 + 9.0
+    kept = []
+    for s in series:
+        if s.name.startswith("pg_statement_"):
+            every_5s: list[int] = []
+            for ts in sorted({ts for ts, _ in s.samples if ts / 1000 < drop}):
+                if not every_5s or ts - every_5s[-1] >= 4900:
+                    every_5s.append(ts)
+            s = Series(s.name, s.labels, [(ts, v) for ts, v in s.samples if ts / 1000 >= drop or ts in every_5s])
+        kept.append(s)
+    (d,) = report.explain(kept, meta, LEVELSHIFT_RUN)["dips"]
+    assert d["cause"] == "statement", json.dumps(d, indent=1)
+    assert d["candidates"][0]["details"]["statement"].startswith("UPDATE pgbench_accounts")
 
 # -- attribution on series ---------------------------------------------------------------------------
 

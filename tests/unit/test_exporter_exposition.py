@@ -30,8 +30,9 @@ START = 1_700_000_000.0
 RUN_ID = "20231114T221320Z-0001"
 POLL_SECONDS = 0.25  # what the test timer says every poll took
 # Families whose values (and python_info's labels) depend on the machine and the moment:
-# left out of the golden file, checked by test_process_metrics instead.
-VARYING = re.compile(r"(process|python)_\w+")
+# left out of the golden file, checked by test_process_metrics instead; so are the CPU times per
+# collector (test_cpu_per_collector).
+VARYING = re.compile(r"(process|python)_\w+|benchwatch_exporter_(collector|remote_write)_cpu_seconds_total")
 
 
 def make_run(runs_dir: str, run_id: str, fixture: str, argv: list[str], start: float = START) -> rundir.RunDir:
@@ -90,6 +91,17 @@ def without_varying(text: str) -> str:
     """The exposition without the process_* and python_* families (HELP, TYPE and samples)."""
     return "".join(line for line in text.splitlines(keepends=True)
                    if not VARYING.match(line.removeprefix("# HELP ").removeprefix("# TYPE ")))
+
+
+def test_cpu_per_collector(exporter):
+    """Every collector's CPU time, and the remote write's, where the exporter's CPU goes (the cost benchmark reads them)."""
+    text = generate_latest(exporter.registry).decode()
+    cpu = {line.split('"')[1]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+           if line.startswith("benchwatch_exporter_collector_cpu_seconds_total{")}
+    assert set(cpu) == set(exporter.collectors) and all(v >= 0 for v in cpu.values())
+    # The runs collector read a whole run's output in that poll: CPU it cannot have done in no time.
+    assert cpu["pgbench_runs"] > 0
+    assert any(line.startswith("benchwatch_exporter_remote_write_cpu_seconds_total ") for line in text.splitlines())
 
 
 def test_exposition_matches_golden_file(exporter):
@@ -254,3 +266,25 @@ def test_ingested_and_imported_runs_are_not_followed_again(tmp_path):
     c = PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: START)
     c.poll()
     assert sent == [] and c.following == {}
+
+
+def test_a_run_is_live_while_its_tps_lines_are_sent(tmp_path, refused_url, monkeypatch):
+    """ExporterOptions.run_live, which the processes and statements collectors slow down by between runs."""
+    from benchwatch.exporter import server
+    from benchwatch.model.samples import sample
+
+    e = make_exporter(tmp_path, refused_url, server_log=None)
+    t = [500.0]
+    monkeypatch.setattr(server.time, "monotonic", lambda: t[0])
+    assert e.collectors["processes"].run_live is not None and not e.run_live()
+    e.send([sample("benchmark_transactions_total", {"run_id": "r"}, 1.0, 1000)])
+    assert not e.run_live()  # not a progress line
+    e.send([sample("benchmark_progress_tps", {"run_id": "r"}, 100.0, 1000)])
+    assert e.run_live()
+    t[0] += server.RUN_LIVE_HOLD_S + 0.1
+    assert not e.run_live()
+    # Without the runs collector (an agent's log follower) nothing is slowed down.
+    other = tmp_path / "other"
+    other.mkdir()
+    f = make_exporter(other, refused_url, server_log=None, collectors={"pgbench_runs": False})
+    assert f.collectors["processes"].run_live is None

@@ -81,3 +81,34 @@ def test_collector_writes_groups_every_scan_and_the_busiest_others(tmp_path):
 def test_server_and_load_generator_names_come_from_engines_and_loadgens():
     assert {"postgres", "mariadbd"} <= processes.server_process_names()
     assert {"pgbench", "sysbench", "go-tpc"} <= processes.load_generator_names()
+
+
+def test_between_runs_the_scan_slows_down_and_a_run_that_starts_is_scanned_at_once(tmp_path):
+    sent: list[Sample] = []
+    now = [1000.0]
+    live = [False]
+    root = tmp_path / "proc"
+    proc_tree(root, {1: ("postgres", 100), 2: ("python3", 0)}, uptime_s=1000, started_s=10)
+    c = processes.ProcessesCollector(sent.extend, clock=lambda: now[0], root=str(root), database={"postgres"},
+                                     load_generator={"pgbench"}, run_live=lambda: live[0])
+    assert c.poll() == 0  # the starting point
+    scans = []
+    for _ in range(int(processes.IDLE_EVERY_S) - 1):
+        now[0] += 1.0
+        scans.append(c.poll() > 0)
+    assert not any(scans)  # no run: nothing for 29 s
+    now[0] += 1.0
+    assert c.poll() > 0  # the idle pace
+    now[0] += 1.0
+    live[0] = True  # a run's line: scanned at once, then every EVERY_S
+    assert c.poll() > 0
+    now[0] += 1.0
+    assert c.poll() == 0
+    now[0] += processes.EVERY_S - 1.0
+    assert c.poll() > 0
+    # A daemon that follows no runs (an agent's log follower) has no run_live: every EVERY_S, always.
+    d = processes.ProcessesCollector(sent.extend, clock=lambda: now[0], root=str(root), database={"postgres"},
+                                     load_generator={"pgbench"})
+    d.poll()
+    now[0] += processes.EVERY_S
+    assert d.poll() > 0

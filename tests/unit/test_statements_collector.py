@@ -265,3 +265,29 @@ def test_a_server_too_old_for_query_id_is_asked_again_only_every_few_minutes(cap
     assert [r.getMessage() for r in caplog.records] == [
         "statements collector: PostgreSQL 14 or later needed (pg_stat_activity.query_id); server 130004; trying again "
         "every 600 s"]
+
+
+def test_between_runs_a_sample_every_idle_every_s_and_one_at_once_when_a_run_is_live():
+    clock = Clock()
+    live = [False]
+    pace = statements.Schedule(clock, run_live=lambda: live[0])
+    assert pace.due()  # the first: the starting point
+    pace.taken()
+    due = []
+    for _ in range(int(statements.IDLE_EVERY_S / statements.EVERY_S) - 1):
+        clock.t += statements.EVERY_S
+        due.append(pace.due())
+    assert not any(due)
+    clock.t += statements.EVERY_S
+    assert pace.due()
+    pace.taken()
+    clock.t += statements.EVERY_S
+    live[0] = True
+    assert pace.due()  # every wake of the loop (EVERY_S, FAST_S) samples while a run is live
+    # A possibly low line between runs (an attach that just started) samples too.
+    live[0] = False
+    pace.taken()
+    pace.hurry()
+    assert pace.due()
+    # A daemon that follows no runs (an agent's log follower): always due.
+    assert statements.Schedule(clock).due()

@@ -46,7 +46,11 @@ Sink = Callable[[Sequence[Sample]], None]
 
 
 class Collector(Protocol):
-    """What the daemon drives: poll() reads its source and sends samples, collect() serves /metrics."""
+    """What the daemon drives: poll() reads its source and sends samples, collect() serves /metrics.
+
+    A collector that works in threads of its own may count their CPU time in an attribute
+    ``thread_cpu_seconds`` (seconds, growing): the daemon adds it to what its polls took
+    (``benchwatch_exporter_collector_cpu_seconds_total``)."""
 
     def poll(self) -> object: ...
 
@@ -78,6 +82,9 @@ class ExporterOptions:
     # on_possibly_low(callback): callback() whenever a live run's newest TPS line might be the start of a
     # dip (as the dips collector judges it), from the poll loop: a collector that samples faster then.
     on_possibly_low: Callable[[Callable[[], None]], None] | None = None
+    # run_live(): whether a followed run printed a line lately (None: this daemon follows no runs, as an
+    # agent's log follower). A collector whose signal matters only against a run samples slowly otherwise.
+    run_live: Callable[[], bool] | None = None
     # The daemon's environment: an engine's collector reads its server's connection there, as its own
     # exporter would (libpq's PG* variables and a 0600 passfile; never argv). Empty: no server to read.
     environ: Mapping[str, str] = field(default_factory=dict)

@@ -31,6 +31,7 @@ def cmd_demo(ctx: Context) -> int:
 
     from benchwatch import resources
     from benchwatch.demokit import DemoContext
+    from benchwatch.stability.runs import profiler
     from benchwatch.stack import agent, packages
     from benchwatch.stack.native import StackError
     from benchwatch.stack.shards import SHARDS_FILE, shards_dir, stop_shards
@@ -57,5 +58,6 @@ def cmd_demo(ctx: Context) -> int:
                                                                 *packages.for_demo(stack.engine, features).install_args()]).returncode,
                        up=up,
                        instances_dir=shards_dir(state_dir), instances_file=SHARDS_FILE,
-                       stop_instances=lambda: stop_shards(state_dir), start_agent=agent.start_agent)
+                       stop_instances=lambda: stop_shards(state_dir), start_agent=agent.start_agent,
+                       profile=profiler)
     return stack.engine.demo(demo)

@@ -41,8 +41,23 @@ def cmd_run(ctx: Context) -> int:
     code, run = record_run(ctx, argv, target_name=args.target, info=info, latency_log=args.latency_log)
     if run is None:
         return code
-    say(f"run {run.run_id} ended with exit code {code}")
+    _say_stability(ctx, run)
+    say(f"run {run.run_id} ended with exit code {code}")  # the last line: scripts read it
     return code
+
+
+def _say_stability(ctx: Context, run) -> None:
+    """The run's stability profile, as its summary.json keeps it, in a few lines (nothing when it has none)."""
+    from benchwatch.present import stability as words
+    from benchwatch.record import outcome
+
+    summary = outcome.read(run) or {}
+    for line in words.lines(summary.get("stability")):
+        ctx.say(line)
+    stab = summary.get("stability") or {}
+    if stab.get("dips"):
+        ctx.say(f"the dips' causes: benchwatch explain {run.run_id} (their count by cause is added to "
+                f"{outcome.SUMMARY} once the exporter has archived the run's series)")
 
 
 def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None, info: dict[str, str] | None = None,
@@ -87,6 +102,7 @@ def _connect_and_run(ctx: Context, stack: Stack, argv: list[str], generator: loa
     from benchwatch.alerting.printer import AlertPrinter
     from benchwatch.record.stream import LineSafeStream
     from benchwatch.record.wrapper import run_benchmark
+    from benchwatch.stability.runs import profiler
 
     say = ctx.say
     have_stack = os.path.exists(stack.cfg.stack_file)
@@ -120,7 +136,7 @@ def _connect_and_run(ctx: Context, stack: Stack, argv: list[str], generator: loa
     try:
         code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say, on_start=started,
                                 latency_log=latency_log, stderr_sink=terminal, server_facts=server_facts,
-                                info=info, ctrl_c=ctrl_c)
+                                info=info, ctrl_c=ctrl_c, profile=profiler)
     finally:
         for watch in watches:
             watch.stop()
@@ -172,13 +188,14 @@ def _attach_arguments(p: argparse.ArgumentParser) -> None:
          "pgbench ... 2>&1 | benchwatch attach", arguments=_attach_arguments)
 def cmd_attach(ctx: Context) -> int:
     from benchwatch.record.wrapper import attach_stream
+    from benchwatch.stability.runs import profiler
 
     args = ctx.args
     stack = ctx.stack
     tool_args = shlex.split(args.tool_args) if args.tool_args else None
     run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
                         echo=None if args.quiet else ctx.stdout.buffer,
-                        tool_args=tool_args, interval=args.interval, tool=args.tool)
+                        tool_args=tool_args, interval=args.interval, tool=args.tool, profile=profiler)
     ctx.say(f"run {run.run_id}: output saved in {run.path}")
     from benchwatch.record import outcome
 
@@ -205,6 +222,7 @@ def cmd_import(ctx: Context) -> int:
     from benchwatch.record import importer, replay, rundir
     from benchwatch.sink.openmetrics import write_openmetrics
     from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
+    from benchwatch.stability.runs import profiler
 
     args, say = ctx.args, ctx.say
     if args.json and args.openmetrics:
@@ -305,7 +323,8 @@ def cmd_import(ctx: Context) -> int:
         for r in reads:
             chunk = data if len(reads) == 1 else importer.run_lines(data, r)
             run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model, r.samples,
-                                       "after the previous run of the file" if r.placed_after_previous else placed_by)
+                                       "after the previous run of the file" if r.placed_after_previous else placed_by,
+                                       profile=profiler)
             say(f"imported run {r.run_id}; saved in {run.path}")
             if not args.json:
                 print(r.run_id, file=ctx.stdout)

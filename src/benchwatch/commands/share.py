@@ -155,6 +155,10 @@ def cmd_compare(ctx: Context) -> int:
         return 1
     if args.by and (not sw or not sw["values"]):
         _say(f"no run has the label {args.by!r}: no sweep table")
+    counts = compare.steadier_counts(labels, [c.summary for c in collected])
+    if any(counts.values()):
+        _say("steadier (stability measures each run is the steadiest on, one run each): "
+             + ", ".join(f"{n} {k}" for n, k in counts.items()))
     _say(f"comparison of {len(collected)} runs in {out}")
     print(directory, file=ctx.stdout)
     print(archive, file=ctx.stdout)

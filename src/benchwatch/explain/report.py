@@ -78,14 +78,15 @@ def _first_tps(series: list[Series], run_id: str) -> float | None:
 
 
 def explain(series: list[Series], meta: Mapping[str, Any], run_id: str, *, ongoing: bool = False,
-            now: float | None = None, output: str = "") -> dict:
+            now: float | None = None, output: str = "", level_before: float | None = None) -> dict:
     """{"run_id", "engine", "signals": {"weighed", "absent"}, "dips": [dip + "cause", "evidence", "candidates"],
     "end": how the run ended when early or badly (else None), ...}; JSON-ready. ``output``: the tool's saved
-    output, where the end's cause may be written."""
+    output, where the end's cause may be written. ``level_before``: dips.detect's (a live pass that no longer
+    reads the level a lasting dip fell from)."""
     ctx = context(meta, series, run_id, now)
     engine, weighed, absent = signals_of(meta)
     tps = tps_samples(series, run_id)
-    found = dips.detect(tps, ctx.interval_s, ongoing=ongoing)
+    found = dips.detect(tps, ctx.interval_s, ongoing=ongoing, level_before=level_before)
     finished = not ongoing and bool(meta.get("ended_at"))
     signals = causes.Signals(series, ctx) if found or finished else None
     out = []
@@ -130,7 +131,8 @@ def rows(report: dict) -> list[list[str]]:
     t0 = report.get("run_start") or 0.0
     for d in report["dips"]:
         when = f"{_clock(d['start'])} UTC (+{d['start'] - t0:.1f} s), {d['seconds']:.1f} s"
-        depth = f"{d['depth'] * 100:.0f}% ({d['level']}{', stall' if d['stall'] else ''})"
+        depth = (f"{d['depth'] * 100:.0f}% ({d['level']}{', stall' if d['stall'] else ''}"
+                 f"{', lasting' if d.get('lasting') else ''})")
         cause = d["cause"] + (f": {d['evidence']}" if d["evidence"] else "")
         others = [c for c in d["candidates"] if c["cause"] != d["cause"] or c["evidence"] != d["evidence"]]
         other = "; ".join(f"{c['cause']} {c['score']:.2f}" for c in others[:3]) or "—"

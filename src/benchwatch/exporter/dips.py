@@ -15,8 +15,9 @@ delays the progress lines. It is not run every second: the collector sees the
 TPS lines the exporter sends (``ExporterOptions.subscribe``) and keeps the
 recent ones of each run; a pass is due only when a new line might be low
 (:func:`possibly_low`, a superset of what the detector can flag), while a dip
-is under way, every RECHECK_S as a safety net (the detector on the lines in
-memory first), and once when the run ends.
+is under way, every RECHECK_S as a safety net, and once when the run ends; the
+detector runs on the lines in memory first, and the evidence is read when it
+finds a dip, and while one lasts every ONGOING_EVERY_S and when it ends.
 """
 
 from __future__ import annotations
@@ -82,7 +83,13 @@ LOW_KEEP_S = 60.0  # TPS lines LowLines keeps per run for possibly_low (its wind
 # What a pass does for a run: LOOK reads the TPS back and fetches the evidence only if it finds
 # a dip to write (today's cheap look); MEMORY runs the detector on the lines in memory first;
 # FULL fetches the evidence straight away (a dip under way, the run's end).
-LOOK, MEMORY, FULL = "look", "memory", "full"
+# DURING (a dip under way, its evidence read less than ONGOING_EVERY_S ago) runs the detector on the
+# lines in memory and reads the evidence only when the dip has ended there.
+LOOK, MEMORY, FULL, DURING = "look", "memory", "full", "during"
+# While a dip is under way its evidence (every signal of the run, and the causes) is read again this
+# often, and when it ends: its leading cause so far changes slowly, and a pass every second on a noisy
+# run, whose lines dip often, was the exporter's largest cost (issue 32).
+ONGOING_EVERY_S = 5.0
 
 
 def possibly_low(points: Sequence[tuple[int, float]], i: int, interval_s: Sequence[float] = (1.0,)) -> bool:
@@ -193,6 +200,12 @@ class _RunState:
         self.ended_at: float | None = None
         self.seeded = False  # a pass has read its lines back from Prometheus once
         self.rechecked = 0.0
+        # A lasting dip under way (dips.Dip.lasting): the level it fell from and where it began, kept for the
+        # passes whose look-back no longer reaches them.
+        self.level_before: float | None = None
+        self.lasting_start: float | None = None
+        self.full_at = -math.inf  # when the evidence was last read
+        self.ongoing_start: float | None = None  # start of the dip under way as that read found it
         self._meta: dict = {}
         self._meta_stat: tuple[int, int] | None = None
 
@@ -233,6 +246,7 @@ class DipWatcher:
         # put its own here.
         self.fetch = fetch
         self.thread: threading.Thread | None = None  # the last pass started
+        self.thread_cpu_seconds = 0.0  # the passes' CPU (the exporter's per-collector self-metric)
         if subscribe is not None:
             subscribe(self.observe)
 
@@ -298,7 +312,9 @@ class DipWatcher:
             state.ended_at = state.ended_at or now
             return (state, FULL, meta, False) if now - state.ended_at >= SETTLE_S else None
         if state.leading is not None:
-            return state, FULL, meta, True
+            if now - state.full_at >= ONGOING_EVERY_S or not self.observing or not state.seeded:
+                return state, FULL, meta, True  # (without the lines in memory: every second, as before)
+            return state, DURING, meta, True
         if not self.observing or not state.seeded:
             state.rechecked = now
             return state, LOOK, meta, True
@@ -307,7 +323,11 @@ class DipWatcher:
             fired = lines is not None and self._new_line_possibly_low(lines, meta)
         if fired:
             state.rechecked = now  # the look covers the safety net's ground
-            return state, LOOK, meta, True
+            # Seeded, the lines in memory are what Prometheus holds (the pass waits for their delivery):
+            # the detector runs on them, and Prometheus is asked only when it finds a dip to write. On a
+            # noisy run many lines are possibly low; one query each cost Prometheus and the exporter more
+            # than the rest of the collector (issue 32).
+            return state, MEMORY, meta, True
         if now - state.rechecked >= RECHECK_S:
             state.rechecked = now
             return state, MEMORY, meta, True
@@ -331,6 +351,13 @@ class DipWatcher:
 
     def _pass(self, jobs: list[tuple] | None = None, delivered: threading.Event | None = None) -> None:
         """The analysis thread. Without ``jobs``: every run found, as they stand (one pass each)."""
+        cpu0 = time.thread_time()
+        try:
+            self._pass_locked(jobs, delivered)
+        finally:
+            self.thread_cpu_seconds += time.thread_time() - cpu0
+
+    def _pass_locked(self, jobs: list[tuple] | None, delivered: threading.Event | None) -> None:
         with self._busy:
             if delivered is not None and not delivered.wait(DELIVERY_WAIT_S):
                 log.debug("dip pass: the lines are not delivered yet; reading what Prometheus has")
@@ -402,19 +429,30 @@ class DipWatcher:
                     kept = self.lines.get(run_id)
                     points = [p for p in kept.points if since * 1000 < p[0] <= now * 1000] if kept else []
                 interval = float(meta.get("progress_interval") or 0) or 1.0
-            found = detector.detect(points, interval, ongoing=True)
+            found = detector.detect(points, interval, ongoing=True, level_before=state.level_before)
+            if how == DURING:
+                if any(d.ongoing and d.start == state.ongoing_start for d in found):
+                    # The same dip still under way: its leading cause so far, written every second; its
+                    # evidence is read again ONGOING_EVERY_S after the last.
+                    if state.leading is not None:
+                        with self._outbox_lock:
+                            self._outbox.append(Sample("benchmark_dip_leading_cause_info", state.leading, 1.0,
+                                                       int(now * 1000) + 1))
+                    return
             room = len(state.exported) < MAX_DIPS
             if not any(d.ongoing or (room and not any(a < d.end and d.start < b for a, b in state.exported))
                        for d in found):
                 return
+        state.full_at = now
         series = self.fetch(self.prometheus, causes.run_selectors(run_id), start - 60, now)
         if self.observing and running:
             self._read_back(run_id, report.tps_samples(series, run_id))
         result = report.explain(series, {**meta, "ended_at": None if running else meta.get("ended_at")}, run_id,
-                                ongoing=running, now=now)
+                                ongoing=running, now=now, level_before=state.level_before)
         out: list[Sample] = []
         now_ms = int(now * 1000)
         current = next((d for d in result["dips"] if d.get("ongoing")), None)
+        state.ongoing_start = current["start"] if current is not None else None
         leading = None
         if current is not None:
             leading = tuple(sorted({"run_id": run_id, "cause": current["cause"],
@@ -433,10 +471,17 @@ class DipWatcher:
         for d in result["dips"]:
             if d.get("ongoing") or len(state.exported) >= MAX_DIPS:
                 continue
+            if d.get("lasting") and state.lasting_start is not None and state.lasting_start < d["start"]:
+                d = {**d, "start": state.lasting_start}  # it began before this pass's look-back
             if any(a < d["end"] and d["start"] < b for a, b in state.exported):
                 continue
             state.exported.append((d["start"], d["end"]))
             out.extend(dip_samples(run_id, len(state.exported), d))
+        if current is not None and current.get("lasting"):
+            state.level_before = current["baseline_tps"]
+            state.lasting_start = min(state.lasting_start or current["start"], current["start"])
+        else:
+            state.level_before = state.lasting_start = None
         if out:
             with self._outbox_lock:
                 self._outbox.extend(out)

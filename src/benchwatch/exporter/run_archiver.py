@@ -1,4 +1,6 @@
-"""Saves each finished run's series into its run directory, so a later snapshot needs no Prometheus.
+"""Saves each finished run's series into its run directory, so a later snapshot needs no Prometheus,
+then completes the run's summary.json: its stability profile's dips by cause need explain over those
+series (benchwatch.stability.runs.complete), so the archiver, which alone knows when they are written, adds them.
 
 Which series is benchwatch.query.archive's list (the host's and each engine's), plain data: the daemon
 imports neither the dashboards nor the snapshot code (tests/unit/test_layout.py)."""
@@ -11,6 +13,8 @@ import threading
 
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.query.archive import save_run_series
+from benchwatch.record import rundir
+from benchwatch.stability import runs as stability_runs
 
 log = logging.getLogger("benchwatch.exporter")
 
@@ -41,6 +45,11 @@ class RunArchiver:
             except Exception:  # Prometheus away, a run without data: the raw output is still there
                 self.failed += 1
                 log.exception("could not save the series of run %s", run.run_id)
+                continue
+            try:
+                stability_runs.complete(rundir.RunDir(run.path))
+            except Exception:  # its readers compute the dips by cause from the series when summary.json lacks them
+                log.exception("could not complete the stability profile of run %s", run.run_id)
 
     def collect(self):
         for name, value in ((sm.RUNS_SAVED, self.saved), (sm.RUNS_SAVE_FAILURES, self.failed)):

@@ -11,6 +11,8 @@ from benchwatch.model import catalogue
 COLLECTOR_SUCCESS = "benchwatch_exporter_collector_success"
 COLLECTOR_DURATION = "benchwatch_exporter_collector_duration_seconds"
 COLLECTOR_ERRORS = "benchwatch_exporter_collector_errors_total"
+COLLECTOR_CPU = "benchwatch_exporter_collector_cpu_seconds_total"
+RW_CPU = "benchwatch_exporter_remote_write_cpu_seconds_total"
 RW_SENT = "benchwatch_exporter_remote_write_samples_total"
 RW_FAILED_REQUESTS = "benchwatch_exporter_remote_write_failed_requests_total"
 RW_REJECTED = "benchwatch_exporter_remote_write_rejected_samples_total"
@@ -26,6 +28,9 @@ SELF_METRICS = {
     COLLECTOR_SUCCESS: ("gauge", "1 if the collector's last poll succeeded, 0 if it raised."),
     COLLECTOR_DURATION: ("gauge", "Time the collector's last poll took."),
     COLLECTOR_ERRORS: ("counter", "Polls of the collector that raised (logged; the other collectors go on)."),
+    COLLECTOR_CPU: ("counter", "CPU time the collector used, in the poll loop and in threads of its own: where the "
+                               "exporter's CPU goes (bench/bench_watch_cost.py --breakdown)."),
+    RW_CPU: ("counter", "CPU time spent encoding and sending remote-write requests in the poll loop."),
     RW_SENT: ("counter", "Samples delivered to Prometheus by remote write."),
     RW_FAILED_REQUESTS: ("counter", "Remote-write requests that failed (kept for a retry, or rejected)."),
     RW_REJECTED: ("counter", "Samples Prometheus refused for good (4xx, out of bounds, too old) or that could not be "

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 import re
 import signal
@@ -25,6 +26,7 @@ from benchwatch.collector import Sink
 from benchwatch.exporter import Collector, ExporterOptions, add_collector_flags, enabled_collectors, load_collectors
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.exporter.dips import LowLines
+from benchwatch.model.run import TPS
 from benchwatch.model.samples import Sample
 from benchwatch.sink.remote_write import BufferedRemoteWriter
 from benchwatch.stack.config import DEFAULT_PORTS, LISTEN_HOST
@@ -45,6 +47,10 @@ IDLE_WAKE_S = 1.0
 # two files and meta.json in a burst, read together in one poll.
 SETTLE_S = 0.02
 WRITE_PATH = "/api/v1/write"
+# The collector whose lines tell that a run is live (ExporterOptions.run_live), and how long after its
+# last TPS line a run still counts as live (a run at -P 10 prints every 10 s).
+RUNS_COLLECTOR = "pgbench_runs"
+RUN_LIVE_HOLD_S = 15.0
 
 
 class RemoteWriteStats:
@@ -70,15 +76,22 @@ class PollStats:
         self.lock = threading.Lock()
         self.errors = dict.fromkeys(names, 0)
         self.last: dict[str, tuple[bool, float]] = {}  # name -> (success, seconds); absent until polled
+        self.cpu = dict.fromkeys(names, 0.0)  # CPU seconds of the polls (the collectors' threads: cpu_of)
+        self.remote_write_cpu = 0.0
+        self.threads: dict[str, object] = {}  # name -> collector with thread_cpu_seconds
 
-    def record(self, name: str, ok: bool, seconds: float) -> bool:
+    def record(self, name: str, ok: bool, seconds: float, cpu: float = 0.0) -> bool:
         """Note a poll; returns whether the previous one (if any) had succeeded."""
         with self.lock:
             before = self.last.get(name, (True, 0.0))[0]
             self.last[name] = (ok, seconds)
+            self.cpu[name] = self.cpu.get(name, 0.0) + cpu
             if not ok:
                 self.errors[name] += 1
         return before
+
+    def cpu_of(self, name: str) -> float:
+        return self.cpu.get(name, 0.0) + float(getattr(self.threads.get(name), "thread_cpu_seconds", 0.0))
 
     def collect(self):
         success = sm.family(sm.COLLECTOR_SUCCESS, ["collector"])
@@ -90,7 +103,12 @@ class PollStats:
                 duration.add_metric([name], seconds)
             for name, n in self.errors.items():
                 errors.add_metric([name], n)
-        return [success, duration, errors]
+            cpu = sm.family(sm.COLLECTOR_CPU, ["collector"])
+            for name in self.errors:
+                cpu.add_metric([name], round(self.cpu_of(name), 6))
+            rw = sm.family(sm.RW_CPU)
+            rw.add_metric([], round(self.remote_write_cpu, 6))
+        return [success, duration, errors, cpu, rw]
 
 
 class AlertReceiver:
@@ -151,7 +169,8 @@ class Exporter:
     def __init__(self, *, runs_dir: str, remote_write_url: str, server_log: str | None = None,
                  collectors: dict[str, bool] | None = None, clock: Callable[[], float] = time.time,
                  registry: CollectorRegistry | None = None, archive_runs: bool = True,
-                 timer: Callable[[], float] = time.perf_counter, database_labels: dict[str, str] | None = None,
+                 timer: Callable[[], float] = time.perf_counter, cpu_timer: Callable[[], float] = time.thread_time,
+                 database_labels: dict[str, str] | None = None,
                  use_inotify: bool = True, environ: Mapping[str, str] | None = None):
         registered = load_collectors()
         unknown = sorted(set(collectors or {}) - set(registered))
@@ -163,6 +182,8 @@ class Exporter:
         self.writer = BufferedRemoteWriter(remote_write_url)
         self.lock = threading.Lock()
         self.timer = timer
+        self.cpu_timer = cpu_timer
+        self.last_run_line = -math.inf  # time.monotonic() of the last TPS line of a followed run sent
         archive_url = None
         if archive_runs and remote_write_url.endswith(WRITE_PATH):
             archive_url = remote_write_url[:-len(WRITE_PATH)]
@@ -173,7 +194,8 @@ class Exporter:
                                   database_labels=dict(database_labels or {}),
                                   mark=self.writer.mark, backlog=lambda: self.writer.stats().pending,
                                   subscribe=self.subscribers.append, on_possibly_low=self.on_possibly_low,
-                                  environ=dict(environ or {}))
+                                  environ=dict(environ or {}),
+                                  run_live=self.run_live if enabled.get(RUNS_COLLECTOR) else None)
         self.collectors: dict[str, Collector] = {}
         for name, spec in registered.items():
             collector = spec.factory(options) if enabled[name] else None
@@ -181,6 +203,7 @@ class Exporter:
                 self.collectors[name] = collector
                 self.registry.register(LockedCollector(collector, self.lock))
         self.poll_stats = PollStats(self.collectors)
+        self.poll_stats.threads = {n: c for n, c in self.collectors.items() if hasattr(c, "thread_cpu_seconds")}
         self.registry.register(self.poll_stats)
         self.registry.register(RemoteWriteStats(self.writer))
         self.alert_receiver = AlertReceiver()
@@ -201,11 +224,17 @@ class Exporter:
         # The interface types samples by their fields (it sits below benchwatch.model); every collector
         # sends benchwatch.model.samples.Sample, which the writer encodes.
         self.writer.enqueue(cast("list[Sample]", samples))
+        if any(s.name == TPS for s in samples):
+            self.last_run_line = time.monotonic()
         for callback in self.subscribers:
             try:
                 callback(samples)
             except Exception:  # a watcher's bookkeeping must not cost the producer its lines
                 log.exception("sample subscriber failed")
+
+    def run_live(self) -> bool:
+        """ExporterOptions.run_live: a followed run sent a TPS line in the last RUN_LIVE_HOLD_S."""
+        return time.monotonic() - self.last_run_line < RUN_LIVE_HOLD_S
 
     def on_possibly_low(self, callback: Callable[[], None]) -> None:
         """ExporterOptions.on_possibly_low: ``callback()`` when a batch sent holds a possibly low TPS line."""
@@ -217,21 +246,23 @@ class Exporter:
     def poll_once(self) -> None:
         with self.lock:
             for name, collector in self.collectors.items():
-                start = self.timer()
+                start, cpu0 = self.timer(), self.cpu_timer()
                 error: Exception | None = None
                 try:
                     collector.poll()
                 except Exception as exc:  # one bad run or log must not stop the others, nor the daemon
                     error = exc
                 ok = error is None
-                was_ok = self.poll_stats.record(name, ok, self.timer() - start)
+                was_ok = self.poll_stats.record(name, ok, self.timer() - start, self.cpu_timer() - cpu0)
                 # The traceback once when a collector starts failing, not 4 times a second.
                 if was_ok and not ok:
                     log.error("collector %s failed (benchwatch_exporter_collector_errors_total counts the next)", name,
                               exc_info=error)
                 elif ok and not was_ok:
                     log.info("collector %s works again", name)
+        cpu0 = self.cpu_timer()
         self.writer.flush()
+        self.poll_stats.remote_write_cpu += self.cpu_timer() - cpu0
 
     def serve(self, host: str, port: int, stop: threading.Event) -> None:
         registry = self.registry

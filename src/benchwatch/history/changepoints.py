@@ -94,9 +94,18 @@ def _p_value(ranks: np.ndarray, at: int | None = None) -> float:
     return p
 
 
+def percent_step(before: np.ndarray | float, after: np.ndarray | float) -> np.ndarray:
+    """after / before - 1, in percent; from a mean of 0 (a run history's stall seconds, its dips: figures
+    whose steady value is none at all) a step up is +100 % and none is 0 %, so it compares with a threshold."""
+    b, a = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(b == 0, np.sign(a) * 100.0, (a / np.where(b == 0, 1.0, b) - 1.0) * 100.0)
+    return ratio
+
+
 def _step(before: np.ndarray, after: np.ndarray) -> tuple[float, tuple[float, float]]:
     def pct(b: np.ndarray, a: np.ndarray, axis: int = -1) -> np.ndarray:
-        return (np.mean(a, axis=axis) / np.mean(b, axis=axis) - 1.0) * 100.0
+        return percent_step(np.mean(b, axis=axis), np.mean(a, axis=axis))
 
     step = float(pct(before, after))
     res = stats.bootstrap((before, after), pct, n_resamples=BOOTSTRAP, confidence_level=CONFIDENCE,

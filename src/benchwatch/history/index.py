@@ -17,9 +17,10 @@ from typing import Any
 
 from benchwatch.history import workload
 from benchwatch.record import outcome, rundir
+from benchwatch.stability import runs as stability_runs
 
 INDEX = "index.json"
-VERSION = 1
+VERSION = 2  # 2: the stability measures among the figures (an index of version 1 is read again)
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,8 @@ def read_entry(run: rundir.RunDir) -> dict[str, Any] | None:
         return None
     state = meta.get("state")
     # A run still going has no result yet (its summary is read once it finished and meta.json changed).
-    figures = outcome.outcome(run) if state != rundir.RUNNING else {}
+    # A run stored before summary.json version 2 gets its stability profile from its raw output.
+    figures = stability_runs.outcome(run) if state != rundir.RUNNING else {}
     k = workload.key(meta)
     return {"started_at": _started(run.run_id, meta), "state": state, "key": k, "workload": workload.workload_id(k),
             "figures": {m: outcome.value(figures, m) for m in outcome.METRICS}}

@@ -165,9 +165,9 @@ def regression(report: dict[str, Any], pct: float, recent: int = RECENT) -> str 
     if report.get("baseline"):
         start = max(start, next(i for i, r in enumerate(report["runs"]) if r["run_id"] == report["baseline"]))
     before, after = np.asarray(values[start:n - recent]), np.asarray(values[n - recent:])
-    if len(before) < changepoints.MIN_RUNS or before.mean() == 0:
+    if len(before) < changepoints.MIN_RUNS:
         return None
-    step = (after.mean() / before.mean() - 1) * 100
+    step = float(changepoints.percent_step(before.mean(), after.mean()))
     direction = outcome.METRICS[metric][1]
     if step * direction >= 0 or abs(step) <= pct:
         return None

@@ -21,7 +21,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from benchwatch import engines, loadgens
+from benchwatch import engines, loadgens, stability
+from benchwatch.present import stability as stability_words
 from benchwatch.share import bundle, html, png
 from benchwatch.share import summary as sm
 from benchwatch.share.collect import Collected
@@ -101,6 +102,58 @@ def side_by_side(names: list[str], summaries: list[dict]) -> tuple[list[str], li
             continue
         rows.append([row.label, *(row.fmt(v) for v in values), *(fmt_change(values[0], v) for v in values[1:])])
     return header, rows
+
+
+# -- stability -------------------------------------------------------------------
+
+def stability_side_by_side(names: list[str], summaries: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Header and rows of the runs' stability profiles (benchwatch.stability): each measure, each run's value,
+    and which run is steadier on it (by the measure's direction; "same" when equal, "—" when one lacks it).
+    One run each: a difference here is a difference of these two runs, not a verdict on their settings
+    (benchwatch sweep and report repeat runs for that)."""
+    profiles = [s.get("stability") or {} for s in summaries]
+    header = ["", *names, "steadier"]
+    rows = [["steady part", *(stability_words.steady_part(p) if p else "—" for p in profiles), ""]]
+    kinds = {key: (label, kind) for key, label, kind in stability_words.ROWS}
+    rows.append(["TPS median (steady part)", *(stability_words.fmt("num", p.get("tps_median")) for p in profiles), ""])
+    for name, (key, _direction) in stability.MEASURES.items():
+        values = [stability.measure(p, name) for p in profiles]
+        if all(v is None for v in values):
+            continue
+        label, kind = kinds.get(key, (name, "num"))
+        rows.append([label, *(stability_words.fmt(kind, v) for v in values), _steadier(name, names, values)])
+    causes = sorted({c for p in profiles for c in (p.get("dips_by_cause") or {})})
+    for cause in causes:
+        cells = []
+        for p in profiles:
+            row = (p.get("dips_by_cause") or {}).get(cause) if p.get("dips_by_cause") is not None else None
+            cells.append("—" if p.get("dips_by_cause") is None else
+                         "0" if row is None else f"{row['dips']} ({sm.fmt_num(row['lost_transactions'], 0)} tx lost)")
+        rows.append([f"dips: {cause}", *cells, ""])
+    return header, rows
+
+
+def _steadier(name: str, names: list[str], values: list[float | None]) -> str:
+    known = [(v, n) for v, n in zip(values, names) if v is not None]
+    if len(known) < len(values):
+        return "—"
+    if len({v for v, _ in known}) == 1:
+        return "same"
+    best = known[0]
+    for v, n in known[1:]:
+        if stability.steadier(name, best[0], v) > 0:
+            best = (v, n)
+    return best[1]
+
+
+def steadier_counts(names: list[str], summaries: list[dict]) -> dict[str, int]:
+    """How many measures each run is the steadiest on (runs lacking a measure: that measure not counted)."""
+    counts = dict.fromkeys(names, 0)
+    _h, rows = stability_side_by_side(names, summaries)
+    for row in rows:
+        if row[-1] in counts:
+            counts[row[-1]] += 1
+    return counts
 
 
 # -- sweeps -----------------------------------------------------------------------
@@ -349,6 +402,10 @@ def compare_markdown(names: list[str], collected: list[Collected], sw: dict | No
         parts += [f"![{p}]({p})", ""]
     header, rows = side_by_side(names, [c.summary for c in collected])
     parts += ["## Summary", "", sm.md_table(header, rows), ""]
+    header, rows = stability_side_by_side(names, [c.summary for c in collected])
+    parts += ["## Stability (steady part of each run)", "", sm.md_table(header, rows), "",
+              "One run each: which run is steadier on each measure, not yet a verdict on the settings "
+              "(`benchwatch sweep` and `report` repeat runs and say how sure they are).", ""]
     if sw and sw["values"]:
         h, r = sweep_table(sw, "tps")
         parts += [f"## TPS by {sw['by']}", "", sm.md_table(h, r), ""]
@@ -368,7 +425,9 @@ def compare_page(names: list[str], collected: list[Collected], sw: dict | None) 
                       + (f" · targets {htmlmod.escape(targets_text(c))}" if targets_text(c) else "")
                       + (f" · {htmlmod.escape(absent_text(c))}" if absent_text(c) else "") + "</li>")
     header.append("</ul>")
-    tables = [("Summary (change relative to the first run)", *side_by_side(names, [c.summary for c in collected]))]
+    tables = [("Summary (change relative to the first run)", *side_by_side(names, [c.summary for c in collected])),
+              ("Stability (steady part of each run; one run each)",
+               *stability_side_by_side(names, [c.summary for c in collected]))]
     if sw and sw["values"]:
         tables.append((f"TPS by {sw['by']}", *sweep_table(sw, "tps")))
         tables.append((f"Latency average by {sw['by']}", *sweep_table(sw, "latency")))
@@ -408,6 +467,9 @@ def write_compare(names: list[str], collected: list[Collected], out_dir: str, by
         w.writerow(["metric", *names])
         for row in metric_rows([c.summary for c in collected]):
             w.writerow([row.label, *("" if row.get(c.summary) is None else repr(row.get(c.summary)) for c in collected)])
+        for name in stability.MEASURES:  # the stability profile's measures, by their names (summary.json's keys)
+            values = [stability.measure(c.summary.get("stability"), name) for c in collected]
+            w.writerow([f"stability {name}", *("" if v is None else repr(v) for v in values)])
     for n, c in zip(names, collected):
         with open(os.path.join(data, f"summary-{bundle.slug(c.run_id)}.json"), "w", encoding="utf-8") as f:
             json.dump({"name": n, **c.summary}, f, indent=1, sort_keys=True)

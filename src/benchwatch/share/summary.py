@@ -19,6 +19,7 @@ from __future__ import annotations
 from benchwatch import engines, loadgens
 from benchwatch.explain import report as explain_report
 from benchwatch.model.samples import is_stale_marker
+from benchwatch.present import stability as stability_words
 from benchwatch.present.summary import (
     AROUND_S,
     CompareRow,
@@ -45,6 +46,7 @@ from benchwatch.present.summary import (
 )
 from benchwatch.query.series import Series
 from benchwatch.record import replay
+from benchwatch.stability import LatencyTail, by_cause, latency_from_buckets, profile
 
 # The toolkit (benchwatch.present.summary) is read through this module by the composers too.
 __all__ = [
@@ -117,6 +119,7 @@ def build(series: list[Series], meta: dict, run_id: str, window: tuple[float, fl
         **_dips(series, {**meta, "progress_interval": interval}, run_id, run_dir),
         "host": host_from(series, host_extra),
     }
+    summary["stability"] = _stability(series, run_id, tps, interval, summary["dips"], ctx)
     merged(summary, generator.summary_figures(ctx))
     merged(summary, engine.summary_figures(ctx))
     return summary
@@ -148,6 +151,9 @@ def tables(s: dict) -> list[Table]:
         out.append(("Dips and their causes", explain_report.HEADER,
                     explain_report.rows({"dips": s["dips"], "run_start": s["run"].get("start")})
                     or [["no TPS dip below 80% of the steady level"] + [""] * (len(explain_report.HEADER) - 1)]))
+    if s.get("stability"):  # summaries written before issue 29 have none
+        out.append(("Stability", ["", "value"],
+                    [["steady part", stability_words.steady_part(s["stability"])], *stability_words.rows(s["stability"])]))
     end = s.get("run_end")
     if end:  # a run that died: why, as explain says it
         out.append(("How the run ended", ["at", "exit code", "cause", "evidence"],
@@ -156,6 +162,27 @@ def tables(s: dict) -> list[Table]:
     if absent:  # what the dips could not be blamed on: the server lacked what the signal reads
         out.append(("Signals the dips were not weighed on", ["signal", "why"], [[k, v] for k, v in absent.items()]))
     out += engine.settings_tables(s)
+    return out
+
+
+def _stability(series: list[Series], run_id: str, tps: list[tuple[int, float]], interval: float, dips: list[dict],
+               ctx: Context) -> dict:
+    """The run's stability profile (benchwatch.stability) from the same series as the rest of the summary, its
+    dips by cause from the dips above; the latency tail from the per-transaction log's histogram, else the tool's."""
+    tail: LatencyTail | None = None
+    for name, source in (("benchmark_latency_seconds_bucket", "per-transaction log (histogram of its latencies)"),
+                         ("benchmark_result_latency_histogram_events", "the tool's histogram")):
+        buckets: dict[float, float] = {}
+        for s in series:
+            if s.name == name and s.labels.get("run_id") == run_id and s.samples and "le" in s.labels:
+                le = float(s.labels["le"])
+                buckets[le] = buckets.get(le, 0.0) + s.samples[-1][1]
+        if buckets:
+            tail = latency_from_buckets(buckets.items(), source, ctx.final("benchmark_result_latency_max_seconds"))
+            break
+    out = profile(tps, interval, latency=tail)
+    if out.get("intervals"):
+        out["dips_by_cause"], out["dips_by_cause_source"] = by_cause(dips, out), "explain over the snapshot's series"
     return out
 
 

@@ -58,7 +58,25 @@ _PACK_DOUBLE = struct.Struct("<d").pack
 _SAMPLE_HEAD = [bytes((0x12, 9 + n, 0x09)) for n in range(12)]
 
 
+# A live exporter sends the same few hundred series every second: their labels' encoding (with the
+# checks of validate_series) cost more than the rest of a request (issue 32's profile), so it is kept.
+# Bounded: cleared when full (an import of many runs makes new series all the time).
+_LABELS_CACHE: dict[tuple[str, tuple[tuple[str, str], ...]], bytes] = {}
+_LABELS_CACHE_MAX = 8192
+
+
 def _encode_labels(name: str, labels: Sequence[tuple[str, str]]) -> bytes:
+    key = (name, labels if isinstance(labels, tuple) else tuple(labels))
+    cached = _LABELS_CACHE.get(key)
+    if cached is None:
+        cached = _encode_labels_uncached(name, key[1])
+        if len(_LABELS_CACHE) >= _LABELS_CACHE_MAX:
+            _LABELS_CACHE.clear()
+        _LABELS_CACHE[key] = cached
+    return cached
+
+
+def _encode_labels_uncached(name: str, labels: Sequence[tuple[str, str]]) -> bytes:
     validate_series(name, labels)
     pairs = [("__name__", name)]
     pairs.extend((k, v) for k, v in labels if v != "")

@@ -13,6 +13,7 @@ import time
 
 from benchwatch.demokit import DemoContext, graph_url, runs_ended, value
 from benchwatch.engines.mysql.embedded import instance_count
+from benchwatch.present import stability as stability_words
 
 SYSBENCH_TABLES = ("--tables=2", "--table-size=10000")
 # A low dirty-page limit stands in for a buffer pool too small for the working set: a
@@ -24,6 +25,16 @@ def _mariadb_sql(target, sql: str) -> subprocess.CompletedProcess:
     client = shutil.which("mariadb") or shutil.which("mysql") or "mariadb"
     return subprocess.run([client, f"--defaults-file={target.client_file}", "-N", "-B"], input=sql,
                           capture_output=True, text=True, timeout=60)
+
+
+def _stability(runs_dir: str, run_id: str | None) -> dict | None:
+    """The run's stability profile as its summary.json keeps it (``benchwatch run`` wrote it)."""
+    from benchwatch.record import outcome, rundir
+
+    if not run_id:
+        return None
+    found = (outcome.read(rundir.RunDir(os.path.join(runs_dir, run_id))) or {}).get("stability")
+    return found if isinstance(found, dict) else None
 
 
 def demo(ctx: DemoContext) -> int:
@@ -98,6 +109,9 @@ def demo_mariadb(ctx: DemoContext, *, instances: int, duration: int) -> int:
         means.append(mean or 0.0)
         print(f"  {t.name:<10} run {run_id}  TPS mean {mean or 0:.1f}  min {low or 0:.1f}  max {high or 0:.1f}"
               f"  seconds under flushing pressure {int(pressure or 0)}")
+        steadiness = stability_words.short(_stability(stack.cfg.runs_dir, run_id))
+        if steadiness:
+            print(f"  {'':<10} stability: {steadiness}")
     per_run = (f'benchmark_progress_tps * on(run_id) group_left(target) '
                f'benchmark_run_info{{experiment="{experiment}"}}')
     summed = value(base, f"avg_over_time(sum({per_run})[{duration}s:1s] @ {at - 1:.3f})", at)

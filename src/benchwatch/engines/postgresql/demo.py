@@ -12,6 +12,7 @@ import time
 from benchwatch.demokit import DemoContext, graph_url, runs_ended
 from benchwatch.engines.postgresql import shards_demo
 from benchwatch.engines.postgresql.server import pg_bindir
+from benchwatch.present import stability as stability_words
 from benchwatch.query import prometheus
 
 
@@ -26,6 +27,13 @@ def demo(ctx: DemoContext) -> int:
         return pgbench_demo(ctx, duration=args.duration or 40)
     return shards_demo.demo_shards(ctx, shards=args.shards, instances=args.instances or 4, duration=args.duration or 30,
                                    clients=args.clients, jobs=args.jobs, script=args.script, extra_args=extra)
+
+
+def _stability(run) -> dict | None:
+    from benchwatch.record import outcome
+
+    found = (outcome.read(run) or {}).get("stability")
+    return found if isinstance(found, dict) else None
 
 
 def pgbench_demo(ctx: DemoContext, *, duration: int) -> int:
@@ -63,7 +71,7 @@ def pgbench_demo(ctx: DemoContext, *, duration: int) -> int:
     threading.Thread(target=checkpoint_later, daemon=True).start()
     argv = [pgbench, "-M", "prepared", "-n", "-r", "-P", "1", "-c", "4", "-j", "2", "-T", str(duration)]
     code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say,
-                              on_start=lambda r: say(f"run {r.run_id}: watching pgbench"))
+                              on_start=lambda r: say(f"run {r.run_id}: watching pgbench"), profile=ctx.profile)
     if code != 0:
         say(f"pgbench exited with {code}")
         return code
@@ -84,6 +92,8 @@ def pgbench_demo(ctx: DemoContext, *, duration: int) -> int:
     if values:
         print(f"  TPS mean {statistics.mean(values):.1f}  min {min(values):.1f}  max {max(values):.1f}  "
               f"stddev {statistics.pstdev(values):.1f}")
+    for line in stability_words.lines(_stability(run)):  # what summary.json keeps of how steady the run was
+        print(f"  {line}")
     shown = {"up": "yes", "down": "NO", "unknown": "not scraped yet"}
     print("  scrape targets up: " + ", ".join(f"{job}={shown.get(h, h)}" for job, h in sorted(targets.items())))
     print(f"  run directory: {run.path}")

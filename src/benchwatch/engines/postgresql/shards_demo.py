@@ -15,6 +15,7 @@ from typing import Any
 from benchwatch.demokit import DemoContext, graph_url, newest_by_target, value
 from benchwatch.engines.postgresql.local import LocalInstance
 from benchwatch.engines.postgresql.server import os_user, pg_bindir
+from benchwatch.present import stability as stability_words
 from benchwatch.query import prometheus
 from benchwatch.util import processes
 
@@ -146,7 +147,8 @@ def demo_shards(ctx: DemoContext, *, shards: int, instances: int, duration: int,
 
     argv = [os.path.join(bindir, "pgbench"), "-M", "prepared", "-n", "-r", "-f", script_file, "-P", "1",
             "-c", str(clients), "-j", str(jobs), "-T", str(duration), *extra_args, PROXY_DATABASE]
-    code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say, on_start=on_start)
+    code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say, on_start=on_start,
+                              profile=ctx.profile)
     meta = run.read_meta()
     run.update_meta(targets=targets_mod.merge_watched(meta.get("targets") or [],
                                                       targets_mod.watched(base_url, since=meta.get("started_at"))))
@@ -229,6 +231,10 @@ def _print_shard_summary(ctx: DemoContext, run: Any, summary: dict, shards: int,
         print(f"  the proxy database {PROXY_DATABASE!r} (the stack's own server) committed {summary['proxy_commits']:.0f} times "
               f"for pgbench's {summary['transactions']:.0f} transactions (each call commits there and in its shard; "
               "PostgreSQL counts the proxy's commits when the connections close)")
+    from benchwatch.record import outcome
+
+    for line in stability_words.lines((outcome.read(run) or {}).get("stability")):
+        print(f"  {line}")
     if summary["checkpoints"]:
         print("  checkpoints during the run: " + ", ".join(f"{t} {n}" for t, n in sorted(summary["checkpoints"].items())))
     print(f"  run directory: {run.path}")

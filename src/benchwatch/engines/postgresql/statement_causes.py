@@ -16,6 +16,9 @@ STATEMENT_RISE = 3.0
 STATEMENT_FLOOR_S = 0.001
 # A statement that took this share of the top statements' time in the dip (or more) weighs fully.
 STATEMENT_FULL_SHARE = 0.5
+# With fewer than two readings of a statement outside the dip (a short run before it, read every 5 s), its usual
+# time per call is what the calls outside it took in all, once there are this many.
+STATEMENT_MIN_CALLS = 10
 # A statement in flight this long (seconds) when sampled is worth naming in the evidence.
 IN_FLIGHT_SHOWN_S = 0.5
 
@@ -115,7 +118,9 @@ def _slowed(sts: Statements, signals: Signals, lo: float, end: float) -> list[di
         after = [iv for iv in ivs if iv[0] >= end][:1]
         window = inside + [iv for iv in after if iv not in inside]
         w_end = window[-1][1] if window else end
-        rest = [iv for iv in ivs if iv[1] <= lo or iv[0] >= w_end]
+        # The rest of the run: what ended before TPS fell (the lead before the dip included: at 5 s between
+        # readings, a collapse early in a run may have no other reading before it) or began after it.
+        rest = [iv for iv in ivs if iv[1] <= lo + LEAD_S or iv[0] >= w_end]
         calls = sum(iv[2] for iv in inside)
         spent = sum(iv[3] for iv in inside)
         # The calls stuck in the dip end in the sample after it: counted when they raise the time per call
@@ -124,10 +129,9 @@ def _slowed(sts: Statements, signals: Signals, lo: float, end: float) -> list[di
                 calls == 0 or after[0][3] / after[0][2] > spent / calls):
             calls, spent = calls + after[0][2], spent + after[0][3]
         spent_by_host[host] = spent_by_host.get(host, 0.0) + spent
-        per = [iv[3] / iv[2] for iv in rest if iv[2] > 0]
         st: dict[str, Any] = {"host": host, "queryid": qid, "text": entry["text"], "calls": calls, "spent": spent,
                               "window": window, "after": after[0] if after else None, "rest": rest,
-                              "usual_s": statistics.median(per) if len(per) >= 2 else None,
+                              "usual_s": _usual(rest),
                               "dip_s": spent / calls if calls > 0 else None}
         st["in_flight"], st["lock_event"], st["lock_share"] = sts.in_flight_view(host, qid, lo, end)
         st["longest_s"] = max((v for t, v in sts.longest_in_flight.get((host, qid), []) if lo <= t <= end + 1.0),
@@ -165,6 +169,16 @@ def _slowed(sts: Statements, signals: Signals, lo: float, end: float) -> list[di
         length = max(end - (lo + LEAD_S), ctx.interval_s)
         st["score"] = Statement.weight * lift(min(1.0, active_s / length), st["usual_share"]) * st["strength"]
     return out
+
+
+def _usual(rest: list[tuple[float, float, float, float]]) -> float | None:
+    """A statement's usual time per call outside the dip: the median over the readings with calls; from one
+    reading (a collapse 10 s into a run, before the collector read it every second), that reading's own."""
+    per = [iv[3] / iv[2] for iv in rest if iv[2] > 0]
+    if len(per) >= 2:
+        return statistics.median(per)
+    calls = sum(iv[2] for iv in rest)
+    return sum(iv[3] for iv in rest) / calls if calls >= STATEMENT_MIN_CALLS else None
 
 
 def per_call(seconds: float) -> str:

@@ -27,7 +27,7 @@ queryids; the first reading only sets the starting point):
 ``?``, whitespace collapsed, cut at TEXT_CHARS. It samples every EVERY_S seconds, every FAST_S while
 a followed run's progress line is possibly low (the exporter's ``on_possibly_low``: as the dips
 collector decides to look) and FAST_HOLD_S after: pg_stat_statements records the slow calls when
-they end, after the dip. Queries run in a thread of their own: a server that does not answer never
+they end, after the dip; every IDLE_EVERY_S while no followed run is live (``ExporterOptions.run_live``). Queries run in a thread of their own: a server that does not answer never
 holds up the progress lines. A connection that fails is logged once and tried again RETRY_S later.
 """
 
@@ -52,8 +52,8 @@ METRICS_DOC_SECTION = """
 
 The benchmark database's top statements, read from `pg_stat_statements` (time per call: the rate of
 `pg_statement_exec_seconds_total` over the rate of `pg_statement_calls_total`) and `pg_stat_activity`
-(the statements in flight and what they wait on) every 5 s, every second while a run's TPS line is
-possibly low and 10 s after, remote-written at each sample's time: `benchwatch explain`'s `statement`
+(the statements in flight and what they wait on) every 5 s while a run is live (every 30 s between
+runs), every second while a run's TPS line is possibly low and 10 s after, remote-written at each sample's time: `benchwatch explain`'s `statement`
 cause ([explain.md](explain.md)). Only the 8 statements run most often and the 8 that took most time since the previous sample
 (each kept 60 s after, at most 16 at once). They carry the exporter's `target` and `host` labels,
 `queryid` and `statement` (its normalized text: constants as `$n` or `?`, cut at 100 characters).
@@ -82,6 +82,7 @@ METRICS: dict[str, tuple[str, str]] = {
 }
 
 EVERY_S = 5.0        # a quiet run: the baseline per call, at a few ms of the server's CPU per sample
+IDLE_EVERY_S = 30.0  # no followed run is live (ExporterOptions.run_live): nothing to explain, starting points only
 FAST_S = 1.0         # while a progress line is possibly low
 FAST_HOLD_S = 10.0   # ... and this long after: the slow calls are recorded when they end
 TOP = 8              # statements written per sample by time, and as many by calls (pgbench's tpcb-like has 7)
@@ -137,6 +138,7 @@ class Tracker:
     tracked: dict[str, float] = field(default_factory=dict)   # queryid -> when last among the top
     active: set[tuple[tuple[str, str], ...]] = field(default_factory=set)  # in-flight label sets last written
     started: bool = False  # a first reading (the starting point) was taken
+    keys: dict[str, str] = field(default_factory=dict)  # text -> sqltext.key(text)
 
     def choose(self, rows: Sequence[StatementRow], now: float) -> list[str]:
         """The queryids to write now; those without a known text yet are for ``need_texts``. The first
@@ -172,6 +174,15 @@ class Tracker:
             self.tracked[qid] = now
         return list(self.tracked)
 
+    def _key(self, text: str) -> str:
+        """sqltext.key, kept per text: the same few texts are matched every sample (regular expressions)."""
+        got = self.keys.get(text)
+        if got is None:
+            if len(self.keys) >= 4 * MAX_TRACKED + 64:
+                self.keys.clear()
+            got = self.keys[text] = sqltext.key(text)
+        return got
+
     def need_texts(self) -> list[str]:
         return [qid for qid in self.tracked if qid not in self.texts]
 
@@ -206,13 +217,13 @@ class Tracker:
         groups: dict[tuple[tuple[str, str], ...], list[float]] = {}
         # The same text may have several queryids (the same statement in another database, or run by another
         # role): a tracked one, whose counters are written, is the one to give a waiting session to.
-        by_key = {sqltext.key(text): qid for qid, text in self.texts.items()}
-        by_key.update({sqltext.key(self.texts[q]): q for q in self.tracked if q in self.texts})
+        by_key = {self._key(text): qid for qid, text in self.texts.items()}
+        by_key.update({self._key(self.texts[q]): q for q in self.tracked if q in self.texts})
         for qid, wtype, wevent, sessions, longest, query in active:
             if not qid:
                 # A statement waiting for a table lock has no query_id before it is parsed: the tracked
                 # statement of the same text (pg_stat_statements' $n against the literals sent).
-                qid = by_key.get(sqltext.key(query or ""), "")
+                qid = by_key.get(self._key(query or ""), "")
             if qid in self.ignored or MARK in (query or ""):
                 continue
             text = self.texts.get(qid) or normalize(query or "")
@@ -236,10 +247,13 @@ class Schedule:
     possibly low and FAST_HOLD_S after. ``hurry`` is called for each such line (the exporter's
     ``on_possibly_low``, from the dips collector's judgement)."""
 
-    def __init__(self, clock: Callable[[], float] = time.time, wake: Callable[[], None] | None = None):
+    def __init__(self, clock: Callable[[], float] = time.time, wake: Callable[[], None] | None = None,
+                 run_live: Callable[[], bool] | None = None):
         self.clock = clock
         self.wake = wake  # called when the pace turns fast, so the wait for a slow step ends
+        self.run_live = run_live
         self.fast_until = 0.0
+        self.last_sample = -float("inf")  # clock() of the last sample taken
         self.lock = threading.Lock()
 
     def hurry(self) -> None:
@@ -252,6 +266,16 @@ class Schedule:
     def step(self) -> float:
         """Seconds until the next sample after one taken now."""
         return FAST_S if self.clock() < self.fast_until else EVERY_S
+
+    def due(self) -> bool:
+        """Whether a sample is due now: always while a followed run is live (or the daemon follows none),
+        else IDLE_EVERY_S after the last (the loop still wakes every EVERY_S to see a run start)."""
+        if self.run_live is None or self.run_live() or self.clock() < self.fast_until:
+            return True
+        return self.clock() - self.last_sample >= IDLE_EVERY_S - FAST_S / 2
+
+    def taken(self) -> None:
+        self.last_sample = self.clock()
 
 
 class Unsupported(Exception):
@@ -327,14 +351,16 @@ class Reader:
 class StatementsCollector:
     def __init__(self, sink: Callable[[list[Sample]], None], reader: Any, clock: Callable[[], float] = time.time,
                  labels: Mapping[str, str] | None = None,
-                 on_possibly_low: Callable[[Callable[[], None]], None] | None = None):
+                 on_possibly_low: Callable[[Callable[[], None]], None] | None = None,
+                 run_live: Callable[[], bool] | None = None):
         self.sink = sink
         self.reader = reader
         self.clock = clock
         self.tracker = Tracker(labels=dict(labels or {}))
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self.schedule = Schedule(clock, wake=self._wake.set)
+        self.schedule = Schedule(clock, wake=self._wake.set, run_live=run_live)
+        self.thread_cpu_seconds = 0.0  # the sampling thread's CPU (the exporter's per-collector self-metric)
         if on_possibly_low is not None:
             on_possibly_low(self.schedule.hurry)
         self._outbox: list[Sample] = []
@@ -359,6 +385,9 @@ class StatementsCollector:
     def tick(self) -> float:
         """One reading into the outbox; returns the seconds until the next. A failure is logged once
         (until a reading succeeds again) and retried RETRY_S later, with a new connection."""
+        if not self.schedule.due():
+            return EVERY_S
+        self.schedule.taken()
         try:
             got = self.sample_once()
         except Exception as e:  # a server away, a restart, a permission: never the exporter's end
@@ -379,7 +408,9 @@ class StatementsCollector:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
+            cpu0 = time.thread_time()
             delay = self.tick()
+            self.thread_cpu_seconds += time.thread_time() - cpu0
             self._wake.wait(delay)  # set early when a possibly low line asks for the fast pace
             self._wake.clear()
 
@@ -418,7 +449,8 @@ def _build(options: ExporterOptions) -> StatementsCollector | None:
     if not params:
         return None
     return StatementsCollector(options.sink, Reader(params), clock=options.clock,
-                               labels=options.database_labels, on_possibly_low=options.on_possibly_low)
+                               labels=options.database_labels, on_possibly_low=options.on_possibly_low,
+                               run_live=options.run_live)
 
 
 def metrics_doc() -> MetricsDoc:
