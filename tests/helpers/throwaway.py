@@ -117,15 +117,18 @@ def start(scale: int = 2, engine: str = "postgres") -> ThrowawayStack:
 
 class BackgroundRun:
     """``benchwatch run -- ARGS`` on a throwaway stack, in the background, its output read as it comes
-    (``session``: in a process group of its own, for a Ctrl-C sent to the whole group). Its run id is read
+    (``session``: in a process group of its own, for a Ctrl-C sent to the whole group; ``options``: run's own,
+    before the ``--``; ``env``: variables over the stack's). Its run id is read
     from its own "benchwatch: run ID:" line, so a test looks at this run's directory, never at whichever
     directory is newest."""
 
     RUN_LINE = re.compile(rb"^benchwatch: run (\S+): output saved in ")
 
-    def __init__(self, live: ThrowawayStack, *args: str, session: bool = False):
+    def __init__(self, live: ThrowawayStack, *args: str, session: bool = False, options: tuple[str, ...] = (),
+                 env: dict[str, str] | None = None):
         self.live = live
-        self.proc = subprocess.Popen([BENCHWATCH, "run", "--", *args], env=live.env(), start_new_session=session,
+        self.proc = subprocess.Popen([BENCHWATCH, "run", *options, "--", *args], env={**live.env(), **(env or {})},
+                                     start_new_session=session,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.out: dict[str, bytes] = {}
         self.lines: dict[str, list[bytes]] = {"stdout": [], "stderr": []}

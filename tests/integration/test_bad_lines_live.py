@@ -5,7 +5,12 @@ at the tool's pace through ``benchwatch attach`` into the live exporter and Prom
 Every well-formed line around the bad ones is stored at its own time, the bad ones are counted, the
 stall series and the PgbenchStalled alert stay quiet (three bad lines in a row leave four intervals
 between good ones: without the bad lines as a sign of life it fires), and the exporter never sets the
-run aside."""
+run aside.
+
+Issue 32: fuzzed outputs with extreme numbers (1e309, 999999999999999999999, nan, -0, times of the year
+2286, beyond int64) piped whole through ``attach``: every number is bounded before it becomes a time, an
+id or a count, Prometheus holds what the saved output replays to, and promtool accepts the exporter's
+/metrics."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import re
 import subprocess
 import threading
 import time
+from collections import Counter
 
 import pytest
 
@@ -23,10 +29,12 @@ from benchwatch.loadgens.pgbench.output import PgbenchOutputParser
 from benchwatch.loadgens.pgbench.output import Progress as PgbenchProgress
 from benchwatch.loadgens.sysbench.output import Progress as SysbenchProgress
 from benchwatch.loadgens.sysbench.output import SysbenchOutputParser
-from benchwatch.util import processes
+from benchwatch.record import replay
+from benchwatch.util import bounds, net, processes
 from tests.helpers import fuzz
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import BENCHWATCH
+from tests.helpers.tools import require_tool
 
 pytestmark = pytest.mark.integration
 
@@ -146,3 +154,45 @@ def test_bad_lines_cost_only_themselves_live(live_stack):
         with open(path, errors="replace") as f:
             text = f.read()
         assert "is not followed" not in text and "Traceback" not in text, text[-3000:]
+
+
+PROMTOOL_NAME_LINT = re.compile(r"metric name should not include type|metrics should not have \"(quantile|le)\" label")
+FUZZ_LINES = 20_000  # bench/bench_fuzz.py takes a million through the same paths
+
+
+@pytest.mark.parametrize("tool,pattern", [("pgbench", "pgbench/*"), ("sysbench", "sysbench/*.txt")])
+def test_fuzzed_extremes_through_attach_live(live_stack, tool, pattern):
+    data = fuzz.fuzzed_output(FUZZ_LINES, 11, pattern)
+    assert b"999999999999999999999" in data and b"1e309" in data and b"9999999999.999" in data
+    r = live_stack.benchwatch("attach", "--tool", tool, "--quiet", input=data, timeout=300)
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr.decode(errors="replace")[-3000:]
+    run_id = RUN_ID.search(r.stderr).group(1).decode()
+    path = os.path.join(live_stack.state_dir, "runs", run_id)
+    assert processes.wait_until(lambda: os.path.exists(os.path.join(path, ".ingested")), 240, 0.5), run_id
+    with open(os.path.join(path, "meta.json")) as f:
+        meta = json.load(f)
+    # What the saved output replays to (a snapshot rebuild) is what Prometheus got live: every good line's
+    # figure, each bad line counted; every timestamp one Prometheus and a run id can hold.
+    model, expected = replay.replay_run_dir_model(path, meta)
+    assert expected and all(bounds.ms_in_range(s.timestamp_ms) for s in expected)
+    wanted = Counter(s.value for s in expected if s.name == "benchmark_progress_tps" and s.value != 0)
+    assert sum(wanted.values()) > 50 and model.unparsed_lines > 1000
+    first, last = min(s.timestamp_ms for s in expected), max(s.timestamp_ms for s in expected)
+    at = last / 1000 + 1
+    span = f"{int((last - first) / 1000) + 120}s"
+    result = query(live_stack.prometheus, f'benchmark_progress_tps{{run_id="{run_id}"}}[{span}]', at)
+    stored = Counter(float(v) for _, v in result[0]["values"] if float(v) != 0) if result else Counter()
+    assert stored == wanted, (wanted - stored, stored - wanted)
+    unparsed = query(live_stack.prometheus, f'max_over_time(benchmark_unparsed_lines_total{{run_id="{run_id}"}}[{span}])', at)
+    assert float(unparsed[0]["value"][1]) == model.unparsed_lines
+    status, body = net.http_get(live_stack.stack.cfg.url("benchwatch_exporter") + "/metrics")
+    assert status == 200
+    # promtool parses every line (exit 3 is lint only); the lints left are of names the metric contract
+    # fixed (pgbench_summary_*, the latency quantile gauges, sysbench's histogram events), not of any number.
+    check = subprocess.run([require_tool("promtool"), "check", "metrics"], input=body, capture_output=True)
+    problems = [l for l in (check.stdout + check.stderr).decode().splitlines() if l and not PROMTOOL_NAME_LINT.search(l)]
+    assert check.returncode in (0, 3) and not problems, problems
+    for log in glob.glob(os.path.join(live_stack.state_dir, "logs", "*benchwatch_exporter*.log")):
+        with open(log, errors="replace") as f:
+            text = f.read()
+        assert "Traceback" not in text and "is not followed" not in text, text[-3000:]

@@ -19,6 +19,7 @@ from benchwatch.record import replay, rundir
 from benchwatch.record.wrapper import attach_stream
 from benchwatch.sink.openmetrics import write_openmetrics
 from benchwatch.sink.remote_write import encode_write_request
+from benchwatch.util import bounds
 from tests.helpers import fuzz
 
 START = 1_700_000_000.0
@@ -107,14 +108,23 @@ def good_run(runs_dir: str, run_id: str) -> rundir.RunDir:
 CORRUPT_METAS = [
     b"", b"{", b"\xff\xfe\x00garbage", b"[1, 2, 3]", b"null", b'"a string"',
     json.dumps({"state": "finished", "argv": 5}).encode(),
+    json.dumps({"state": "finished", "txlog_prefix": 42, "ended_at": "late"}).encode(),
+]
+# meta.json objects whose numbers alone are damaged (issue 32): each number is checked where it is read
+# (benchwatch.util.bounds), the damaged one ignored, and the run's output read like any other's.
+DAMAGED_NUMBER_METAS = [
     json.dumps({"state": "running", "pid": "not a pid", "clock_start_epoch": "yesterday"}).encode(),
     json.dumps({"state": "finished", "progress_interval": [1], "tool": "no such tool"}).encode(),
-    json.dumps({"state": "finished", "txlog_prefix": 42, "ended_at": "late"}).encode(),
+    b'{"state": "finished", "clock_start_epoch": 1e999, "ended_at": -1e999, "exit_code": 99999999999999999999999,'
+    b' "progress_interval": 0}',
+    b'{"state": "running", "pid": 99999999999999999999, "clock_start_epoch": NaN, "progress_interval": 1e300,'
+    b' "ended_at": 9999999999999}',
+    b'{"state": "running", "pid": -1, "clock_start_epoch": 67767976233316800, "progress_interval": -Infinity}',
 ]
 
 
 def test_damaged_meta_json_is_set_aside_and_counted(tmp_path):
-    for i, raw in enumerate(CORRUPT_METAS):
+    for i, raw in enumerate(CORRUPT_METAS + DAMAGED_NUMBER_METAS):
         path = os.path.join(tmp_path, f"20231114T2213{i:02d}Z-bad0")
         os.makedirs(path)
         with open(os.path.join(path, "meta.json"), "wb") as f:
@@ -126,8 +136,13 @@ def test_damaged_meta_json_is_set_aside_and_counted(tmp_path):
     c = PgbenchRunsCollector(str(tmp_path), sent.extend, clock=lambda: START + 5)
     for _ in range(3):
         c.poll()
-    # The good run went through whole; each damaged one is counted, none crashed the collector.
-    assert [s.value for s in sent if s.name == "benchmark_progress_tps" and s.value == s.value] == [100.0]
+    # The good run went through whole, and so did each run whose meta.json had only numbers damaged; each
+    # damaged one is counted, none crashed the collector, and every sample can be written.
+    assert sorted(s.value for s in sent if s.name == "benchmark_progress_tps" and s.value == s.value) == \
+        [5.0] * len(DAMAGED_NUMBER_METAS) + [100.0]
+    assert all(bounds.ms_in_range(s.timestamp_ms) for s in sent)
+    encode_write_request(sent)
+    openmetrics(sent)
     assert os.path.exists(good.file(".ingested"))
     damaged = len(CORRUPT_METAS) - 1  # b"" is no object either
     assert len(c.unreadable) >= damaged, c.unreadable

@@ -45,6 +45,8 @@ def _sweep_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-checkpoint", action="store_true", help="no CHECKPOINT before each run")
     p.add_argument("--latency-log", action="store_true",
                    help="pgbench: each run with -l (as run --latency-log), for the 95th percentile of latency in the report")
+    p.add_argument("--profile", action="store_true",
+                   help="a CPU profile of every run (perf record), folded after each run before the next starts")
     p.add_argument("--resume", metavar="NAME", help="finish the sweep NAME: only what is missing runs")
     p.add_argument("tool", nargs=argparse.REMAINDER, help=f"-- {'|'.join(loadgens.titles())} ARGS...")
 
@@ -139,11 +141,20 @@ def cmd_sweep(ctx: Context) -> int:
                 servers[v.name] = server
                 for done in server.start():
                     say(f"sweep {name}: variant {v.name}: {done}")
+                # Watched like the stack's own server, its series labelled with a target of its own: the
+                # report's why reads the server that served each run.
+                target = variant_target(name, v.name)
+                for done in server.watch(target, name):
+                    say(f"sweep {name}: variant {v.name}: {done}")
+                sdir.append("watched", variant=v.name, target=target, scope=server.scope())
         except StackError as e:
             say(f"sweep {name}: {e}")
             return 1
         _warn_debug_builds(ctx, plan, control)
-        hooks = _hooks(ctx, stack, control, {k: s.client_env() for k, s in servers.items()}, plan.latency_log)
+        targets = {v.name: variant_target(name, v.name) if v.name in servers else (v.target or stack.cfg.target_name)
+                   for v in plan.variants}
+        hooks = _hooks(ctx, stack, control, {k: s.client_env() for k, s in servers.items()}, plan.latency_log,
+                       targets, plan.profile)
         try:
             outcome = Sweep(plan, sdir, hooks, say).run()
         except SettingsError as e:
@@ -163,6 +174,11 @@ def cmd_sweep(ctx: Context) -> int:
         return 1
     say(f"sweep {name}: done; benchwatch report {name} reads it")
     return 0
+
+
+def variant_target(sweep: str, variant: str) -> str:
+    """The ``target`` label of a variant's own server (bindir=, dsn=) while its sweep runs."""
+    return f"sweep-{sweep}-{variant}"
 
 
 def _check_new(args: argparse.Namespace, argv: list[str]) -> None:
@@ -245,7 +261,7 @@ def _new_plan(ctx: Context, stack, name: str, argv: list[str], control):
     return plans.Plan(name=name, argv=argv, variants=variants, cells=cells, repeat=args.repeat, order=args.order,
                       seed=seed, runs=runs, engine=stack.engine.name, warmup_s=args.warmup,
                       min_effect_pct=args.min_effect, reinit=args.reinit or "", checkpoint=not args.no_checkpoint,
-                      latency_log=args.latency_log,
+                      latency_log=args.latency_log, profile=args.profile,
                       originals=originals)
 
 
@@ -263,16 +279,20 @@ def _warn_debug_builds(ctx: Context, plan, control) -> None:
                     "(debug_assertions): its numbers mean little")
 
 
-def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]], latency_log: bool = False):
+def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]], latency_log: bool = False,
+           targets: dict[str, str] | None = None, profile: bool = False):
     """How the sweep acts: ``own_env`` has the client environment of each variant that runs on a server of
-    its own (bindir=, dsn=), every other variant runs on the stack's."""
+    its own (bindir=, dsn=), every other variant runs on the stack's; ``targets`` the target that serves
+    each variant's runs (recorded with each run: its evidence reads that target's series alone)."""
     from benchwatch import loadgens
     from benchwatch.commands.record import record_run
     from benchwatch.experiment.runner import Hooks
 
     def record(argv, info, v):
+        if targets and v.name in targets:
+            info = dict(info, target=targets[v.name])
         code, run = record_run(ctx, argv, target_name=v.target, info=info, client_env=own_env.get(v.name),
-                               latency_log=latency_log)
+                               latency_log=latency_log, profile=profile)
         return code, (run.path if run is not None else None)
 
     def init(argv, v):
@@ -329,6 +349,9 @@ def cmd_report(ctx: Context) -> int:
     figures = report.collect(plan, events, stack.cfg.runs_dir)
     why = None if args.no_why else _why(ctx, stack)
     model = report.build(plan, events, figures, why)
+    profile_part = _profile_part(plan, figures, stack.cfg.runs_dir)
+    if profile_part is not None:
+        model["profile"] = profile_part
     if not figures:
         say(f"sweep {args.name}: no finished run yet")
     _write_series(ctx, stack, model)
@@ -344,9 +367,34 @@ def cmd_report(ctx: Context) -> int:
         say(str(e))
         return 1
     say(f"report of sweep {args.name} in {out_dir}")
+    if profile_part is not None:
+        from benchwatch.profile import variants
+
+        for line in variants.text_lines(profile_part):
+            say(line)
     for path in paths:
         print(path, file=ctx.stdout)
     return 0
+
+
+def _profile_part(plan, figures: dict, runs_dir: str) -> dict | None:
+    """The report's "profile": per variant and cell, the functions whose share of the database's CPU changed
+    most against the baseline (a sweep --profile); None when no run of the sweep was profiled."""
+    from benchwatch.profile import variants
+
+    paths: dict[tuple[str, int], list[str]] = {}
+    for run in plan.runs:
+        f = figures.get(run.index)
+        if f is not None and f.get("run_id"):
+            path = os.path.join(runs_dir, f["run_id"])
+            if os.path.isdir(os.path.join(path, "profile")):
+                paths.setdefault((run.variant, run.cell), []).append(path)
+    if not paths:
+        return None
+    groups = [{"variant": v.name, "cell": cell.words if len(plan.cells) > 1 else "",
+               "baseline_runs": paths.get((plan.baseline, ci), []), "variant_runs": paths.get((v.name, ci), [])}
+              for v in plan.variants[1:] for ci, cell in enumerate(plan.cells)]
+    return variants.report_part(groups)
 
 
 def _write_series(ctx: Context, stack, model: dict) -> None:

@@ -38,8 +38,28 @@ def cmd_explain(ctx: Context) -> int:
     output = saved_output(run.path).decode("utf-8", "replace")  # where the end of a run that died is told
     result = report.explain(series, meta, run_id, ongoing=meta.get("state") == rundir.RUNNING, output=output)
     result["source"] = used
+    profile_text = _profiles(run.path, result)
     if args.json:
         print(json.dumps(result, indent=2), file=ctx.stdout)
     else:
-        ctx.stdout.write(report.text_table(result))
+        ctx.stdout.write(report.text_table(result) + profile_text)
     return 0
+
+
+def _profiles(run_path: str, result: dict) -> str:
+    """Each dip's ``profile`` (a run recorded with --profile): where the CPU went in the dip against the rest
+    of the run; its text, for the text report."""
+    import time
+
+    from benchwatch.profile import window
+
+    profile = window.load(run_path)
+    if profile is None or not result.get("dips"):
+        return ""
+    lines = []
+    for number, dip in enumerate(result["dips"], 1):
+        dip["profile"] = window.compare_windows(profile, dip["start"], dip["end"])
+        lines.append(f"dip {number} ({time.strftime('%H:%M:%S', time.gmtime(dip['start']))}, "
+                     f"{dip['end'] - dip['start']:.0f} s), its CPU profile against the rest of the run:")
+        lines += window.text_lines(dip["profile"])
+    return "\n".join(lines) + "\n"

@@ -17,12 +17,19 @@ if TYPE_CHECKING:
     from benchwatch.record.wrapper import CtrlC
 
 
+def _profile_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", action="store_true",
+                   help="CPU profile of the run: perf record on every CPU of this host, folded per second into the "
+                        "run directory once it ended (docs/profiles.md)")
+
+
 def _run_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--latency-log", action="store_true",
                    help="pgbench: add -l so the per-transaction log gives latency percentiles (p50/p95/p99)")
     p.add_argument("--target", help="sysbench on a stack of several MariaDB instances: the one to drive (mariadb-1..N)")
     p.add_argument("--experiment", help="a name shared by runs observed as one experiment (e.g. one per instance, side "
                    "by side): benchmark_run_info's experiment label; the sysbench dashboard sums them")
+    _profile_argument(p)
     p.add_argument("tool_argv", nargs=argparse.REMAINDER, metavar="-- TOOL ARGS",
                    help=f"the load generator and its arguments: -- {'|'.join(loadgens.titles())} ARGS...")
 
@@ -38,7 +45,8 @@ def cmd_run(ctx: Context) -> int:
         say(f"usage: benchwatch run -- {'|'.join(loadgens.titles())} [ARGS...]")
         return 2
     info = {"experiment": args.experiment} if args.experiment else {}
-    code, run = record_run(ctx, argv, target_name=args.target, info=info, latency_log=args.latency_log)
+    code, run = record_run(ctx, argv, target_name=args.target, info=info, latency_log=args.latency_log,
+                           profile=args.profile)
     if run is None:
         return code
     _say_stability(ctx, run)
@@ -61,10 +69,11 @@ def _say_stability(ctx: Context, run) -> None:
 
 
 def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None, info: dict[str, str] | None = None,
-               latency_log: bool = False, client_env: dict[str, str] | None = None):
+               latency_log: bool = False, client_env: dict[str, str] | None = None, profile: bool = False):
     """One ordinary run on the stack (``run``, and each run of ``sweep``): (exit code, run directory), or
     (2, None) when it cannot start, the reason said. ``info``: labels of its run_info series (experiment,
-    sweep, ...); ``client_env``: the variables that reach another server than the stack's (a sweep's variant)."""
+    sweep, ...); ``client_env``: the variables that reach another server than the stack's (a sweep's variant);
+    ``profile``: perf record beside it, folded into the run directory before this returns."""
     from benchwatch import engines, loadgens
     from benchwatch.record.wrapper import CtrlC
 
@@ -89,7 +98,7 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
     # not raised at a random line, until it is undone; a Ctrl-C before the tool starts means it never starts.
     with CtrlC() as ctrl_c:
         code, run = _connect_and_run(ctx, stack, argv, generator, targets, target_name, dict(info or {}), latency_log,
-                                     client_env, ctrl_c)
+                                     client_env, ctrl_c, profile)
     if run is not None:
         _record_targets(ctx, stack, run, since=run.read_meta().get("started_at"))
     return code, run
@@ -97,7 +106,7 @@ def record_run(ctx: Context, argv: list[str], *, target_name: str | None = None,
 
 def _connect_and_run(ctx: Context, stack: Stack, argv: list[str], generator: loadgens.LoadGenerator, targets: list,
                      target_name: str | None, info: dict[str, str], latency_log: bool, client_env: dict[str, str],
-                     ctrl_c: CtrlC):
+                     ctrl_c: CtrlC, profile: bool = False):
     """record_run's connection to the stack's server, the run and the connection's undoing."""
     from benchwatch.alerting.printer import AlertPrinter
     from benchwatch.record.stream import LineSafeStream
@@ -124,10 +133,13 @@ def _connect_and_run(ctx: Context, stack: Stack, argv: list[str], generator: loa
             argv = [argv[0], *args_in]
     terminal = LineSafeStream(ctx.stderr.buffer)
     watches = []
+    cpu_profiles: list = []
 
     def started(run) -> None:
         say(f"run {run.run_id}: output saved in {run.path}")
         _record_targets(ctx, stack, run)
+        if profile:
+            cpu_profiles.append((run, start_profile(run, say)))
         if stack.healthy("alertmanager"):
             # Firing and resolved alerts of this run, one line each, between pgbench's lines.
             watches.append(AlertPrinter(run.run_id, lambda line: terminal.say(f"benchwatch: {line}"),
@@ -141,9 +153,46 @@ def _connect_and_run(ctx: Context, stack: Stack, argv: list[str], generator: loa
         for watch in watches:
             watch.stop()
         terminal.close()
+        for profiled, cpu_profile in cpu_profiles:
+            finish_profile(profiled, cpu_profile, say)
         if undo is not None:
             undo()  # e.g. go-tpc's throwaway user, dropped however the run ended
     return code, run
+
+
+def start_profile(run, say: Callable[[str], None]):
+    """perf record beside a run that is about to start (meta.json's "profile" says whether it is profiled)."""
+    from benchwatch import engines
+    from benchwatch.profile.recorder import Profiler
+
+    meta = run.read_meta()
+    try:
+        server_pid = engines.get(meta["engine"]).server_pid(meta) if meta.get("engine") else None
+    except engines.UnknownEngine:
+        server_pid = None
+    profiler = Profiler(run.path, say, server_pid=server_pid)
+    on = profiler.start()
+    run.update_meta(profile={"state": "recording"} if on else {"state": "off", "reason": profiler.reason})
+    return profiler if on else None
+
+
+def finish_profile(run, profiler, say: Callable[[str], None]) -> None:
+    """The run ended: perf stopped and folded into its directory (before anything else runs on the host)."""
+    from benchwatch.profile.recorder import DIR
+
+    if profiler is None:
+        return
+    summary = profiler.finish()
+    if summary.get("error") and not summary.get("samples"):
+        say(f"profile not kept: {summary['error']}")
+        run.update_meta(profile={"state": "failed", "reason": summary["error"]})
+        return
+    groups = summary.get("by_group") or {}
+    busy = sum(v for k, v in groups.items() if k != "idle") or 1
+    shares = ", ".join(f"{k.replace('_', ' ')} {100 * v / busy:.0f} %" for k, v in groups.items() if k != "idle")
+    say(f"profile: {summary['samples']} samples ({shares} of the busy ones; {summary['unknown_leaf']} with an "
+        f"unnamed leaf), folded in {summary['fold_seconds']:.1f} s into {os.path.join(run.path, DIR)}")
+    run.update_meta(profile={"state": "profiled", "samples": summary["samples"], "dir": DIR})
 
 
 def _record_targets(ctx: Context, stack: Stack, run, since: float | None = None) -> None:
@@ -182,6 +231,7 @@ def _attach_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tool-args", *(f"--{name}-args" for name in loadgens.names()), dest="tool_args", metavar="ARGS",
                    help="the tool's arguments of that run, for the run's metadata (one string, split as a shell would)")
     p.add_argument("--quiet", action="store_true", help="do not echo the stream to stdout")
+    _profile_argument(p)
 
 
 @command("attach", help="observe a pgbench (or, with --tool sysbench, a sysbench) started elsewhere: "
@@ -193,9 +243,20 @@ def cmd_attach(ctx: Context) -> int:
     args = ctx.args
     stack = ctx.stack
     tool_args = shlex.split(args.tool_args) if args.tool_args else None
-    run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
-                        echo=None if args.quiet else ctx.stdout.buffer,
-                        tool_args=tool_args, interval=args.interval, tool=args.tool, profile=profiler)
+    cpu_profiles: list = []
+
+    def started(run) -> None:
+        if args.profile:  # the database on this host: perf sees its processes as it sees the tool's
+            cpu_profiles.append((run, start_profile(run, ctx.say)))
+
+    try:
+        run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
+                            echo=None if args.quiet else ctx.stdout.buffer,
+                            tool_args=tool_args, interval=args.interval, tool=args.tool, profile=profiler,
+                            on_start=started)
+    finally:
+        for profiled, cpu_profile in cpu_profiles:
+            finish_profile(profiled, cpu_profile, ctx.say)
     ctx.say(f"run {run.run_id}: output saved in {run.path}")
     from benchwatch.record import outcome
 
@@ -234,7 +295,7 @@ def cmd_import(ctx: Context) -> int:
     start_arg: float | None = None
     if args.start:
         try:
-            start_arg = importer.parse_time(args.start)
+            start_arg = importer.parse_start(args.start)
         except ValueError:
             say(f"--start {args.start!r} is not a time: use RFC 3339 like 2016-01-06T10:00:00Z or Unix seconds")
             return 2
@@ -276,6 +337,9 @@ def cmd_import(ctx: Context) -> int:
         for r in reads:
             what = (f"{path}: run {r.index} of {len(reads)}, lines {r.first_line}-{r.last_line}" if len(reads) > 1
                     else f"{path}")
+            if r.skipped is not None:
+                say(f"{what}: not imported: {r.skipped} (its lines are kept in the file)")
+                continue
             counts = f"{r.model.progress_lines} progress lines, {len(r.samples)} samples"
             if "tps" in r.model.summary:
                 counts += f", summary tps {r.model.summary['tps']}"
@@ -321,6 +385,8 @@ def cmd_import(ctx: Context) -> int:
         return 1
     for path, data, reads, _, placed_by in files:
         for r in reads:
+            if r.skipped is not None:
+                continue
             chunk = data if len(reads) == 1 else importer.run_lines(data, r)
             run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model, r.samples,
                                        "after the previous run of the file" if r.placed_after_previous else placed_by,

@@ -160,6 +160,29 @@ def cmd_compare(ctx: Context) -> int:
         _say("steadier (stability measures each run is the steadiest on, one run each): "
              + ", ".join(f"{n} {k}" for n, k in counts.items()))
     _say(f"comparison of {len(collected)} runs in {out}")
+    _compare_profiles(ctx, [run.path for run in found], list(variant_names or labels), directory)
     print(directory, file=ctx.stdout)
     print(archive, file=ctx.stdout)
     return 0
+
+
+def _compare_profiles(ctx: Context, paths: list[str], names: list[str], directory: str) -> None:
+    """Profiled runs (run --profile): the functions whose share of the database's CPU changed most from the
+    first name's runs to each other name's, said and kept in the comparison as profile.json."""
+    import json
+
+    from benchwatch.profile import recorder, variants
+
+    if not any(os.path.isdir(os.path.join(p, recorder.DIR)) for p in paths):
+        return
+    groups: dict[str, list[str]] = {}
+    for path, name in zip(paths, names):
+        groups.setdefault(name, []).append(path)
+    base = names[0]
+    part = variants.report_part([{"variant": name, "cell": "", "baseline_runs": groups[base], "variant_runs": runs}
+                                 for name, runs in groups.items() if name != base])
+    part["baseline"] = base
+    with open(os.path.join(directory, "profile.json"), "w", encoding="utf-8") as f:
+        json.dump(part, f, indent=1)
+    for line in variants.text_lines(part):
+        ctx.say(line.replace("against the baseline", f"against {base}"))

@@ -28,9 +28,10 @@ from benchwatch.record.host import DISKS
 
 @dataclass(frozen=True)
 class Signal:
-    """One piece of evidence: its name, PromQL with ``{w}`` for the run's window (e.g. ``[37s]``) giving one
-    number (or, for ``kind="waits"``, one per wait event), and how it is read: ``per_tx`` divided by the
-    run's transactions, ``per_s`` divided by the run's seconds, ``value`` as it is."""
+    """One piece of evidence: its name, PromQL with ``{w}`` for the run's window (e.g. ``[37s]``) and, after
+    each selector of a server's series, ``{target}`` for the target that served the run, giving one number
+    (or, for ``kind="waits"``, one per wait event), and how it is read: ``per_tx`` divided by the run's
+    transactions, ``per_s`` divided by the run's seconds, ``value`` as it is."""
 
     name: str
     promql: str
@@ -68,6 +69,22 @@ def run_window(meta: dict[str, Any]) -> tuple[float, float] | None:
     return float(start), float(end)
 
 
+def run_target(meta: dict[str, Any]) -> str | None:
+    """The target that served the run, where its meta.json says (a sweep's runs, a run on one of several
+    instances): its server's series are read from that target alone. None (runs recorded before): every
+    target's, summed."""
+    target = (meta.get("info") or {}).get("target")
+    return str(target) if target else None
+
+
+def with_target(promql: str, target: str | None) -> str:
+    """``{target}`` of a signal's PromQL as the matcher of ``target``, or nothing."""
+    if not target:
+        return promql.replace("{target}", "")
+    value = target.replace("\\", "\\\\").replace('"', '\\"')
+    return promql.replace("{target}", '{target="' + value + '"}')
+
+
 def _number(result: list) -> float | None:
     if not result:
         return None
@@ -84,10 +101,11 @@ def run_evidence(prom: str, meta: dict[str, Any], transactions: float | None, si
     start, end = window
     seconds = max(1, math.ceil(end - start))
     w = f"{seconds}s"
+    target = run_target(meta)
     out: dict[str, float] = {}
     for s in signals:
         try:
-            result = query(prom, s.promql.replace("{w}", w), end)
+            result = query(prom, with_target(s.promql, target).replace("{w}", w), end)
         except prometheus.PrometheusError:
             continue
         if s.kind == "waits":

@@ -54,6 +54,7 @@ class Plan:
     reinit: str = ""          # "", "cell" (tables made again when the cell changes) or "run" (before every run)
     checkpoint: bool = True
     latency_log: bool = False  # pgbench -l for each run (latency percentiles)
+    profile: bool = False  # perf record beside every run, folded before the next starts (benchwatch.profile)
     created_at: float = field(default_factory=time.time)
     originals: dict[str, dict[str, Any]] = field(default_factory=dict)  # setting -> its value before the sweep
 
@@ -69,7 +70,7 @@ class Plan:
                 "variants": [v.to_json() for v in self.variants], "cells": [c.to_json() for c in self.cells],
                 "repeat": self.repeat, "order": self.order, "seed": self.seed, "warmup_s": self.warmup_s,
                 "min_effect_pct": self.min_effect_pct, "reinit": self.reinit, "checkpoint": self.checkpoint,
-                "latency_log": self.latency_log,
+                "latency_log": self.latency_log, "profile": self.profile,
                 "created_at": self.created_at, "originals": self.originals,
                 "runs": [r.to_json() for r in self.runs]}
 
@@ -80,6 +81,7 @@ class Plan:
                    seed=int(d["seed"]), runs=[PlannedRun(**r) for r in d["runs"]], engine=d["engine"],
                    warmup_s=float(d.get("warmup_s") or 0), min_effect_pct=float(d.get("min_effect_pct", 2.0)),
                    reinit=_reinit(d.get("reinit")), checkpoint=bool(d.get("checkpoint", True)), latency_log=bool(d.get("latency_log")),
+                   profile=bool(d.get("profile")),
                    created_at=float(d.get("created_at") or 0), originals=dict(d.get("originals") or {}))
 
 

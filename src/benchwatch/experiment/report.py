@@ -13,6 +13,7 @@ from benchwatch import evidence, loadgens
 from benchwatch.experiment import stats
 from benchwatch.experiment.figures import run_figures
 from benchwatch.experiment.plan import Plan, progress
+from benchwatch.experiment.scope import why_scope
 from benchwatch.experiment.spec import Cell
 from benchwatch.util import secrets
 
@@ -103,11 +104,10 @@ def build(plan: Plan, events: list[dict[str, Any]], figures: dict[int, dict[str,
             "why": [],
         }
         if why is not None and t.verdict != "no difference shown":
-            # A variant on a server of its own (bindir=, dsn=) is not watched by the stack's exporter: only the
-            # host's signals compare.
-            own = any(x.bindir or x.dsn for x in (plan.variant(base), v))
-            entry["why"] = why([f["run_id"] for f in a], [f["run_id"] for f in b], cell, own)
-            entry["why_scope"] = "host only (a variant runs on a server the stack does not watch)" if own else "server and host"
+            # A variant's own server (bindir=, dsn=) compares as watched during the sweep (experiment.scope).
+            scope = why_scope(events, plan.variant(base), v)
+            entry["why"] = why([f["run_id"] for f in a], [f["run_id"] for f in b], cell, scope.host_only)
+            entry["why_scope"] = scope.text
             where = f"{v.name} at {cell.words}" if cell.words else v.name
             entry["why_text"] = evidence.sentence(where, entry["why"])
         diffs.append(entry)

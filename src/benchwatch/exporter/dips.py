@@ -98,10 +98,12 @@ def possibly_low(points: Sequence[tuple[int, float]], i: int, interval_s: Sequen
     ``points``: (ms, tps), time order, no staleness markers. ``interval_s``: every progress
     interval the detector might be given (which lines cover a full interval depends on it).
 
-    A superset, never a miss: the detector's steady level at the newest line is a median of
-    the full lines within WINDOW_S / 2 before it (at most their maximum), or, with fewer than
+    A superset, never a miss, against the detector's rolling level: at the newest line a median
+    of the full lines within WINDOW_S / 2 before it (at most their maximum), or, with fewer than
     MIN_LINES of them, another line's level (at most the maximum of all lines); with fewer
-    than MIN_LINES full lines in all it finds nothing."""
+    than MIN_LINES full lines in all it finds nothing. A line held against the level before a
+    lasting fall (dips.Dip.lasting) is in a dip already under way, or (a slow slide) is found
+    by the RECHECK_S pass on the lines in memory."""
     lo_iv, hi_iv = min(interval_s), max(interval_s)
     t = points[i][0] / 1000
     half = detector.WINDOW_S / 2

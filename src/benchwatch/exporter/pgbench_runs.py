@@ -23,7 +23,7 @@ from benchwatch.model import catalogue
 from benchwatch.model.run import METRICS
 from benchwatch.model.samples import Sample
 from benchwatch.record import replay, rundir
-from benchwatch.util import processes
+from benchwatch.util import bounds, processes
 
 log = logging.getLogger("benchwatch.exporter")
 
@@ -85,8 +85,8 @@ class RunFollower:
 
     def _resume(self, acked: dict[str, int], meta: dict) -> None:
         """Rebuild the model from the bytes Prometheus already has, sending none of them again."""
-        if meta.get("clock_start_epoch") is not None:
-            self.model.start_epoch = float(meta["clock_start_epoch"])
+        if bounds.epoch_or_none(meta.get("clock_start_epoch")) is not None:
+            self.model.start_epoch = bounds.epoch_or_none(meta["clock_start_epoch"])
         arrival = meta.get("ended_at")
         self.model.add_arrivals(replay.read_arrivals(b"\n".join(self.arrivals.read_lines(1 << 30)) + b"\n"))
         for name, follower in self.followers.items():
@@ -154,8 +154,9 @@ class RunFollower:
         # meta.json, and a line's arrival, before it writes the line.
         self.model.add_arrivals(replay.read_arrivals(b"\n".join(self.arrivals.read_lines()) + b"\n"))
         meta = self.run.read_meta()
-        if self.model.start_epoch is None and meta.get("clock_start_epoch") is not None:
-            self.model.start_epoch = float(meta["clock_start_epoch"])
+        if self.model.start_epoch is None:
+            # As recorded, unless damaged (nan, 1e309, a string): then the first line's arrival sets the clock.
+            self.model.start_epoch = bounds.epoch_or_none(meta.get("clock_start_epoch"))
         out: list[Sample] = []
         for _name, lines in batches:
             out.extend(replay.feed_lines(self.model, lines, now))

@@ -219,8 +219,8 @@ class Exporter:
 
     def send(self, samples: Sequence[SampleLike]) -> None:
         """The collectors' sink: queue for remote write, then show the batch to the subscribers."""
-        if self.subscribers and not isinstance(samples, list):
-            samples = list(samples)  # read twice
+        if not isinstance(samples, list):
+            samples = list(samples)  # read more than once (the writer, run_live, the subscribers)
         # The interface types samples by their fields (it sits below benchwatch.model); every collector
         # sends benchwatch.model.samples.Sample, which the writer encodes.
         self.writer.enqueue(cast("list[Sample]", samples))

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from benchwatch.model.samples import STALE_NAN, Sample, sample
+from benchwatch.util import bounds
 
 # Series every load generator's run writes: name -> (type, help). With each tool's own
 # catalogue (benchwatch.loadgens.<tool>), the source of exposition, OpenMetrics and docs.
@@ -99,33 +100,16 @@ def planned_length(info_labels: Mapping[str, str]) -> float | None:
         return None
     return value if math.isfinite(value) and value > 0 else None
 
-# Beyond these a figure is no measurement but a damaged line, like nan or inf: a trillion
-# transactions (or queries, errors) a second; a clock past the year 2286 (elapsed or epoch seconds).
-MAX_RATE = 1e12
-MAX_TIME_S = 1e10
+# Beyond these a figure is no measurement but a damaged line, like nan or inf (benchwatch.util.bounds:
+# the same limits for import, attach, run and the exporter).
+MAX_RATE = bounds.MAX_RATE
+MAX_TIME_S = bounds.MAX_TIME_S
+figure_problem = bounds.figure_problem
 # Bad lines remembered with their number and reason (all of them are counted).
 BAD_LINES_KEPT = 1000
 # How far after the previous line a bad line's own time may place it (in intervals); beyond, or
 # before it, the time is as damaged as the rest, and the line is alive at its arrival only.
 BAD_LINE_REACH = 60
-
-
-def figure_problem(name: str, value: float | None, limit: float = MAX_RATE) -> str | None:
-    """Why a figure that is counted cannot be (nan, inf, negative, absurd), or None when it can (or is absent).
-    An int of any size may be given (a parser's int() of a long run of digits)."""
-    if value is None or (type(value) is float and 0.0 <= value <= limit):  # the usual case, first (nan fails it)
-        return None
-    try:
-        value = float(value)
-    except OverflowError:
-        return f"{name} is absurd (over 1e308)"
-    if not math.isfinite(value):
-        return f"{name} is {value}"
-    if value < 0:
-        return f"{name} is negative ({value:g})"
-    if value > limit:
-        return f"{name} is absurd ({value:g})"
-    return None
 
 # Progress series that end with the run (staleness markers after its last line).
 ENDED_WITH_THE_RUN = (TPS, LATENCY, STALLED)
@@ -165,13 +149,15 @@ class RunModel:
         self.run_id = run_id
         self.info_labels = {k: v for k, v in (info_labels or {}).items() if k not in ("run_id", "tool")}
         self.interval_s = interval_s
-        self.interval_from_args = interval_s is not None
-        self.start_epoch = start_epoch  # start of the tool's clock; None until known
+        self.interval_from_args = self.interval_s is not None
+        # Start of the tool's clock; None until known (or when what was recorded is no time: a damaged meta.json).
+        self.start_epoch = bounds.epoch_or_none(start_epoch)
         self.active = True
         self.stalled = False
         self.last_ts_ms: int | None = None        # newest sample written for this run
         self.last_line_ts_ms: int | None = None   # tool time of the last real progress line
         self.last_line_time_s: float | None = None
+        self.last_epoch_line_s: float | None = None  # the Unix time of the last progress line that showed one
         self.last_stall_sample_ms: int | None = None
         self.last_life_ms: int | None = None      # the last sign of life: a line's time, or a bad line's arrival
         self.line_number = 0                      # lines fed so far (the number of the current one)
@@ -193,6 +179,17 @@ class RunModel:
         # Arrival epochs of progress lines whose tool prints no time (benchwatch.record.rundir.ARRIVALS), in order.
         self.arrivals: list[float] = []
         self._counters = {name: 0.0 for name in self.catalogue if name.endswith("_total")}
+
+    @property
+    def interval_s(self) -> float | None:
+        """The progress interval (seconds), None until known."""
+        return self._interval_s
+
+    @interval_s.setter
+    def interval_s(self, seconds: float | None) -> None:
+        # From the argv, a summary or the spacing of lines: a damaged one (0, nan, 1e309) is none, not
+        # a stall threshold or a reach of many years (benchwatch.util.bounds).
+        self._interval_s = bounds.interval_or_none(seconds)
 
     # -- what a tool's model provides ------------------------------------------
 
@@ -237,6 +234,8 @@ class RunModel:
         """One line of the tool's output. ``events``: what ``self.parser`` made of it, when the
         caller fed the parser already (an import reads a file once to cut it into runs)."""
         self.line_number += 1
+        if arrival_epoch is not None and not 0.0 <= arrival_epoch <= bounds.MAX_EPOCH_S:
+            arrival_epoch = None  # a damaged meta.json's end, which a rebuild gives as the lines' arrival
         out: list[Sample] = []
         try:
             for event in (self.parser.feed(line) if events is None else events):
@@ -272,6 +271,8 @@ class RunModel:
             previous = self.last_line_time_s if self.last_line_time_s is not None else 0.0
             if not previous < elapsed <= previous + BAD_LINE_REACH * (self.interval_s or 1.0):
                 elapsed = None
+        if time_s is not None and elapsed is not None and self.placement_problem(time_s, bool(absolute), arrival_epoch):
+            elapsed = None
         if time_s is not None and elapsed is not None:
             line_ms, _ = self._line_ms(time_s, absolute, arrival_epoch)
             self.last_line_time_s = elapsed  # its interval is lost, not counted by the next line
@@ -348,11 +349,15 @@ class RunModel:
         counters, rates = list(counters), list(rates)
         problem = (figure_problem("time", time_s, MAX_TIME_S) or figure_problem("tps", tps)
                    or next(filter(None, (figure_problem(n.removesuffix("_total"), v) for n, v in (*counters, *rates))), None))
+        if problem is None:
+            problem = self.placement_problem(time_s, absolute, arrival_epoch)
         if problem is not None:
             usable_time = figure_problem("time", time_s, MAX_TIME_S) is None
             return self.unparsed(arrival_epoch, problem, time_s=time_s if usable_time else None,
                                  absolute=absolute if usable_time else None)
         ts, covered = self.place_line(time_s, absolute, arrival_epoch)
+        if absolute:
+            self.last_epoch_line_s = time_s
         self.last_life_ms = max(self.last_life_ms or ts, ts)
         out = [self._set(TPS, tps, ts)]
         out.extend(self._unstall(ts))
@@ -406,6 +411,9 @@ class RunModel:
     def finish(self, end_epoch: float | None, exit_code: int | None) -> list[Sample]:
         """The run ended: flush the parser, write the summary, running=0."""
         out: list[Sample] = []
+        end_epoch = bounds.epoch_or_none(end_epoch)  # a damaged meta.json's ended_at ends the run at its last sample
+        if type(exit_code) is not int or not -(1 << 31) <= exit_code < 1 << 31:
+            exit_code = None  # as damaged (meta.json): no exit code known
         for event in self.parser.flush():
             out.extend(self.feed(event, end_epoch))
         flushed = len(out)
@@ -472,6 +480,41 @@ class RunModel:
             # Calibrate the tool's clock from the first line's arrival.
             self.start_epoch = (arrival_epoch if arrival_epoch is not None else 0.0) - time_s
         return int(round((self.start_epoch + time_s) * 1000)), time_s
+
+    def placement_problem(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> str | None:
+        """Why a line's time cannot place it (its Unix time, or the run's start it would set, before 1970 or
+        past 2286): the same number that makes a run id and a sample's int64 timestamp."""
+        start: float | None
+        if absolute:
+            at = time_s
+            start = self.start_epoch if self.start_epoch is not None else time_s - (self.interval_s or 1.0)
+        else:
+            start = self.start_epoch
+            if start is None:
+                if arrival_epoch is None:
+                    return None  # placed later (import anchors the run where it is told)
+                start = arrival_epoch - time_s
+            at = start + time_s
+        problem = bounds.epoch_problem("the line's time", at)
+        if problem is None and absolute:
+            problem = bounds.future_problem("the line's time", at)
+        if problem is None and start is not None and self.start_epoch is None:
+            problem = bounds.epoch_problem("the run's start", start)
+        if problem is None:
+            # A jump of years is a damaged number: from the line's arrival (live: a tool prints no time it has
+            # not reached; a backlog read late arrives after its time, never before), else from the run's
+            # previous line that showed a Unix time, or, elapsed, from its previous line (or start). A clock
+            # going back is not judged here: a saved output's runs are cut there (record.replay.split_runs).
+            if arrival_epoch is not None:
+                step, since = at - arrival_epoch, "its arrival"
+            elif absolute:
+                step = at - self.last_epoch_line_s if self.last_epoch_line_s is not None else 0.0
+                since = "the run's previous line"
+            else:
+                step, since = time_s - max(self.last_line_time_s or 0.0, 0.0), "the run's previous line"
+            if step > bounds.MAX_STEP_S:
+                problem = f"the line's time is {step:.0f} s after {since} (more than a week: damaged)"
+        return problem
 
     def place_line(self, time_s: float, absolute: bool, arrival_epoch: float | None) -> tuple[int, float]:
         """A progress line's timestamp (ms, at the tool's own time) and the seconds it covers."""

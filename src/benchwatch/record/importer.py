@@ -11,6 +11,7 @@ import re
 from benchwatch.model.run import RunModel
 from benchwatch.model.samples import Sample
 from benchwatch.record import outcome, replay, rundir
+from benchwatch.util import bounds
 
 
 def parse_time(text: str) -> float:
@@ -24,6 +25,15 @@ def parse_time(text: str) -> float:
     return value.timestamp()
 
 
+def parse_start(text: str) -> float:
+    """--start: a time (:func:`parse_time`) that can place a run, 1970 to 2286; ValueError for any other."""
+    start = parse_time(text)
+    problem = bounds.epoch_problem("the time", start)
+    if problem is not None:
+        raise ValueError(problem)
+    return start
+
+
 def read_source(path: str) -> tuple[bytes, float | None]:
     """A saved output file, or a run directory (its raw files, and the clock start it recorded)."""
     if not os.path.isdir(path):
@@ -32,7 +42,8 @@ def read_source(path: str) -> tuple[bytes, float | None]:
     data = replay.saved_output(path)
     if not data:
         raise FileNotFoundError(f"no pgbench or sysbench output in {path}")
-    return data, rundir.RunDir(path).read_meta().get("clock_start_epoch")
+    # A damaged meta.json's start (nan, 1e309, a string) places nothing: the file is placed as one without it.
+    return data, bounds.epoch_or_none(rundir.RunDir(path).read_meta().get("clock_start_epoch"))
 
 
 # A date (and time) in a file name: 2024-01-05, 20240105, 2024-01-05T02:00:00, 2024-01-05_0200, 20240105T020000.
@@ -71,6 +82,9 @@ def placement(path: str, data: bytes) -> tuple[float | None, str | None, str | N
         return named, BY_NAME, (f"no --start given: the date in the file name places its (first) run at "
                                 f"{dt.datetime.fromtimestamp(named, dt.UTC).isoformat()}")
     start = os.path.getmtime(path) - length
+    if bounds.epoch_problem("start", start) is not None:
+        # Its runs' lengths add up to more than the file's age since 1970: figures no clock took.
+        start = os.path.getmtime(path)
     return start, BY_MTIME, f"no --start given: assuming the (last) run ended when the file was last modified ({dt.datetime.fromtimestamp(start, dt.UTC).isoformat()} start)"
 
 

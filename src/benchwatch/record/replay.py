@@ -21,6 +21,7 @@ from benchwatch import engines, loadgens
 from benchwatch.model import pasted as _pasted
 from benchwatch.model.run import MAX_TIME_S, METRICS, RunModel, figure_problem
 from benchwatch.model.samples import Sample
+from benchwatch.util import bounds
 
 
 def run_metrics() -> dict[str, tuple[str, str]]:
@@ -133,6 +134,8 @@ class ReadRun:
     last_line: int
     unread: list[tuple[int, str, str]] = field(default_factory=list)   # (line number, reason, text)
     placed_after_previous: bool = False
+    # Why the run was not imported (its place in time is none a clock has): it has no id, no samples.
+    skipped: str | None = None
 
     @property
     def read_nothing(self) -> bool:
@@ -154,6 +157,8 @@ def _kind(event: object) -> str:
 
 def _plausible(time_s: object) -> float | None:
     if isinstance(time_s, (int, float)) and math.isfinite(time_s) and 0 <= time_s <= MAX_TIME_S:
+        if time_s > 1e8 and bounds.future_problem("time", time_s) is not None:
+            return None  # a Unix time after now is a damaged line's (the run model refuses it too)
         return float(time_s)
     return None
 
@@ -167,9 +172,10 @@ def _progress_time(event: object) -> float | None:
 
 
 def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> list[SavedRun]:
-    """A saved output cut into its runs. A new run begins where the elapsed time starts again, where a
-    progress line follows a summary, or where a header or summary fact already seen comes again (a new
-    banner or header); the cut goes right after the last line the run before read."""
+    """A saved output cut into its runs. A new run begins where the elapsed time starts again or its
+    lines switch between elapsed seconds and Unix times, where a progress line follows a summary, or
+    where a header or summary fact already seen comes again (a new banner or header); the cut goes
+    right after the last line the run before read."""
     parser = generator.output_model([], "split", None, {}).model.new_parser()
     runs: list[tuple[int, int, float | None]] = []
     begin = 0
@@ -190,7 +196,11 @@ def split_runs(pasted: _pasted.Pasted, generator: loadgens.LoadGenerator) -> lis
             time_s = None
             if kind == "Progress":
                 time_s = _progress_time(event)
-                if has_end or (last_time is not None and time_s is not None and time_s < last_time):
+                if has_end or (last_time is not None and time_s is not None
+                               and (time_s < last_time or (time_s > 1e8) != (last_time > 1e8)
+                                    or time_s > last_time + bounds.MAX_STEP_S)):
+                    # Its clock starts again, switches between elapsed seconds and Unix times, or jumps
+                    # further than a run's clock goes at one line (benchwatch.util.bounds): another run.
                     cut = True
             elif kind == "Summary":
                 key = str(getattr(event, "key", ""))
@@ -292,6 +302,19 @@ def replay_run(run: SavedRun, index: int, run_id: str, start_epoch: float | None
         end = last_time
     elif last_time is not None or _duration(model):
         end = model.start_epoch + max(last_time or 0.0, _duration(model))
+    # Its end, which places the next run, is no further than the run's clock went (the lines the model
+    # took) and a step more (the summary's duration): a number the model refused does not place it.
+    clock = model.start_epoch + (model.last_line_time_s or 0.0)
+    problem = bounds.epoch_problem("its end", end) if end is not None else None
+    if problem is None and end is not None and end > clock + bounds.MAX_STEP_S:
+        problem = f"is {end - clock:.0f} s after its last line (more than a week)"
+    if problem is not None:
+        if end is not None and last_time is not None and end - model.start_epoch <= last_time + 0.001:
+            pass  # the last progress time the model refused, and reported with its line
+        else:
+            unread.append((run.numbers[-1] if run.numbers else 0,
+                           f"the run's end by its summary's duration {problem}: damaged, not used", ""))
+        end = clock if model.last_line_time_s is not None else None
     samples.extend(model.finish(end, None))
     return ReadRun(index, run_id, model, samples, model.start_epoch,
                    end if end is not None else model.start_epoch,
@@ -310,12 +333,29 @@ def replay_saved(data: bytes, run_ids: Callable[[int, float | None], str], start
     out: list[ReadRun] = []
     start = start_epoch
     for k, run in enumerate(runs, 1):
+        placed_after_previous = k > 1 and not _absolute(run)
+        problem = bounds.epoch_problem("its start", start) if start is not None and placed_after_previous else None
+        if problem is not None:
+            # Placed after the previous run's end, which figures of the input pushed to where no clock goes:
+            # neither a run id nor a sample can be made of it. The run is reported and skipped; a run that
+            # carries its own times (or a next file) is placed again.
+            out.append(_skipped(run, k, start, f"placed right after run {k - 1}'s end, {problem}"))
+            continue
         read = replay_run(run, k, run_ids(k, start), start, extra_labels=extra_labels)
-        read.placed_after_previous = k > 1 and not _absolute(run)
+        read.placed_after_previous = placed_after_previous
         out.append(read)
         # Right after it: its end, and after its last sample (written 1 ms after a line at the end itself).
         start = max(read.end_epoch, ((read.model.last_ts_ms or 0) + 1) / 1000.0)
     return out, set_aside
+
+
+def _skipped(run: SavedRun, index: int, start: float | None, why: str) -> ReadRun:
+    """A run of a saved output that cannot be placed in time: reported with its lines, nothing of it imported."""
+    model = run.generator.output_model([], "", None, {"mode": "import"}).model
+    first, last = (run.numbers[0], run.numbers[-1]) if run.numbers else (0, 0)
+    at = bounds.epoch_or_none(start) or 0.0
+    return ReadRun(index, "", model, [], at, at, first, last,
+                   [(first, f"run {index} not imported: {why}", "")], skipped=why)
 
 
 def carries_epochs(run: SavedRun) -> bool:

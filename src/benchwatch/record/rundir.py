@@ -23,6 +23,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from benchwatch.util import bounds
+
 META = "meta.json"
 # Arrival time of each progress line of a tool whose lines carry no time (benchwatch.record.stream.ClockStamper).
 ARRIVALS = "arrivals.log"
@@ -79,6 +81,9 @@ def new_run_id(now: float | None = None, after: str | None = None) -> str:
     in creation order. An id never runs more than a second ahead of the clock for that; an
     explicit ``now`` (an imported run's recorded start) is kept as it is."""
     global _last_ms
+    if now is not None and bounds.epoch_problem("a run's start", now) is not None:
+        # A start read from input is checked where it is read (benchwatch.util.bounds): this is a caller's bug.
+        raise ValueError(f"no run id for {bounds.epoch_problem('a start', now)}")
     ms = int((time.time() if now is None else now) * 1000)
     if now is None:
         with _last_ms_lock:

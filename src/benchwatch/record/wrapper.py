@@ -221,10 +221,11 @@ def _read(path: str) -> bytes:
 
 def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, tool_args: list[str] | None,
                   interval: float | None, tool: str | None = None,
-                  profile: outcome.Profiler | None = None) -> rundir.RunDir:
+                  profile: outcome.Profiler | None = None,
+                  on_start: Callable[[rundir.RunDir], None] | None = None) -> rundir.RunDir:
     """Follow a load generator's output stream from another process (e.g. stdin of a pipe): ``tool``'s
     (a registered tool's name; None: the default tool's). ``tool_args`` are that tool's arguments, for
-    the run's metadata."""
+    the run's metadata; ``on_start``: called once the run directory exists, before the stream is read."""
     run = rundir.create_run_dir(runs_dir)
     generator = loadgens.by_name(tool)
     facts = generator.read_argv(tool_args or [])
@@ -237,6 +238,8 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, tool_
         "host": host_facts(),
     }
     run.write_meta({k: v for k, v in meta.items() if v is not None})
+    if on_start:
+        on_start(run)
     with open(run.file("output.log"), "wb") as saved:
         stamper = ClockStamper(run, generator.progress_elapsed, interval=interval or facts.progress_interval,
                                arrivals=generator.progress_line if generator.progress_clock == "arrival" else None)

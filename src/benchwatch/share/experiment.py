@@ -118,7 +118,29 @@ def markdown(model: dict[str, Any], picture: str) -> str:
     for d in model["differences"]:
         if d.get("why_text"):
             lines.append(f"- {d['why_text']}")
+    lines += profile_markdown(model)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def profile_markdown(model: dict[str, Any]) -> list[str]:
+    """The report's CPU profile section (a sweep --profile): the top changes in words, then a table."""
+    from benchwatch.profile import variants
+
+    part = model.get("profile")
+    if not part or not part.get("differences"):
+        return []
+    lines = ["", "## Where the database's CPU went (CPU profiles)", "", part["method"] + ".", ""]
+    lines += [f"- {line}" for line in variants.text_lines(part)]
+    for d in part["differences"]:
+        rows = [[f"`{r['function']}`", r["measure"], f"{100 * r['baseline']:.1f} %", f"{100 * r['variant']:.1f} %",
+                 f"{100 * r['change']:+.1f}",
+                 f"{100 * r['change_ci'][0]:+.1f} to {100 * r['change_ci'][1]:+.1f}" if r["change_ci"] else "—"]
+                for r in d["functions"]]
+        if rows:
+            lines += ["", f"### {d['variant']}" + (f" at {d['cell']}" if d.get("cell") else ""), "",
+                      md_table(["function", "share of", f"{model['baseline']}", d["variant"], "change (points)",
+                                "95 % interval"], rows)]
+    return lines
 
 
 def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None = None) -> list[str]:

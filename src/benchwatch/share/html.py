@@ -225,6 +225,32 @@ def snapshot_page(c: Collected, notes: list[str]) -> str:
                   f'{html.escape(sm.fmt_time(c.end, True))} (the run ± 5 s); times in UTC.</p>')
     header.append(legend_html(c.annotations))
     after = ["<h2>Summary</h2>", tables_html(sm.tables(s))]
+    after.append(profile_html(c.run_dir, s.get("dips") or []))
     if notes:
         after.append('<h2>Data</h2><ul class="bw-notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
     return page(f"{tool} run {c.run_id}", "".join(header), snapshot_model(c), "".join(after))
+
+
+def profile_html(run_dir: str, dips: list[dict]) -> str:
+    """A profiled run's dips as differential flame graphs of the database's CPU (docs/profiles.md): for each
+    dip, what grew (widths: the dip's samples) and what shrank (widths: the rest's), against the rest of
+    the run; "" for a run without a profile or without dips."""
+    from benchwatch.profile import flamegraph, window
+
+    profile = window.load(run_dir) if run_dir else None
+    if profile is None or not dips:
+        return ""
+    parts = ["<h2>Where the database's CPU went in the dips</h2>",
+             "<p class=\"sub\">Differential flame graphs of the database's CPU samples (perf, every second of the run): "
+             "a frame is red where its share of the database's samples grew in the dip against the rest of the run, "
+             "blue where it fell; hover a frame for both shares.</p>"]
+    for number, dip in enumerate(dips, 1):
+        inside = profile.window([(dip["start"], dip["end"])])
+        rest = profile.window([(dip["start"], dip["end"])], outside=True)
+        parts.append(f"<h3>Dip {number}: {inside.database} samples of the database in {inside.seconds:g} s, "
+                     f"{rest.database} in the rest of the run ({rest.seconds:g} s)</h3>")
+        for widths, what in (("right", "what grew (widths: the dip's samples)"),
+                             ("left", "what shrank (widths: the rest's samples)")):
+            parts.append(flamegraph.diff_svg(rest.stacks, inside.stacks, f"dip {number}: {what}", "the rest of the run",
+                                             "the dip", widths_from=widths) or f"<p>dip {number}: no samples</p>")
+    return "".join(parts)

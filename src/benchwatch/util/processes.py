@@ -7,6 +7,8 @@ import signal
 import time
 from collections.abc import Callable
 
+from benchwatch.util import bounds
+
 
 def wait_until(check: Callable[[], bool], timeout: float, interval: float = 0.05,
                abort: Callable[[], bool] | None = None) -> bool:
@@ -31,7 +33,7 @@ def read_pid(path: str) -> int | None:
 
 
 def process_alive(pid: int | None) -> bool:
-    if not pid:
+    if bounds.pid_or_none(pid) is None:  # none, or a damaged meta.json's ("self", 1e30, -1, true)
         return False
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:

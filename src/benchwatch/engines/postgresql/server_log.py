@@ -52,6 +52,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone, tzinfo
 
+from benchwatch.util import bounds
+
 __all__ = [
     "FORMATS",
     "AutovacuumRun",
@@ -177,7 +179,7 @@ def parse_timestamp(text: str, local_tz: tzinfo | None = None) -> float | None:
     common abbreviation gives None rather than a guess hours off.
     """
     m = _TS_RE.match(text.strip())
-    return _match_epoch(m, local_tz) if m else None
+    return bounds.epoch_or_none(_match_epoch(m, local_tz)) if m else None  # the year 9999 places no sample
 
 
 def find_timestamp(prefix: str, local_tz: tzinfo | None = None) -> float | None:
@@ -185,8 +187,9 @@ def find_timestamp(prefix: str, local_tz: tzinfo | None = None) -> float | None:
     m = _TS_RE.search(prefix)
     e = _EPOCH_RE.search(prefix)
     if e and (m is None or e.start() < m.start()):
-        return int(e.group(1)) + int(e.group(2)) / 1000
-    return _match_epoch(m, local_tz) if m else None
+        # %n: any number of digits, bounded before it becomes a sample's int64 timestamp.
+        return bounds.epoch_or_none(int(e.group(1)) + int(e.group(2)) / 1000)
+    return bounds.epoch_or_none(_match_epoch(m, local_tz)) if m else None
 
 
 # -- records -----------------------------------------------------------------------
