@@ -348,7 +348,12 @@ def cmd_report(ctx: Context) -> int:
     events = sdir.events()
     figures = report.collect(plan, events, stack.cfg.runs_dir)
     why = None if args.no_why else _why(ctx, stack)
-    model = report.build(plan, events, figures, why)
+    dips_why = None
+    if why is not None:
+        from benchwatch.evidence import dips_why as dips_evidence
+
+        dips_why = dips_evidence(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name)
+    model = report.build(plan, events, figures, why, dips_why)
     profile_part = _profile_part(plan, figures, stack.cfg.runs_dir)
     if profile_part is not None:
         model["profile"] = profile_part
@@ -366,6 +371,9 @@ def cmd_report(ctx: Context) -> int:
     except bundle.bundle.SecretFound as e:
         say(str(e))
         return 1
+    # The verdicts and their why on the terminal (stderr: stdout keeps the bundle's paths, as compare's)
+    for line in bundle.verdict_lines(model):
+        say(line)
     say(f"report of sweep {args.name} in {out_dir}")
     if profile_part is not None:
         from benchwatch.profile import variants

@@ -216,7 +216,9 @@ class Sweep:
             reasons.append("no TPS in its summary")
         why = ", ".join(reasons) or None
         self.sdir.append("finished", index=run.index, attempt=attempt, ok=why is None, run_id=figures["run_id"],
-                         why=why, figures=figures, between_s=round(between, 3))
+                         # the per-interval TPS stays in the run directory: a long run has thousands
+                         why=why, figures={k: v for k, v in figures.items() if k != "interval_tps"},
+                         between_s=round(between, 3))
         return why is None, figures["run_id"], why
 
     # -- the loop ------------------------------------------------------------------------------
