@@ -15,7 +15,7 @@ named for the first dip instead of the lock.
 Measured (load 19-21, 3 rounds, interleaved): calm CV 0.075-0.13, no dip; jittery CV 0.86-0.90, 2 deep dips
 and 6-7 s in dips per run. Repeats: 3 per variant, order interleaved (the sweep's default), seed printed.
 Time (load ~20, against the report branch's draft): 27 s stack, 121 s the jittery sweep and its report, 68 s the A/A
-sweep and its report: 3 min 48 s in all.
+sweep and its report: 3 min 48 s in all (3 min 33 s on main with report, 15:03).
 """
 
 from __future__ import annotations
@@ -78,15 +78,11 @@ def test_calm_is_steadier_than_a_jittery_baseline_and_the_why_names_the_lock(liv
     assert d["variant"] == "calm"
     why = st["why"]
     assert why["during_dips_of"] == "jittery" and why["scope"] == "server and host", json.dumps(why, indent=1)
-    # The server-side measure that moved during the jittery variant's dips: sessions waiting on the lock.
-    assert any(w["signal"] == "wait Lock:relation" and w["during_dips"] > w["outside_dips"]
-               for w in why["during_dips"]), json.dumps(why, indent=1)
-    # The dips per leading cause on each side (there once the runs' archived series are read): the lock's
-    # first, and gone in the calm variant.
-    if why["causes"]:
-        lock = why["causes"][0]
-        assert lock["cause"] == "lock", json.dumps(why["causes"], indent=1)
-        assert lock["baseline"]["dips"] >= 1 and lock["variant"]["dips"] == 0, lock
+    # The dips per leading cause on each side: the lock's first, and gone in the calm variant.
+    assert why["causes"], json.dumps(why, indent=1)
+    lock = why["causes"][0]
+    assert lock["cause"] == "lock", json.dumps(why["causes"], indent=1)
+    assert lock["baseline"]["dips"] >= 1 and lock["variant"]["dips"] == 0, lock
 
 
 def test_aa_every_stability_verdict_is_no_difference(live):
