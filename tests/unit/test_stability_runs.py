@@ -56,7 +56,7 @@ def test_without_archived_series_the_dips_by_cause_wait(stored):
 
 def test_the_archiver_completes_summary_json(stored):
     shutil.rmtree(stored.file("series"))
-    assert outcome.save(stored, profile=runs.profiler)["version"] == 2  # the run's end: no series yet
+    assert outcome.save(stored, stability=runs.stability_profiler)["version"] == 2  # the run's end: no series yet
     assert outcome.read(stored)["stability"]["dips_by_cause"] is None
     shutil.copytree(os.path.join(STORED, "series"), stored.file("series"))  # the archiver wrote them
     runs.complete(stored)
@@ -65,7 +65,7 @@ def test_the_archiver_completes_summary_json(stored):
 
 
 def test_a_version_1_summary_keeps_its_figures_and_gains_the_profile(stored):
-    plain = outcome.save(stored)  # written without a profiler: version 1, as before issue 29
+    plain = outcome.save(stored)  # written without a stability profiler: version 1, as before issue 29
     assert plain["version"] == 1 and "stability" not in plain
     with open(stored.file(outcome.SUMMARY), "w", encoding="utf-8") as f:
         json.dump({**plain, "tps": 123.0}, f)  # what it recorded stays what it recorded
@@ -110,7 +110,7 @@ def test_pgbench_latency_log_gives_the_tail(tmp_path):
     run.write_meta({"run_id": run.run_id, "mode": "run", "tool": "pgbench", "state": rundir.FINISHED,
                     "progress_interval": 1.0, "started_at": 1_700_000_000.0, "ended_at": 1_700_000_005.0,
                     "exit_code": 0, "txlog_prefix": run.file("pgbench_log")})
-    stab = outcome.save(run, profile=runs.profiler)["stability"]
+    stab = outcome.save(run, stability=runs.stability_profiler)["stability"]
     assert stab["latency_source"].startswith("per-transaction log")
     assert "upper bound of the highest bucket" in stab["latency_source"]  # pgbench prints no maximum
     assert 0 < stab["latency_p99_s"] <= stab["latency_p999_s"] <= stab["latency_max_s"]
@@ -121,7 +121,7 @@ def test_sysbench_histogram_gives_the_tail_and_its_summary_the_maximum(tmp_path)
         data = f.read()
     reads, _ = replay.replay_saved(data, lambda k, s: f"sb-{k}", 1_700_000_000.0)
     run = importer.save_import(str(tmp_path), "sb-1", "hist.txt", data, None, reads[0].model, reads[0].samples,
-                               profile=runs.profiler)
+                               stability=runs.stability_profiler)
     stab = outcome.read(run)["stability"]
     assert stab["latency_source"] == "sysbench histogram"
     assert stab["latency_max_s"] == reads[0].model.summary["latency_max_s"]

@@ -31,7 +31,7 @@ def cmd_demo(ctx: Context) -> int:
 
     from benchwatch import resources
     from benchwatch.demokit import DemoContext
-    from benchwatch.stability.runs import profiler
+    from benchwatch.stability.runs import stability_profiler
     from benchwatch.stack import agent, packages
     from benchwatch.stack.native import StackError
     from benchwatch.stack.shards import SHARDS_FILE, shards_dir, stop_shards
@@ -59,5 +59,5 @@ def cmd_demo(ctx: Context) -> int:
                        up=up,
                        instances_dir=shards_dir(state_dir), instances_file=SHARDS_FILE,
                        stop_instances=lambda: stop_shards(state_dir), start_agent=agent.start_agent,
-                       profile=profiler)
+                       stability=stability_profiler)
     return stack.engine.demo(demo)

@@ -111,7 +111,7 @@ def _connect_and_run(ctx: Context, stack: Stack, argv: list[str], generator: loa
     from benchwatch.alerting.printer import AlertPrinter
     from benchwatch.record.stream import LineSafeStream
     from benchwatch.record.wrapper import run_benchmark
-    from benchwatch.stability.runs import profiler
+    from benchwatch.stability.runs import stability_profiler
 
     say = ctx.say
     have_stack = os.path.exists(stack.cfg.stack_file)
@@ -148,7 +148,7 @@ def _connect_and_run(ctx: Context, stack: Stack, argv: list[str], generator: loa
     try:
         code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say, on_start=started,
                                 latency_log=latency_log, stderr_sink=terminal, server_facts=server_facts,
-                                info=info, ctrl_c=ctrl_c, profile=profiler)
+                                info=info, ctrl_c=ctrl_c, stability=stability_profiler)
     finally:
         for watch in watches:
             watch.stop()
@@ -238,7 +238,7 @@ def _attach_arguments(p: argparse.ArgumentParser) -> None:
          "pgbench ... 2>&1 | benchwatch attach", arguments=_attach_arguments)
 def cmd_attach(ctx: Context) -> int:
     from benchwatch.record.wrapper import attach_stream
-    from benchwatch.stability.runs import profiler
+    from benchwatch.stability.runs import stability_profiler
 
     args = ctx.args
     stack = ctx.stack
@@ -252,7 +252,7 @@ def cmd_attach(ctx: Context) -> int:
     try:
         run = attach_stream(sys.stdin.fileno(), runs_dir=stack.cfg.runs_dir,
                             echo=None if args.quiet else ctx.stdout.buffer,
-                            tool_args=tool_args, interval=args.interval, tool=args.tool, profile=profiler,
+                            tool_args=tool_args, interval=args.interval, tool=args.tool, stability=stability_profiler,
                             on_start=started)
     finally:
         for profiled, cpu_profile in cpu_profiles:
@@ -283,7 +283,7 @@ def cmd_import(ctx: Context) -> int:
     from benchwatch.record import importer, replay, rundir
     from benchwatch.sink.openmetrics import write_openmetrics
     from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
-    from benchwatch.stability.runs import profiler
+    from benchwatch.stability.runs import stability_profiler
 
     args, say = ctx.args, ctx.say
     if args.json and args.openmetrics:
@@ -390,7 +390,7 @@ def cmd_import(ctx: Context) -> int:
             chunk = data if len(reads) == 1 else importer.run_lines(data, r)
             run = importer.save_import(stack.cfg.runs_dir, r.run_id, path, chunk, r.start_epoch, r.model, r.samples,
                                        "after the previous run of the file" if r.placed_after_previous else placed_by,
-                                       profile=profiler)
+                                       stability=stability_profiler)
             say(f"imported run {r.run_id}; saved in {run.path}")
             if not args.json:
                 print(r.run_id, file=ctx.stdout)

@@ -32,9 +32,9 @@ class DemoContext:
     instances_file: str
     stop_instances: Callable[[], list[str]]
     start_agent: Callable[..., Any]     # an agent on this host (benchwatch.stack.agent.start_agent's arguments)
-    # What computes a run's stability profile for its summary.json (benchwatch.stability.runs.profiler, a floor
-    # above the engine folders): given to run_benchmark as ``profile``.
-    profile: Callable[..., Any] | None = None
+    # What computes a run's stability profile for its summary.json (benchwatch.stability.runs.stability_profiler, a
+    # floor above the engine folders): given to run_benchmark as ``stability``.
+    stability: Callable[..., Any] | None = None
 
     def install_and_start(self, features: tuple[str, ...] = ()) -> int | None:
         """What the demo uses and nothing more (the stack, its engine, the tool its demo runs, the engine's

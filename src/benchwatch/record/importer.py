@@ -102,7 +102,7 @@ IMPORT_LACKS = ("argv", "server_version", "server_settings", "data_filesystem", 
 
 def save_import(runs_dir: str, run_id: str, source: str, data: bytes, start_epoch: float | None,
                 model: RunModel, samples: list[Sample] | None = None, placed_by: str | None = None,
-                profile: outcome.Profiler | None = None) -> rundir.RunDir:
+                stability: outcome.StabilityProfiler | None = None) -> rundir.RunDir:
     """The run directory of one imported run: its lines, meta.json and summary.json (``samples``: the run's
     progress samples, for a TPS when the output has no summary). ``placed_by`` says where its start came from."""
     run = rundir.create_run_dir(runs_dir, run_id)
@@ -118,7 +118,7 @@ def save_import(runs_dir: str, run_id: str, source: str, data: bytes, start_epoc
     if placed_by:
         meta["placed_by"] = placed_by
     run.write_meta(meta)
-    outcome.keep(run, outcome.summarize(model, samples or [], profile=profile))  # history computes it again if it cannot be
+    outcome.keep(run, outcome.summarize(model, samples or [], stability=stability))  # history computes it again if it cannot be
     return run
 
 

@@ -16,7 +16,7 @@ Layout (``version`` 2; version 1 lacked ``"stability"``)::
      "stability": {...the run's stability profile, benchwatch.stability...}}
 
 The stability profile needs explain's dip detector, on a floor above this one: the caller gives it as a
-:data:`Profiler` (``benchwatch.stability.runs.profiler``). A summary written without one is version 1, and
+:data:`StabilityProfiler` (``benchwatch.stability.runs.stability_profiler``). A summary written without one is version 1, and
 ``benchwatch.stability.runs.outcome`` computes the profile when asked, as for a run from before version 2.
 """
 
@@ -38,7 +38,7 @@ from benchwatch.record import replay, rundir
 SUMMARY = "summary.json"
 UNREAD_KEPT = 100  # lines not read, kept by number and reason (all are counted)
 VERSION = 2      # with "stability"
-VERSION_PLAIN = 1  # written when no profiler was given: the figures without "stability"
+VERSION_PLAIN = 1  # written when no stability profiler was given: the figures without "stability"
 
 # The figures a history can follow: name -> (summary.json key, +1 higher is better / -1 lower is better).
 METRICS: dict[str, tuple[str, int]] = {
@@ -67,7 +67,7 @@ STABILITY_MEASURES: dict[str, tuple[str, int]] = {
 
 # What the stability profile is computed from: the run's progress TPS samples (ms, tps), the interval they were
 # reported at, and its latency tail's sources (:func:`latency_tail_sources`).
-Profiler = Callable[[list[tuple[int, float]], float, Mapping[str, Any]], dict[str, Any]]
+StabilityProfiler = Callable[[list[tuple[int, float]], float, Mapping[str, Any]], dict[str, Any]]
 
 TPS = "benchmark_progress_tps"
 TOOL_HISTOGRAM = "benchmark_result_latency_histogram_events"
@@ -163,11 +163,11 @@ def _tps_samples(samples: list[Sample]) -> list[tuple[int, float]]:
 
 
 def summarize(model: RunModel, samples: list[Sample], extra: Mapping[str, float | None] | None = None,
-              percentile_source: str | None = None, *, profile: Profiler | None = None,
+              percentile_source: str | None = None, *, stability: StabilityProfiler | None = None,
               log_buckets: list[tuple[float, float]] | None = None) -> dict[str, Any]:
     """summary.json's object for a run read by ``model`` (its samples: the progress TPS when the tool printed
-    no summary, a run cut short); with its stability profile (version 2) when given a ``profile``r.
-    ``log_buckets``: the per-transaction log's latency histogram, for the profile's tail."""
+    no summary, a run cut short); with its stability profile (version 2) when given ``stability`` (a
+    :data:`StabilityProfiler`). ``log_buckets``: the per-transaction log's latency histogram, for the profile's tail."""
     tool = {k: v for k, v in model.summary.items() if not k.startswith("_")}
     tps = _figure(tool.get("tps"))
     tps_source = "summary" if tps is not None else None
@@ -175,7 +175,7 @@ def summarize(model: RunModel, samples: list[Sample], extra: Mapping[str, float 
         progress = _progress_tps(samples)
         if progress:
             tps, tps_source = statistics.fmean(progress), "mean of the progress lines (no summary)"
-    out: dict[str, Any] = {"version": VERSION if profile else VERSION_PLAIN, "tool": model.tool, "tps": tps, "tps_source": tps_source,
+    out: dict[str, Any] = {"version": VERSION if stability else VERSION_PLAIN, "tool": model.tool, "tps": tps, "tps_source": tps_source,
                            "latency_avg_s": _figure(tool.get("latency_avg_s"))}
     out.update({key: None for key, _ in _PERCENTILES})
     source = None
@@ -198,10 +198,10 @@ def summarize(model: RunModel, samples: list[Sample], extra: Mapping[str, float 
     out["unread"] = [dict(zip(("file", "line"), model.where(number), strict=True), reason=reason)
                      for number, reason in model.bad_lines[:UNREAD_KEPT]]
     out["tool_summary"] = {k: v for k, v in tool.items() if isinstance(v, (str, int, float, bool)) or v is None}
-    if profile is not None:
+    if stability is not None:
         try:
-            out["stability"] = profile(_tps_samples(samples), float(model.interval_s or 1.0),
-                                       latency_tail_sources(model, samples, log_buckets))
+            out["stability"] = stability(_tps_samples(samples), float(model.interval_s or 1.0),
+                                         latency_tail_sources(model, samples, log_buckets))
         except Exception as e:  # any: the run's other figures are kept whatever the profile does
             out["stability"], out["stability_error"] = None, f"{type(e).__name__}: {e}"
     return out
@@ -216,9 +216,10 @@ def write(run: rundir.RunDir, summary: Mapping[str, Any]) -> None:
     os.replace(tmp, run.file(SUMMARY))
 
 
-def compute(run: rundir.RunDir, meta: Mapping[str, Any] | None = None, profile: Profiler | None = None) -> dict[str, Any]:
+def compute(run: rundir.RunDir, meta: Mapping[str, Any] | None = None,
+            stability: StabilityProfiler | None = None) -> dict[str, Any]:
     """A finished run's summary from its raw output (no file written); with its stability profile when given
-    a ``profile``r."""
+    ``stability`` (a :data:`StabilityProfiler`)."""
     meta = run.read_meta() if meta is None else meta
     model, samples = replay.replay_run_dir_model(run.path, meta)
     try:
@@ -227,19 +228,20 @@ def compute(run: rundir.RunDir, meta: Mapping[str, Any] | None = None, profile: 
         buckets = []
     extra = {key: histogram_quantile(q, buckets) for key, q in _PERCENTILES} if buckets else {}
     return summarize(model, samples, extra, "pgbench -l per-transaction log (histogram)" if extra else None,
-                     profile=profile, log_buckets=buckets)
+                     stability=stability, log_buckets=buckets)
 
 
 def save(run: rundir.RunDir, meta: Mapping[str, Any] | None = None,
-         notice: Callable[[str], None] | None = None, profile: Profiler | None = None) -> dict[str, Any] | None:
+         notice: Callable[[str], None] | None = None,
+         stability: StabilityProfiler | None = None) -> dict[str, Any] | None:
     """Compute and keep the summary of a run that just ended; None (and nothing written) when it cannot be
-    read, said through ``notice``. ``profile``: see :func:`compute`.
+    read, said through ``notice``. ``stability``: see :func:`compute`.
 
     Best effort by design, whatever goes wrong: the run is over and its exit code must not change for this;
     its raw output is the record, and :func:`outcome` computes the summary again from it when summary.json
     is missing."""
     try:
-        summary = compute(run, meta, profile)
+        summary = compute(run, meta, stability)
         write(run, summary)
     except Exception as e:  # any: see above, never the run's end
         if notice:
@@ -283,15 +285,15 @@ def read(run: rundir.RunDir) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def outcome(run: rundir.RunDir, profile: Profiler | None = None) -> dict[str, Any]:
+def outcome(run: rundir.RunDir, stability: StabilityProfiler | None = None) -> dict[str, Any]:
     """The run's result figures: summary.json, or for a run recorded before it existed, computed from its raw
-    output ({} when neither can be read). With a ``profile``r, a summary without its stability profile (version
+    output ({} when neither can be read). Given ``stability``, a summary without its stability profile (version
     1, or written without one) gets it, computed from the raw output; the figures it has stay as they were."""
     saved = read(run)
-    if saved is not None and (profile is None or isinstance(saved.get("stability"), dict)):
+    if saved is not None and (stability is None or isinstance(saved.get("stability"), dict)):
         return saved
     try:
-        computed = compute(run, profile=profile)
+        computed = compute(run, stability=stability)
     except (OSError, ValueError, rundir.CorruptMeta):
         return saved or {}
     if saved is None:

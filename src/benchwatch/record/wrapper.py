@@ -78,7 +78,8 @@ def run_benchmark(argv: list[str], *, runs_dir: str, client_env: dict[str, str],
                   notice: Callable[[str], None], on_start: Callable[[rundir.RunDir], None] | None = None,
                   latency_log: bool = False, stderr_sink: LineSafeStream | None = None,
                   server_facts: dict | None = None, info: dict[str, str] | None = None,
-                  ctrl_c: CtrlC | None = None, profile: outcome.Profiler | None = None) -> tuple[int, rundir.RunDir]:
+                  ctrl_c: CtrlC | None = None, stability: outcome.StabilityProfiler | None = None,
+                  ) -> tuple[int, rundir.RunDir]:
     """Run a load generator with its output passed through and saved; returns (exit code, run directory).
     ``ctrl_c``: the caller's (when it set something up that must be undone, it noted Ctrl-C since then);
     a Ctrl-C before the tool started ends the run with INTERRUPTED and the tool not started.
@@ -88,20 +89,21 @@ def run_benchmark(argv: list[str], *, runs_dir: str, client_env: dict[str, str],
     (the caller knows how to reach it); else the engine asks it (Engine.describe_server).
     ``info`` becomes meta.json's "info", labels of the run's run_info series (the target a
     sysbench run drives, the experiment it belongs to); its "experiment" is also a meta key.
-    ``profile``: what computes the run's stability profile for its summary.json (``benchwatch.stability.runs.profiler``,
-    from above this floor); without it summary.json has no profile (version 1) and its readers compute one."""
+    ``stability``: what computes the run's stability profile for its summary.json
+    (``benchwatch.stability.runs.stability_profiler``, from above this floor); without it summary.json has no
+    stability profile (version 1) and its readers compute one."""
     if ctrl_c is None:
         with CtrlC() as own:
             return _run_benchmark(argv, runs_dir, client_env, notice, on_start, latency_log, stderr_sink, server_facts,
-                                  info, own, profile)
+                                  info, own, stability)
     return _run_benchmark(argv, runs_dir, client_env, notice, on_start, latency_log, stderr_sink, server_facts, info,
-                          ctrl_c, profile)
+                          ctrl_c, stability)
 
 
 def _run_benchmark(argv: list[str], runs_dir: str, client_env: dict[str, str], notice: Callable[[str], None],
                    on_start: Callable[[rundir.RunDir], None] | None, latency_log: bool, stderr_sink: LineSafeStream | None,
                    server_facts: dict | None, info: dict[str, str] | None, ctrl_c: CtrlC,
-                   profile: outcome.Profiler | None) -> tuple[int, rundir.RunDir]:
+                   stability: outcome.StabilityProfiler | None) -> tuple[int, rundir.RunDir]:
     program, args = argv[0], argv[1:]
     generator = loadgens.for_program(program)
     tool = generator.name
@@ -198,7 +200,7 @@ def _run_benchmark(argv: list[str], runs_dir: str, client_env: dict[str, str], n
         run.update_meta(state=rundir.FINISHED, exit_code=exit_code, ended_at=time.time(), **ended)
     except OSError as e:  # the exporter then ends the run when this process is gone
         failures.failure(run.file(rundir.META), e)
-    summary = outcome.save(run, notice=notice, profile=profile)  # what the run achieved, for history and sweeps
+    summary = outcome.save(run, notice=notice, stability=stability)  # what the run achieved, for history and sweeps
     for note in outcome.unread_notes(summary):
         notice(note)
     return exit_code, run
@@ -221,7 +223,7 @@ def _read(path: str) -> bytes:
 
 def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, tool_args: list[str] | None,
                   interval: float | None, tool: str | None = None,
-                  profile: outcome.Profiler | None = None,
+                  stability: outcome.StabilityProfiler | None = None,
                   on_start: Callable[[rundir.RunDir], None] | None = None) -> rundir.RunDir:
     """Follow a load generator's output stream from another process (e.g. stdin of a pipe): ``tool``'s
     (a registered tool's name; None: the default tool's). ``tool_args`` are that tool's arguments, for
@@ -246,5 +248,5 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, tool_
         pump(source_fd, [echo] if echo else [], saved, stamper, generator.output_redactor(list(tool_args or [])))
         stamper.close()
     run.update_meta(state=rundir.FINISHED, ended_at=time.time())
-    outcome.save(run, profile=profile)  # what the run achieved, for history and sweeps
+    outcome.save(run, stability=stability)  # what the run achieved, for history and sweeps
     return run

@@ -155,7 +155,10 @@ def profile(samples: Sequence[tuple[int, float]], interval_s: float, *, latency:
     mean = statistics.fmean(values)
     out["intervals"] = len(values)
     out["tps_median"] = round(median, 3)
-    out["tps_cov"] = round(statistics.pstdev(values) / mean, 4) if mean > 0 else None
+    # statistics.pstdev's exact fractions cost a 12-hour run's profile a quarter of its time; fsum keeps the
+    # float sum exact, and the CoV kept (4 decimals) is the same.
+    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    out["tps_cov"] = round(spread / mean, 4) if mean > 0 else None
     out["tps_p1_ratio"] = _ratio(_percentile(values, 0.01), median)
     out["tps_p5_ratio"] = _ratio(_percentile(values, 0.05), median)
     out["tps_min_ratio"] = _ratio(values[0], median)

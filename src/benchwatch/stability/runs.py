@@ -3,7 +3,7 @@
 Who computes what, and when:
 
 - **when the run ends**, whoever writes summary.json (``run``, ``attach``, ``import``, a sweep's runs, the
-  demos) passes :func:`profiler` to ``benchwatch.record.outcome``, which computes the profile from the same
+  demos) passes :func:`stability_profiler` to ``benchwatch.record.outcome``, which computes the profile from the same
   samples as the run's other figures (one replay of the raw output);
 - **the dips by cause** need explain over the run's archived series (``series/*.csv``), which the exporter's
   run archiver writes a few seconds after the run ends: the archiver completes summary.json right after
@@ -29,8 +29,8 @@ from benchwatch.record import replay, rundir
 from benchwatch.stability import CAUSE_SOURCE, LatencyTail, by_cause, latency_from_buckets, profile
 
 
-def profiler(tps: list[tuple[int, float]], interval_s: float, latency: Mapping[str, Any]) -> dict[str, Any]:
-    """The :data:`benchwatch.record.outcome.Profiler` that record's writers are given: the profile of a run's
+def stability_profiler(tps: list[tuple[int, float]], interval_s: float, latency: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`benchwatch.record.outcome.StabilityProfiler` that record's writers are given: the profile of a run's
     progress TPS, its latency tail from the sources record found (``latency_tail_sources``)."""
     tail: LatencyTail | None = None
     if latency.get("buckets"):
@@ -94,7 +94,7 @@ def outcome(run: rundir.RunDir, *, keep: bool = False) -> dict[str, Any]:
     if saved is not None and isinstance(saved.get("stability"), dict):
         summary, added = saved, False
     else:  # stored before version 2 (or its profile failed): from the raw output
-        summary = record_outcome.outcome(run, profiler)
+        summary = record_outcome.outcome(run, stability_profiler)
         added = isinstance(summary.get("stability"), dict)
     added = _with_causes(run, summary) or added
     if keep and added and summary.get("stability") is not None:

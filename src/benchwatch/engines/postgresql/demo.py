@@ -71,7 +71,7 @@ def pgbench_demo(ctx: DemoContext, *, duration: int) -> int:
     threading.Thread(target=checkpoint_later, daemon=True).start()
     argv = [pgbench, "-M", "prepared", "-n", "-r", "-P", "1", "-c", "4", "-j", "2", "-T", str(duration)]
     code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say,
-                              on_start=lambda r: say(f"run {r.run_id}: watching pgbench"), profile=ctx.profile)
+                              on_start=lambda r: say(f"run {r.run_id}: watching pgbench"), stability=ctx.stability)
     if code != 0:
         say(f"pgbench exited with {code}")
         return code

@@ -148,7 +148,7 @@ def demo_shards(ctx: DemoContext, *, shards: int, instances: int, duration: int,
     argv = [os.path.join(bindir, "pgbench"), "-M", "prepared", "-n", "-r", "-f", script_file, "-P", "1",
             "-c", str(clients), "-j", str(jobs), "-T", str(duration), *extra_args, PROXY_DATABASE]
     code, run = run_benchmark(argv, runs_dir=stack.cfg.runs_dir, client_env=client_env, notice=say, on_start=on_start,
-                              profile=ctx.profile)
+                              stability=ctx.stability)
     meta = run.read_meta()
     run.update_meta(targets=targets_mod.merge_watched(meta.get("targets") or [],
                                                       targets_mod.watched(base_url, since=meta.get("started_at"))))
