@@ -55,8 +55,8 @@ def sweep(live, *args: str) -> subprocess.CompletedProcess:
     return r
 
 
-def report(live, name: str) -> dict:
-    r = live.benchwatch("report", name, "--json", timeout=180)
+def report(live, name: str, *args: str) -> dict:
+    r = live.benchwatch("report", name, "--json", *args, timeout=180)
     assert r.returncode == 0, r.stderr.decode()
     return json.loads(r.stdout)
 
@@ -83,6 +83,13 @@ def test_calm_is_steadier_than_a_jittery_baseline_and_the_why_names_the_lock(liv
     lock = why["causes"][0]
     assert lock["cause"] == "lock", json.dumps(why["causes"], indent=1)
     assert lock["baseline"]["dips"] >= 1 and lock["variant"]["dips"] == 0, lock
+    # The other way round, on the same runs: the jittery variant against the calm one is "less steady".
+    other = report(live, "jitter", "--no-why", "--baseline", "calm")
+    assert other["baseline"] == "calm"
+    (d,) = other["differences"]
+    assert d["variant"] == "jittery" and d["stability"]["verdict"] == "less steady", json.dumps(d["stability"], indent=1)
+    bad = live.benchwatch("report", "jitter", "--json", "--baseline", "nosuch", timeout=60)
+    assert bad.returncode == 2 and b"no variant 'nosuch'" in bad.stderr, bad.stderr
 
 
 def test_aa_every_stability_verdict_is_no_difference(live):

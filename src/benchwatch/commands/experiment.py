@@ -328,6 +328,9 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--out", metavar="DIR", help="where to write the directory sweep-NAME and its .tar.gz "
                    "(default: <state dir>/shares/)")
     p.add_argument("--no-why", action="store_true", help="leave out the server-side evidence (no Prometheus needed)")
+    p.add_argument("--baseline", metavar="VARIANT",
+                   help="compare every variant against this one (default: the sweep's first variant); the runs are "
+                        "the same, only the direction of each verdict changes")
 
 
 @command("report", help="read an experiment: medians with intervals, verdicts and why; the share bundle or --json",
@@ -345,6 +348,13 @@ def cmd_report(ctx: Context) -> int:
         say(f"no sweep {args.name!r} in {sweeps_dir(stack.cfg.state_dir)}")
         return 2
     plan = sdir.read_plan()
+    if args.baseline is not None:
+        names = [v.name for v in plan.variants]
+        if args.baseline not in names:
+            say(f"sweep {args.name} has no variant {args.baseline!r} (its variants: {', '.join(names)})")
+            return 2
+        # The baseline is the first variant: the report reads the same runs with another one first.
+        plan.variants = [plan.variant(args.baseline)] + [v for v in plan.variants if v.name != args.baseline]
     events = sdir.events()
     figures = report.collect(plan, events, stack.cfg.runs_dir)
     why = None if args.no_why else _why(ctx, stack)
@@ -359,7 +369,7 @@ def cmd_report(ctx: Context) -> int:
         model["profile"] = profile_part
     if not figures:
         say(f"sweep {args.name}: no finished run yet")
-    _write_series(ctx, stack, model)
+    _write_series(ctx, stack, model)  # (labelled with the baseline: a report against another one adds its own)
     if args.json:
         print(json.dumps(model, indent=2), file=ctx.stdout)
         return 0
