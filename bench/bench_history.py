@@ -56,7 +56,11 @@ def make_runs(runs_dir: str, n: int, workloads: int) -> list[str]:
                        "pgbench_version": "15.4", "server_settings": settings,
                        "host": {"kernel": "6.1", "cpus": 2, "cpu_model": "x", "memory_bytes": 1 << 33, "disks": []}}, f)
         with open(os.path.join(path, outcome.SUMMARY), "w") as f:
-            json.dump({"version": 1, "tps": level * (1 + 0.02 * rng.standard_normal()), "latency_avg_s": 0.004}, f)
+            # as runs keep it since issue 29: version 2, with the stability profile
+            json.dump({"version": 2, "tps": level * (1 + 0.02 * rng.standard_normal()), "latency_avg_s": 0.004,
+                       "stability": {"intervals": 55, "tps_cov": 0.05 * (1 + 0.1 * rng.standard_normal()),
+                                     "tps_p5_ratio": 0.9, "dips": 0, "dip_seconds": 0.0, "stall_seconds": 0.0,
+                                     "lost_share": 0.0, "dips_by_cause": {}}}, f)
         if w == 0:
             big.append(run_id)
     return big

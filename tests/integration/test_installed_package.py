@@ -79,6 +79,8 @@ def test_demo_from_another_directory(installed):
         assert r.returncode == 0, r.stdout + r.stderr
         m = re.search(r"progress lines printed by pgbench: (\d+); samples in Prometheus: (\d+)", r.stdout)
         assert m and int(m.group(1)) >= 5 and m.group(1) == m.group(2), r.stdout
+        assert re.search(r"^  stability over \d+ intervals of 1 s after [0-9.]+ s of warm-up: TPS median [0-9,.]+, CoV ",
+                         r.stdout, re.M), r.stdout  # how steady the run was, as its summary.json keeps it
         assert os.listdir(cwd) == []  # nothing written where it was run from
     finally:
         subprocess.run([benchwatch, "down", *flags], cwd=cwd, env=_env(installed), capture_output=True, timeout=180)

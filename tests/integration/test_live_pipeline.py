@@ -95,6 +95,12 @@ def test_run_is_point_exact(live_stack):
     meta = json.load(open(os.path.join(run_dir, "meta.json")))
     assert meta["argv"][-2:] == ["-P", "1"] and meta["exit_code"] == 0
     assert meta["pgbench_version"].startswith("15") and meta["server_version"].startswith("15")
+    # The run's stability profile is kept with it and said before the last line, which scripts read.
+    said = [l.decode() for l in r.stderr.splitlines() if l.startswith(b"benchwatch: ")]
+    assert said[-1] == f"benchwatch: run {run_id} ended with exit code 0"
+    assert said[-3].startswith("benchwatch: stability over ") and said[-2].startswith("benchwatch: stability: ")
+    kept = json.load(open(os.path.join(run_dir, "summary.json")))
+    assert kept["version"] == 2 and kept["stability"]["intervals"] >= 4 and kept["stability"]["tps_cov"] is not None
 
     wait_ingested(live_stack, run_id)
     printed = printed_progress(os.path.join(run_dir, "stderr.log"))
@@ -125,6 +131,15 @@ def test_run_is_point_exact(live_stack):
     # The exporter keeps the run's other series in its directory, for snapshots without Prometheus.
     series_dir = os.path.join(run_dir, "series")
     assert processes.wait_until(lambda: os.path.isdir(series_dir) and any(n.endswith(".csv") for n in os.listdir(series_dir)), 30, 0.2)
+
+    # Once they are written, the archiver completes summary.json: the dips counted by their cause.
+    def by_cause():
+        with open(os.path.join(run_dir, "summary.json"), encoding="utf-8") as f:
+            return json.load(f)["stability"]["dips_by_cause"]
+    assert processes.wait_until(lambda: by_cause() is not None, 30, 0.2)
+    completed = json.load(open(os.path.join(run_dir, "summary.json")))["stability"]
+    assert completed["dips_by_cause_source"] == "explain over the archived series"
+    assert sum(row["dips"] for row in completed["dips_by_cause"].values()) == completed["dips"]
 
 
 def test_pgbench_errors_and_exit_code_pass_through(live_stack):

@@ -44,6 +44,8 @@ def test_demo_runs_four_instances_side_by_side_and_prints_their_sum():
         assert sorted(lines) == names and all(v > 0 for v in lines.values()), r.stdout
         total = float(re.search(r"^  sum +TPS mean ([0-9.]+)", r.stdout, re.M).group(1))
         assert abs(total - sum(lines.values())) < 0.2, r.stdout
+        # Each run's stability profile, as its summary.json keeps it, under its line.
+        assert len(re.findall(r"^ {13}stability: CoV [0-9.]+, p5/median ", r.stdout, re.M)) == 4, r.stdout
         # The four runs are one experiment, each run_info naming the instance it drove.
         experiment = re.search(r"^experiment (\S+):", r.stdout, re.M).group(1)
         infos = query(stack.cfg.url("prometheus"), f'last_over_time(benchmark_run_info{{experiment="{experiment}"}}[10m])')

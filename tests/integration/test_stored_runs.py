@@ -98,6 +98,34 @@ def test_explain_reads_the_old_names(stored):
 def test_compare_an_old_run_with_a_new_one(stored):
     r = benchwatch(stored, "compare", OLD, NEW, "--names", "BEFORE,AFTER", "-o", str(stored["out"] / "compare"))
     with open(os.path.join(r.stdout.split()[0], "compare.md"), encoding="utf-8") as f:
-        rows = [line for line in f if line.startswith("| TPS")]
+        summary = f.read().split("## Stability")[0]  # the side-by-side summary, not the stability table
+    rows = [line for line in summary.splitlines(keepends=True) if line.startswith("| TPS")]
     # The same run under both names: every TPS figure found for both, and equal.
     assert len(rows) >= 4 and all(line.rstrip().endswith("| +0.0% |") for line in rows), rows
+
+
+def test_the_stability_of_a_stored_run(stored):
+    """A run stored before summary.json version 2 (before summary.json at all): its stability profile is computed
+    from its raw output, its dips by cause from its archived series; the snapshot and compare show it."""
+    from benchwatch.record import outcome, rundir
+    from benchwatch.stability import runs
+
+    run = rundir.RunDir(os.path.join(stored["state"], "runs", OLD))
+    assert outcome.read(run) is None  # as stored: no summary.json
+    kept = runs.outcome(run)
+    assert kept["version"] == 2 and kept["stability"]["dips"] == 1
+    assert list(kept["stability"]["dips_by_cause"]) == ["checkpoint"]
+    assert outcome.read(run) is None  # reading it wrote nothing
+    snapshot = _summary(stored, OLD)["stability"]
+    assert (snapshot["intervals"], snapshot["dips"], snapshot["tps_cov"]) == (
+        kept["stability"]["intervals"], kept["stability"]["dips"], kept["stability"]["tps_cov"])
+    # This Prometheus holds the run's own series only, not the server's: the snapshot read from it cannot
+    # name the checkpoint the archived series show, and says so.
+    assert list(snapshot["dips_by_cause"]) == ["unexplained"]
+    r = benchwatch(stored, "compare", OLD, NEW, "--names", "BEFORE,AFTER", "-o", str(stored["out"] / "compare-stability"))
+    with open(os.path.join(r.stdout.split()[0], "compare.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert "## Stability (steady part of each run)" in text
+    cov = next(line for line in text.splitlines() if line.startswith("| TPS coefficient of variation"))
+    assert cov.rstrip().endswith("| same |")  # the same run twice
+    assert "stability: no run is steadier than another on any measure" in r.stderr

@@ -52,7 +52,8 @@ def test_summary_of_a_sysbench_run_has_its_percentile_queries_and_pressure_regio
     [region] = s["flushing_pressure"]
     assert region["target"] == "local" and region["start"] == START + 3 and region["end"] == START + 7
     titles = [t for t, _, _ in sm.tables(s)]
-    assert titles == ["Throughput", "Latency", "InnoDB flushing pressure", "Dips and their causes", "Server settings"]
+    assert titles == ["Throughput", "Latency", "InnoDB flushing pressure", "Dips and their causes", "Stability",
+                      "Server settings"]
     md = sm.to_markdown(s)
     assert md.startswith("# sysbench run sb1") and "sysbench 1.0.20" in md and "p95 of the run" in md
 

@@ -141,12 +141,20 @@ def cmd_sweep(ctx: Context) -> int:
                 servers[v.name] = server
                 for done in server.start():
                     say(f"sweep {name}: variant {v.name}: {done}")
+                # Watched like the stack's own server, its series labelled with a target of its own: the
+                # report's why reads the server that served each run.
+                target = variant_target(name, v.name)
+                for done in server.watch(target, name):
+                    say(f"sweep {name}: variant {v.name}: {done}")
+                sdir.append("watched", variant=v.name, target=target, scope=server.scope())
         except StackError as e:
             say(f"sweep {name}: {e}")
             return 1
         _warn_debug_builds(ctx, plan, control)
+        targets = {v.name: variant_target(name, v.name) if v.name in servers else (v.target or stack.cfg.target_name)
+                   for v in plan.variants}
         hooks = _hooks(ctx, stack, control, {k: s.client_env() for k, s in servers.items()}, plan.latency_log,
-                       plan.profile)
+                       targets, plan.profile)
         try:
             outcome = Sweep(plan, sdir, hooks, say).run()
         except SettingsError as e:
@@ -166,6 +174,11 @@ def cmd_sweep(ctx: Context) -> int:
         return 1
     say(f"sweep {name}: done; benchwatch report {name} reads it")
     return 0
+
+
+def variant_target(sweep: str, variant: str) -> str:
+    """The ``target`` label of a variant's own server (bindir=, dsn=) while its sweep runs."""
+    return f"sweep-{sweep}-{variant}"
 
 
 def _check_new(args: argparse.Namespace, argv: list[str]) -> None:
@@ -267,14 +280,17 @@ def _warn_debug_builds(ctx: Context, plan, control) -> None:
 
 
 def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]], latency_log: bool = False,
-           profile: bool = False):
+           targets: dict[str, str] | None = None, profile: bool = False):
     """How the sweep acts: ``own_env`` has the client environment of each variant that runs on a server of
-    its own (bindir=, dsn=), every other variant runs on the stack's."""
+    its own (bindir=, dsn=), every other variant runs on the stack's; ``targets`` the target that serves
+    each variant's runs (recorded with each run: its evidence reads that target's series alone)."""
     from benchwatch import loadgens
     from benchwatch.commands.record import record_run
     from benchwatch.experiment.runner import Hooks
 
     def record(argv, info, v):
+        if targets and v.name in targets:
+            info = dict(info, target=targets[v.name])
         code, run = record_run(ctx, argv, target_name=v.target, info=info, client_env=own_env.get(v.name),
                                latency_log=latency_log, profile=profile)
         return code, (run.path if run is not None else None)
@@ -332,7 +348,12 @@ def cmd_report(ctx: Context) -> int:
     events = sdir.events()
     figures = report.collect(plan, events, stack.cfg.runs_dir)
     why = None if args.no_why else _why(ctx, stack)
-    model = report.build(plan, events, figures, why)
+    dips_why = None
+    if why is not None:
+        from benchwatch.evidence import dips_why as dips_evidence
+
+        dips_why = dips_evidence(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name)
+    model = report.build(plan, events, figures, why, dips_why)
     profile_part = _profile_part(plan, figures, stack.cfg.runs_dir)
     if profile_part is not None:
         model["profile"] = profile_part
@@ -350,6 +371,9 @@ def cmd_report(ctx: Context) -> int:
     except bundle.bundle.SecretFound as e:
         say(str(e))
         return 1
+    # The verdicts and their why on the terminal (stderr: stdout keeps the bundle's paths, as compare's)
+    for line in bundle.verdict_lines(model):
+        say(line)
     say(f"report of sweep {args.name} in {out_dir}")
     if profile_part is not None:
         from benchwatch.profile import variants

@@ -159,6 +159,8 @@ def cmd_compare(ctx: Context) -> int:
     if any(counts.values()):
         _say("steadier (stability measures each run is the steadiest on, one run each): "
              + ", ".join(f"{n} {k}" for n, k in counts.items()))
+    elif any((c.summary.get("stability") or {}).get("intervals") for c in collected):
+        _say("stability: no run is steadier than another on any measure")
     _say(f"comparison of {len(collected)} runs in {out}")
     _compare_profiles(ctx, [run.path for run in found], list(variant_names or labels), directory)
     print(directory, file=ctx.stdout)

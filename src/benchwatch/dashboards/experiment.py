@@ -1,6 +1,7 @@
 """The "Experiment" dashboard: an experiment's report (benchwatch sweep, then report, which writes the
 series of benchwatch.experiment.series) as Grafana shows it, picked by the experiment variable: TPS per
-cell and variant with its 95 % interval, and each variant against the baseline with its verdict."""
+cell and variant with its 95 % interval, each variant against the baseline with its verdict, the steadiness
+measures with their intervals and verdicts, and per cell a histogram of per-interval TPS per variant."""
 
 from __future__ import annotations
 
@@ -31,6 +32,16 @@ def experiment_variable() -> dash_b.QueryVariable:
             .query({"query": query, "refId": "experiment"}).regex("")
             .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.ALPHABETICAL_ASC)
             .hide(dash_m.VariableHide.DONT_HIDE).multi(False).include_all(False).options([]))
+
+
+def cell_variable() -> dash_b.QueryVariable:
+    query = 'label_values(benchwatch_experiment_interval_tps_intervals{experiment="$experiment"}, cell)'
+    return (dash_b.QueryVariable("cell").label("Cell").datasource(DS)
+            .description("The cells whose per-interval TPS to draw, one histogram each (bins differ per cell).")
+            .query({"query": query, "refId": "cell"}).regex("")
+            .refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.ALPHABETICAL_ASC)
+            .hide(dash_m.VariableHide.DONT_HIDE).multi(True).include_all(True).all_value(".*")
+            .current(dash_m.VariableOption(selected=True, text="All", value="$__all")).options([]))
 
 
 def _table(L: Layout, title: str, description: str, columns: list[tuple[str, str]], w: int = 24,
@@ -69,11 +80,47 @@ def experiment_dashboard() -> dict:
                    "across the report, ignoring changes below --min-effect: 1 faster, -1 slower, 0 no difference shown.",
                    [("benchwatch_experiment_tps_ratio", "ratio"), ("benchwatch_experiment_tps_ratio_ci_low", "95 % low"),
                     ("benchwatch_experiment_tps_ratio_ci_high", "95 % high"), ("benchwatch_experiment_verdict", "verdict")])
+    L.new_row()
+    steady = _table(L, "Steadiness: each measure's median, 95 % interval", "Per variant, cell and measure of the "
+                    "runs' stability profiles (summary.json's stability: tps_cov, tps_p5_ratio, dip_seconds, stall_seconds, lost_share decide the "
+                    "verdict; the other measures are shown): the median over the runs and its 95 % interval "
+                    "(Student's t on log(value + floor), the floor taken off again).",
+                    [("benchwatch_experiment_stability_median", "median"),
+                     ("benchwatch_experiment_stability_ci_low", "95 % low"),
+                     ("benchwatch_experiment_stability_ci_high", "95 % high")], h=12)
+    L.new_row()
+    steady_verdicts = _table(L, "Steadiness against the baseline: verdict", "1 steadier, -1 less steady, 0 no "
+                             "difference shown: Welch's t on log(value + floor) of tps_cov, tps_p5_ratio, dip_seconds, stall_seconds and lost_share, "
+                             "Holm-adjusted across the report's stability tests, ignoring changes below --min-effect; "
+                             "steadier when one is shown better and none worse.",
+                             [("benchwatch_experiment_stability_verdict", "verdict")], h=6)
+    L.new_row()
+    spread = (barchart_b.Panel().id(L.take_id()).title("Per-interval TPS per variant: $cell")
+              .description("How the per-interval TPS of each variant's runs spreads (their progress lines pooled), "
+                           "counted in bins shared by the variants of the cell (each bar: the intervals whose TPS is "
+                           "at most its edge and above the one before). A calm variant is one tall group of bars; "
+                           "valleys are bars to the left. From the latest benchwatch report.")
+              .unit("short").datasource(DS).grid_pos(L.place(24, 10)).repeat("cell")
+              .repeat_direction("v")
+              .targets(P._queries([P.query(
+                  'last_over_time(benchwatch_experiment_interval_tps_intervals{' + SEL + ', cell=~"$cell"}[$__range])',
+                  instant=True, fmt="table")]))
+              .with_transformation(dash_m.DataTransformerConfig(id_val="groupingToMatrix", options={
+                  "columnField": "variant", "rowField": "le", "valueField": "Value"}))
+              .with_transformation(dash_m.DataTransformerConfig(id_val="convertFieldType", options={
+                  "conversions": [{"targetField": "le\\variant", "destinationType": "number"}]}))
+              .with_transformation(dash_m.DataTransformerConfig(id_val="sortBy", options={
+                  "sort": [{"field": "le\\variant"}]}))
+              .x_field("le\\variant").show_value(common.VisibilityMode.NEVER).min(0)
+              .legend(common_b.VizLegendOptions().display_mode(common.LegendDisplayMode.LIST)
+                      .placement(common.LegendPlacement.BOTTOM).show_legend(True)))
     uid, _, title = EXPERIMENT
     return _dashboard(uid, title, "An experiment's report (benchwatch sweep, benchwatch report NAME): TPS per cell "
-                       "and variant with 95 % intervals, and each variant against the baseline.", [chart, cells, diffs])
+                       "and variant with 95 % intervals, each variant against the baseline, the steadiness of each "
+                       "with its intervals and verdict, and the spread of per-interval TPS.",
+                      [chart, cells, diffs, steady, steady_verdicts, spread])
 
 
 def _dashboard(uid: str, title: str, description: str, items: list) -> dict:
 
-    return dashboard(uid, title, description, items, [datasource_variable(), experiment_variable()], [])
+    return dashboard(uid, title, description, items, [datasource_variable(), experiment_variable(), cell_variable()], [])

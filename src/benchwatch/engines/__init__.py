@@ -63,6 +63,12 @@ class Host(Protocol):
 
     def remove_secret(self, name: str) -> bool: ...  # whether there was one
 
+    # Scrape targets its Prometheus takes beside the stack's own (a sweep's variant servers' exporters), in the
+    # scrape job ``job``'s file_sd file: added, and removed by their addresses.
+    def add_scrape_targets(self, job: str, entries: list[dict]) -> None: ...
+
+    def remove_scrape_targets(self, job: str, addresses: list[str]) -> None: ...
+
 
 class AgentHost(Protocol):
     """What an engine's agent part may ask of the host agent that runs it (benchwatch.stack.agent.Agent is
@@ -286,7 +292,10 @@ class Engine:
 
     # -- its part of the evidence of a difference (benchwatch.evidence: sweep's report, the history) --
     # Plain data, each the fields of a benchwatch.evidence.Signal: (name, PromQL with {w} for the run's
-    # window, kind, unit, scale): its server's counters per transaction, its wait events.
+    # window and {target} after each selector of its server's series, kind, unit, scale): its server's
+    # counters per transaction, its wait events. {target} becomes the matcher of the target that served the
+    # run where its meta.json says which (a sweep's runs: the stack's own server and each variant's own are
+    # watched side by side), else nothing (the sum over every target, as runs recorded before).
     evidence_signals: ClassVar[tuple[tuple[Any, ...], ...]] = ()
 
     # -- its part of the dashboards (benchwatch.dashboards.run) ----------------------------
@@ -509,6 +518,12 @@ class AgentPart:
         return {**{k: v for k, v in job.items() if k != "file_sd_configs"}, "static_configs": static_configs}
 
 
+# What the evidence of a variant's runs can compare (the report's ``why_scope``): its server's series and the
+# host's, or the host's only (an engine that cannot watch a variant's server, a sweep recorded before).
+SERVER_AND_HOST = "server and host"
+HOST_ONLY = "host only (a variant runs on a server the stack does not watch)"
+
+
 class VariantServer:
     """A server one of an experiment's variants runs on, beside the stack's (benchwatch sweep)."""
 
@@ -516,8 +531,20 @@ class VariantServer:
         """Up and answering (made first where it has no data directory yet): what was done."""
         return []
 
+    def watch(self, target: str, sweep: str = "") -> list[str]:
+        """Watched like the stack's own server while the sweep runs: its exporter scraped by the stack's
+        Prometheus, its server log followed, its statements read, every series labelled ``target`` (its
+        scrapes also ``sweep``: silent after the sweep, it is not a failing target); what was started. Stopped
+        by :meth:`stop`. A part that cannot be watched is left out and said by :meth:`scope`."""
+        return []
+
+    def scope(self) -> str:
+        """What the evidence of its runs compares, as the report's ``why_scope`` says it: SERVER_AND_HOST, or
+        with what could not be read named (``server (no server log: ...) and host``); HOST_ONLY unwatched."""
+        return HOST_ONLY
+
     def stop(self) -> None:
-        """Stopped if it was started here."""
+        """Its watchers stopped; the server stopped if it was started here."""
 
     def client_env(self) -> dict[str, str]:
         """The variables a tool gets to reach it (the password in a 0600 file)."""
@@ -551,6 +578,11 @@ class ServerControl:
 
     def before_run(self, checkpoint: bool = True) -> list[str]:
         """Before each run: dirty pages written (a checkpoint), the tool's growing tables emptied."""
+        return []
+
+    def settle(self) -> list[str]:
+        """Before a run on another server of the same sweep, this one idle since its own run: the dirty pages
+        that run left written now, between the runs, rather than by its timed checkpoint during the other's."""
         return []
 
     def facts(self) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class Sweep:
         self.cell_ready: dict[str, int] = {}  # server key -> the cell its tables were made for
         self.durations: list[float] = []
         self.last_end: float | None = None
+        self.unsettled: dict[str, Variant] = {}  # server key -> a variant of it, a run on it since its checkpoint
 
     # -- the server's settings ----------------------------------------------------------------
 
@@ -153,9 +154,25 @@ class Sweep:
             if code != 0:
                 raise RunFailed(f"the before= command exited with {code}")
             done.append(f"before: {v.before}")
+        if self.plan.checkpoint:
+            done += self._settle_others(key)
         control = self.hooks.control(v)
         if control is not None:
             done += control.before_run(self.plan.checkpoint)
+        self.unsettled[key] = v
+        return done
+
+    def _settle_others(self, key: str) -> list[str]:
+        """The other servers of the sweep that ran since their checkpoint, checkpointed now: idle during this
+        run, each would otherwise write what its run left dirty by a timed checkpoint during this one."""
+        done = []
+        for other, v in list(self.unsettled.items()):
+            if other == key:
+                continue
+            control = self.hooks.control(v)
+            if control is not None:
+                done += [f"{what} on {v.name}'s server (idle during this run)" for what in control.settle()]
+            del self.unsettled[other]
         return done
 
     def _attempt(self, run: plans.PlannedRun, attempt: int) -> tuple[bool, str | None, str | None]:
@@ -199,7 +216,9 @@ class Sweep:
             reasons.append("no TPS in its summary")
         why = ", ".join(reasons) or None
         self.sdir.append("finished", index=run.index, attempt=attempt, ok=why is None, run_id=figures["run_id"],
-                         why=why, figures=figures, between_s=round(between, 3))
+                         # the per-interval TPS stays in the run directory: a long run has thousands
+                         why=why, figures={k: v for k, v in figures.items() if k != "interval_tps"},
+                         between_s=round(between, 3))
         return why is None, figures["run_id"], why
 
     # -- the loop ------------------------------------------------------------------------------

@@ -18,8 +18,17 @@ METRICS = {
     "benchwatch_experiment_tps_ratio_ci_low": "Low end of the 95 % interval of the TPS ratio.",
     "benchwatch_experiment_tps_ratio_ci_high": "High end of the 95 % interval of the TPS ratio.",
     "benchwatch_experiment_verdict": "1 faster, -1 slower, 0 no difference shown (Welch's t, Holm, --min-effect).",
+    # label measure: a key of the run's stability profile (tps_cov, dip_seconds, lost_share, ...)
+    "benchwatch_experiment_stability_median": "Median of a stability measure over a variant's runs in a cell.",
+    "benchwatch_experiment_stability_ci_low": "Low end of the 95 % interval of a stability measure in a cell.",
+    "benchwatch_experiment_stability_ci_high": "High end of the 95 % interval of a stability measure in a cell.",
+    "benchwatch_experiment_stability_verdict": "1 steadier, -1 less steady, 0 no difference shown, against the baseline.",
+    # label le: the upper edge of a bin (TPS), the bins shared by the variants of a cell
+    "benchwatch_experiment_interval_tps_intervals": "Intervals (progress lines) of a variant's runs in a cell whose "
+                                                    "TPS falls in a bin: the distribution of per-interval TPS.",
 }
 VERDICTS = {"faster": 1, "slower": -1, "no difference shown": 0}
+STABILITY_VERDICTS = {"steadier": 1, "less steady": -1, "no difference shown": 0}
 
 
 def _labels(model: dict[str, Any], row: dict[str, Any]) -> dict[str, object]:
@@ -43,10 +52,22 @@ def report_samples(model: dict[str, Any], now_ms: int) -> list[Sample]:
         put("benchwatch_experiment_runs", labels, c["n"])
         lat = c.get("latency_avg_ms_median")
         put("benchwatch_experiment_latency_avg_seconds_median", labels, lat / 1000 if lat is not None else None)
+        for measure, m in (c.get("stability") or {}).items():
+            if not isinstance(m, dict) or "median" not in m:
+                continue  # dips_by_cause, note
+            put("benchwatch_experiment_stability_median", {**labels, "measure": measure}, m["median"])
+            put("benchwatch_experiment_stability_ci_low", {**labels, "measure": measure}, m["ci"][0] if m["ci"] else None)
+            put("benchwatch_experiment_stability_ci_high", {**labels, "measure": measure}, m["ci"][1] if m["ci"] else None)
+        hist = (c.get("interval_tps") or {}).get("histogram")
+        if hist:
+            for le, count in zip(hist["le"], hist["count"]):
+                put("benchwatch_experiment_interval_tps_intervals", {**labels, "le": f"{le:g}"}, count)
     for d in model["differences"]:
         labels = dict(_labels(model, d), baseline=model["baseline"])
         put("benchwatch_experiment_tps_ratio", labels, d["ratio"])
         put("benchwatch_experiment_tps_ratio_ci_low", labels, d["ratio_ci"][0] if d["ratio_ci"] else None)
         put("benchwatch_experiment_tps_ratio_ci_high", labels, d["ratio_ci"][1] if d["ratio_ci"] else None)
         put("benchwatch_experiment_verdict", labels, VERDICTS.get(d["verdict"], 0))
+        if d.get("stability"):
+            put("benchwatch_experiment_stability_verdict", labels, STABILITY_VERDICTS.get(d["stability"]["verdict"], 0))
     return out

@@ -32,6 +32,9 @@ SAME_JOB_GAP_S = 16.0
 # The series budget (docs/targets.md): one Prometheus holds 1,000 runs and dozens of targets.
 RUN_SERIES_BUDGET = 200
 TARGET_SERIES_BUDGET = 1000
+# A sweep's variant servers (benchwatch sweep, bindir= and dsn=) are targets while the sweep runs, their
+# scrapes labelled with the sweep's name: silent afterwards, they are not listed as failing.
+SWEEP_LABEL = "sweep"
 # The targets that report: every scrape of a database-side exporter carries the target's name.
 TARGET_VALUES_SELECTOR = 'up{target!=""}'
 
@@ -66,6 +69,8 @@ def summarize(newest: dict[frozenset, tuple[dict, float]], values: dict[frozense
     for (name, host), series in groups.items():
         last = max(s[1] for s in series)
         age = max(0.0, now - last)
+        if age > HEALTHY_AGE_S and all(s[0].get(SWEEP_LABEL) for s in series):
+            continue  # a sweep's variant server, watched while its sweep ran: over, not failing
         # Watched now: a sample close to the target's newest and to the newest of its job (an exporter
         # restarted on another port leaves its old series, often with the up=0 of its last scrape, one
         # restart behind the new one), and not ended by a staleness marker (a scrape target Prometheus

@@ -199,8 +199,11 @@ def summarize(model: RunModel, samples: list[Sample], extra: Mapping[str, float 
                      for number, reason in model.bad_lines[:UNREAD_KEPT]]
     out["tool_summary"] = {k: v for k, v in tool.items() if isinstance(v, (str, int, float, bool)) or v is None}
     if profile is not None:
-        out["stability"] = profile(_tps_samples(samples), float(model.interval_s or 1.0),
-                                   latency_tail_sources(model, samples, log_buckets))
+        try:
+            out["stability"] = profile(_tps_samples(samples), float(model.interval_s or 1.0),
+                                       latency_tail_sources(model, samples, log_buckets))
+        except Exception as e:  # any: the run's other figures are kept whatever the profile does
+            out["stability"], out["stability_error"] = None, f"{type(e).__name__}: {e}"
     return out
 
 

@@ -68,13 +68,114 @@ def tables(model: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]
     if why:
         out.append(("Why: server-side evidence where the variants differ, ranked",
                     ["variant", "cell", "signal", model["baseline"], "variant's", "change", "unit"], why))
+    out += _stability_tables(model)
+    return out
+
+
+# The stability measures the tables show, with how each is printed.
+_SHOWN = (("tps_cov", "TPS CoV", 3), ("tps_p5_ratio", "p5 / median", 3), ("tps_min_ratio", "worst / median", 3),
+          ("dips", "dips", 2), ("dip_seconds", "dip s", 2), ("stall_seconds", "stall s", 2),
+          ("lost_share", "lost share", 3), ("latency_p99_s", "latency p99 s", 3))
+
+
+def _median_ci(m: dict[str, Any] | None, digits: int) -> str:
+    if not m or m.get("median") is None:
+        return "-"
+    ci = m.get("ci")
+    return f"{m['median']:.{digits}g}" + (f" ({ci[0]:.{digits}g} – {ci[1]:.{digits}g})" if ci else "") + f" n={m['n']}"
+
+
+def _stability_tables(model: dict[str, Any]) -> list[tuple[str, list[str], list[list[str]]]]:
+    cells = [[c["variant"], c["cell"], *(_median_ci((c.get("stability") or {}).get(k), d) for k, _, d in _SHOWN)]
+             for c in model["cells"] if c.get("stability")]
+    if not cells:
+        return []
+    out = [("Steadiness per variant and cell (median, 95 % interval, n runs)",
+            ["variant", "cell", *(h for _, h, _ in _SHOWN)], cells)]
+    diffs, causes = [], []
+    for d in model["differences"]:
+        st = d.get("stability")
+        if not st:
+            continue
+        ms = st["measures"]
+        shown = "; ".join(f"{k} ×{ms[k]['ratio']:.3g}" + (f" p_adj {ms[k]['p_adjusted']:.2g}" if ms[k]["p_adjusted"] is not None else "")
+                          for k in st["decided_by"] if ms[k]["ratio"] is not None)
+        note = st.get("note") or (f"{st['repeats_needed']} repeats per variant would show it" if st.get("repeats_needed") else "")
+        diffs.append([d["variant"], d["cell"], st["verdict"], shown or "-", note])
+        for r in (st.get("why") or {}).get("causes") or []:
+            causes.append([d["variant"], d["cell"], r["cause"], f"{r['baseline']['dips']:g}", f"{r['variant']['dips']:g}",
+                           f"{r['baseline']['lost_transactions']:,.0f}", f"{r['variant']['lost_transactions']:,.0f}"])
+    out.append((f"Steadiness against {model['baseline']} ({model.get('stability_test', '')})",
+                ["variant", "cell", "verdict", "ratios of (value + floor), Holm-adjusted p", "note"], diffs))
+    if causes:
+        out.append(("Why: dips and transactions lost per run, by leading cause",
+                    ["variant", "cell", "cause", f"dips {model['baseline']}", "dips variant",
+                     f"tx lost {model['baseline']}", "tx lost variant"], causes))
+    return out
+
+
+def _where(d: dict[str, Any]) -> str:
+    return f"{d['variant']} at {d['cell']}" if d.get("cell") and d["cell"] != "all" else d["variant"]
+
+
+def _measure(cells: dict[tuple[str, str], dict[str, Any]], d: dict[str, Any], baseline: str, key: str) -> str | None:
+    """"seconds in dips 12 → 0" from the two cells' medians."""
+    a = ((cells.get((baseline, d["cell"])) or {}).get("stability") or {}).get(key) or {}
+    b = ((cells.get((d["variant"], d["cell"])) or {}).get("stability") or {}).get(key) or {}
+    if a.get("median") is None or b.get("median") is None:
+        return None
+    label = {"tps_cov": "TPS CoV", "tps_p5_ratio": "5th percentile / median", "dip_seconds": "seconds in dips",
+             "stall_seconds": "seconds stalled", "lost_share": "transactions lost in dips"}.get(key, key)
+    if key == "lost_share":
+        return f"{label} {a['median'] * 100:.2g} % → {b['median'] * 100:.2g} %"
+    return f"{label} {a['median']:.3g} → {b['median']:.3g}"
+
+
+def verdict_lines(model: dict[str, Any]) -> list[str]:
+    """Each difference in words, speed then steadiness, each with its why: what ``report`` says on the
+    terminal and the Markdown and HTML reports say above their tables."""
+    cells = {(c["variant"], c["cell"]): c for c in model["cells"]}
+    base = model["baseline"]
+    out = []
+    for d in model["differences"]:
+        where = _where(d)
+        if d["verdict"] == "no difference shown":
+            more = d.get("note") or (f"{d['repeats_needed']} runs per variant would show a change of this size"
+                                     if d.get("repeats_needed") else "")
+            speed = f"{where}: speed: no difference shown against {base} (TPS ×{_ratio(d)}" + (f"; {more}" if more else "") + ")"
+        else:
+            speed = f"{where}: {d['verdict']} than {base}, TPS ×{_ratio(d)}"
+            if d.get("why_text"):
+                speed += f"; why ({d.get('why_scope', 'server and host')}): {d['why_text'].split(': ', 1)[-1]}"
+        out.append(speed)
+        st = d.get("stability")
+        if not st:
+            continue
+        shown = [m for m in (_measure(cells, d, base, k) for k in st.get("decided_by") or []) if m]
+        if st["verdict"] == "no difference shown":
+            more = st.get("note") or (f"{st['repeats_needed']} runs per variant would show it"
+                                      if st.get("repeats_needed") else "")
+            line = f"{where}: steadiness: no difference shown against {base}" + (f" ({'; '.join(shown)})" if shown else "")
+            out.append(line + (f"; {more}" if more else ""))
+            continue
+        line = f"{where}: {st['verdict']} than {base} ({'; '.join(shown)})"
+        why = st.get("why") or {}
+        if why.get("text"):
+            line += "; why: " + why["text"].split("; ", 1)[-1] if "; " in why["text"] else ""
+        out.append(line)
     return out
 
 
 def chart_png(model: dict[str, Any], path: str) -> str:
+    """Above: the median TPS of the runs per variant against the swept value, bars the 95 % intervals. Below:
+    the per-interval TPS of each variant's runs pooled per cell, as boxes (25th–75th percentile, the median's
+    line, whiskers at the 5th and 95th, dots at the 1st and the worst interval): the valleys a median hides."""
     key, positions = _axis(model)
     where = dict(positions)
-    fig, ax = plt.subplots(figsize=(1000 / png.DPI, 480 / png.DPI), dpi=png.DPI)
+    boxes = [c for c in model["cells"] if c.get("interval_tps")]
+    fig, axes = plt.subplots(2 if boxes else 1, 1, figsize=(1000 / png.DPI, (860 if boxes else 480) / png.DPI),
+                             dpi=png.DPI, squeeze=False)
+    ax = axes[0][0]
     top = 1.0
     for i, v in enumerate(model["variants"]):
         pts = sorted((where[c["cell"]], c["tps_median"], c["tps_ci"]) for c in model["cells"]
@@ -100,8 +201,38 @@ def chart_png(model: dict[str, Any], path: str) -> str:
     ax.set_ylabel("TPS (median of runs, bars: 95 % interval)")
     ax.set_title(f"sweep {model['sweep']}: TPS by {key} per variant", loc="left")
     ax.legend(loc="best", fontsize=9, framealpha=0.9)
+    if boxes:
+        _interval_boxes(axes[1][0], model, boxes)
     fig.tight_layout()
     return png._save(fig, path)
+
+
+def _interval_boxes(ax, model: dict[str, Any], boxes: list[dict[str, Any]]) -> None:
+    names = [v["name"] for v in model["variants"]]
+    cells = list(dict.fromkeys(c["cell"] for c in model["cells"]))
+    width = 0.8 / max(1, len(names))
+    top = 1.0
+    for i, name in enumerate(names):
+        color = png.COLORS[i % len(png.COLORS)]
+        mine = [(cells.index(c["cell"]), c["interval_tps"]) for c in boxes if c["variant"] == name]
+        if not mine:
+            continue
+        spots = [k + (i - (len(names) - 1) / 2) * width for k, _ in mine]
+        stats_ = [{"med": d["median"], "q1": d["p25"], "q3": d["p75"], "whislo": d["p5"], "whishi": d["p95"],
+                   "fliers": [d["p1"], d["min"]], "label": name} for _, d in mine]
+        ax.bxp(stats_, positions=spots, widths=width * 0.85, patch_artist=True, showfliers=True,
+               boxprops={"facecolor": color, "alpha": 0.45, "edgecolor": color},
+               medianprops={"color": color, "lw": 2}, whiskerprops={"color": color}, capprops={"color": color},
+               flierprops={"marker": ".", "markeredgecolor": color})
+        ax.plot([], [], color=color, lw=6, alpha=0.45, label=f"{name} ({sum(d['n'] for _, d in mine):,} intervals)")
+        top = max([top] + [d["max"] for _, d in mine])
+    ax.set_xticks(range(len(cells)), cells)
+    ax.set_xlim(-0.6, len(cells) - 0.4)
+    ax.set_ylim(0, top * 1.05)
+    ax.set_ylabel("TPS per interval")
+    ax.set_title("per-interval TPS of the runs, pooled (box 25–75 %, whiskers 5–95 %, dots: 1 % and the worst)",
+                 loc="left", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
 
 
 def markdown(model: dict[str, Any], picture: str) -> str:
@@ -112,12 +243,10 @@ def markdown(model: dict[str, Any], picture: str) -> str:
              "Variants: " + "; ".join(f"**{v['name']}** ({v['what']}"
                                       + (f", server {', '.join(v['server_versions'])}" if v['server_versions'] else "") + ")"
                                       for v in model["variants"]), "",
-             f"![TPS per variant]({picture})", ""]
+             f"![TPS per variant]({picture})", "", "## In words", "",
+             *[f"- {line}" for line in verdict_lines(model)], ""]
     for title, header, rows in tables(model):
         lines += [f"## {title}", "", md_table(header, rows), ""]
-    for d in model["differences"]:
-        if d.get("why_text"):
-            lines.append(f"- {d['why_text']}")
     lines += profile_markdown(model)
     return "\n".join(lines).rstrip() + "\n"
 
@@ -168,7 +297,8 @@ def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None 
     with open(picture, "rb") as f:
         image = base64.b64encode(f.read()).decode()
     header = (f"<header><h1>sweep {htmllib.escape(model['sweep'])}</h1><p>{htmllib.escape(' '.join(model['argv']))}"
-              f" — baseline {htmllib.escape(model['baseline'])}</p>"
+              f" — baseline {htmllib.escape(model['baseline'])}</p><ul>"
+              + "".join(f"<li>{htmllib.escape(line)}</li>" for line in verdict_lines(model)) + "</ul>"
               f'<img alt="TPS per variant" style="max-width:100%" src="data:image/png;base64,{image}"></header>')
     with open(os.path.join(out_dir, "index.html"), "w", encoding="utf-8") as f:
         f.write(html.page(f"sweep {model['sweep']}", header, {"panels": [], "zoomMode": "seconds"},

@@ -91,8 +91,12 @@ def outcome(run: rundir.RunDir, *, keep: bool = False) -> dict[str, Any]:
     computed from its raw output, its dips by cause from its archived series when it has them.
     ``keep``: write summary.json back when something was added (best effort)."""
     saved = record_outcome.read(run)
-    summary = record_outcome.outcome(run, profiler)
-    added = _with_causes(run, summary) or (summary != saved and bool(summary))
+    if saved is not None and isinstance(saved.get("stability"), dict):
+        summary, added = saved, False
+    else:  # stored before version 2 (or its profile failed): from the raw output
+        summary = record_outcome.outcome(run, profiler)
+        added = isinstance(summary.get("stability"), dict)
+    added = _with_causes(run, summary) or added
     if keep and added and summary.get("stability") is not None:
         record_outcome.keep(run, summary)
     return summary

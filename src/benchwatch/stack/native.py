@@ -205,6 +205,43 @@ class Stack(ProcessManager):
         except FileNotFoundError:
             return False
 
+    # -- scrape targets beside the stack's own (a sweep's variant servers) -------------------------
+
+    def _edit_scrape_targets(self, job: str, edit: Callable[[list[dict]], list[dict]]) -> None:
+        """Rewrite the job's file_sd file whole (Prometheus reads it again when it is replaced), one writer
+        at a time (two sweeps may start at once)."""
+        import fcntl
+
+        directory = self.path("prometheus", "etc", "targets")
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, f"{job}.json")
+        with open(path + ".lock", "a", encoding="utf-8") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    entries = json.load(f)
+            except (FileNotFoundError, ValueError):
+                entries = []
+            tmp = path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump(edit(entries), f, indent=2)
+            os.replace(tmp, path)
+
+    def add_scrape_targets(self, job: str, entries: list[dict]) -> None:
+        """Added, in place of any entry of the same address or the same target (one a killed sweep left)."""
+        added = {t for e in entries for t in e.get("targets", [])}
+        names = {e.get("labels", {}).get("target") for e in entries} - {None}
+
+        def edit(old: list[dict]) -> list[dict]:
+            return [e for e in old if not added & set(e.get("targets", []))
+                    and e.get("labels", {}).get("target") not in names] + list(entries)
+
+        self._edit_scrape_targets(job, edit)
+
+    def remove_scrape_targets(self, job: str, addresses: list[str]) -> None:
+        gone = set(addresses)
+        self._edit_scrape_targets(job, lambda old: [e for e in old if not gone & set(e.get("targets", []))])
+
     def client_env(self) -> dict[str, str]:
         """The variables a tool run on the stack gets to reach its server (the engine's; a password in a 0600 file)."""
         return self.server.client_env()

@@ -67,12 +67,12 @@ class MySQL(Engine):
     cause_modules = ("causes",)
     explain_signals = ("innodb_flushing", "lock", "target_down")
     evidence_signals = (
-        ("redo log fsyncs per transaction", "sum(increase(mysql_global_status_innodb_os_log_fsyncs[{w}]))"),
-        ("redo bytes per transaction", "sum(increase(mysql_global_status_innodb_os_log_written[{w}]))", "per_tx", "B"),
-        ("data fsyncs per transaction", "sum(increase(mysql_global_status_innodb_data_fsyncs[{w}]))"),
-        ("pages flushed per transaction", "sum(increase(mysql_global_status_innodb_buffer_pool_pages_flushed[{w}]))"),
+        ("redo log fsyncs per transaction", "sum(increase(mysql_global_status_innodb_os_log_fsyncs{target}[{w}]))"),
+        ("redo bytes per transaction", "sum(increase(mysql_global_status_innodb_os_log_written{target}[{w}]))", "per_tx", "B"),
+        ("data fsyncs per transaction", "sum(increase(mysql_global_status_innodb_data_fsyncs{target}[{w}]))"),
+        ("pages flushed per transaction", "sum(increase(mysql_global_status_innodb_buffer_pool_pages_flushed{target}[{w}]))"),
         ("InnoDB flushing pressure (share of the run)",
-         "avg(avg_over_time(instance:mysql_innodb_flushing_pressure:bool[{w}]))", "value", "%", 100.0),
+         "avg(avg_over_time(instance:mysql_innodb_flushing_pressure:bool{target}[{w}]))", "value", "%", 100.0),
     )
     explain_selectors = ("instance:mysql_innodb_flushing_pressure:bool", "mysql_up",
                          "mysql_global_status_innodb_row_lock_current_waits", "mysql_info_schema_processlist_threads")

@@ -125,17 +125,20 @@ class PostgreSQL(Engine):
     # statement: time per call from pg_stat_statements (the exporter's statements collector).
     explain_needs: ClassVar[Mapping[str, str]] = {"wal_fpi": "pg_stat_wal", "statement": "pg_stat_statements"}
     evidence_signals = (
-        ("WAL syncs per transaction", "sum(increase(pg_stat_wal_wal_sync[{w}]))"),
-        ("WAL writes per transaction", "sum(increase(pg_stat_wal_wal_write[{w}]))"),
-        ("WAL bytes per transaction", "sum(increase(pg_stat_wal_wal_bytes[{w}]))", "per_tx", "B"),
-        ("WAL full-page images per transaction", "sum(increase(pg_stat_wal_wal_fpi[{w}]))"),
-        ("WAL sync time per transaction", "sum(increase(pg_stat_wal_wal_sync_time[{w}]))", "per_tx", "µs", 1000.0),
-        ("checkpoints", "sum(increase(pg_stat_checkpointer_num_timed[{w}]) + increase(pg_stat_checkpointer_num_requested[{w}]))",
+        ("WAL syncs per transaction", "sum(increase(pg_stat_wal_wal_sync{target}[{w}]))"),
+        ("WAL writes per transaction", "sum(increase(pg_stat_wal_wal_write{target}[{w}]))"),
+        ("WAL bytes per transaction", "sum(increase(pg_stat_wal_wal_bytes{target}[{w}]))", "per_tx", "B"),
+        ("WAL full-page images per transaction", "sum(increase(pg_stat_wal_wal_fpi{target}[{w}]))"),
+        ("WAL sync time per transaction", "sum(increase(pg_stat_wal_wal_sync_time{target}[{w}]))", "per_tx", "µs", 1000.0),
+        ("checkpoints", "sum(increase(pg_stat_checkpointer_num_timed{target}[{w}]) + increase(pg_stat_checkpointer_num_requested{target}[{w}]))",
          "value"),
-        ("buffers written by checkpoints per transaction", "sum(increase(pg_stat_checkpointer_buffers_written[{w}]))"),
-        ("buffers written by backends per transaction", "sum(increase(pg_stat_checkpointer_buffers_backend[{w}]))"),
+        ("buffers written by checkpoints per transaction", "sum(increase(pg_stat_checkpointer_buffers_written{target}[{w}]))"),
+        ("buffers written by backends per transaction", "sum(increase(pg_stat_checkpointer_buffers_backend{target}[{w}]))"),
+        # Time the server spent executing statements (pg_stat_statements, the statements collector's top ones).
+        ("statement execution time per transaction", "sum(increase(pg_statement_exec_seconds_total{target}[{w}]))",
+         "per_tx", "µs", 1e6),
         # Mean active sessions waiting on each wait event over the run (scraped every second).
-        ("wait", "sum by (wait_event_type, wait_event) (sum_over_time(pg_stat_activity_waits_sessions[{w}]))",
+        ("wait", "sum by (wait_event_type, wait_event) (sum_over_time(pg_stat_activity_waits_sessions{target}[{w}]))",
          "waits", "sessions"),
     )
     # autovacuum: the server log's runs (pg_autovacuum_in_progress, with what a vacuum removed), and

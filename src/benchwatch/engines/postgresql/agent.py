@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -97,25 +96,7 @@ class PostgreSQLAgentPart(AgentPart):
         # As the central stack: the DSN through the environment without its
         # password (pgpass, 0600), the database as PGDATABASE.
         params = self._params(inst)
-        env = self.agent.base_env()
-        pgpass = self._pgpass(inst, params)
-        if pgpass:
-            env["PGPASSFILE"] = pgpass
-            params.pop("password")
-        database = params.pop("dbname", None)
-        if database:
-            env["PGDATABASE"] = database
-        host = params.get("host", "")
-        if host.startswith("/"):
-            # A socket directory cannot be a URI host: lib/pq takes host and port as query parameters.
-            params.pop("host")
-            port = params.pop("port", None)
-            uri = dsn.to_uri(params)
-            extra = {"host": host, **({"port": port} if port else {})}
-            uri += ("&" if "?" in uri else "?") + urllib.parse.urlencode(extra)
-        else:
-            uri = dsn.to_uri(params)
-        env["DATA_SOURCE_NAME"] = uri
+        env = dict(self.agent.base_env(), **dsn.exporter_env(params, self._pgpass(inst, params)))
         self.agent.spawn(component, [self._program(), f"--web.listen-address={self.agent.address(component)}",
                                      f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
                                      *POSTGRES_EXPORTER_FLAGS], env=env)

@@ -92,3 +92,28 @@ def write_pgpass(path: str, params: dict[str, str]) -> None:
     fields = [esc(params.get("host", "*")), esc(params.get("port", "*")), "*", esc(params.get("user", "*")),
               esc(params.get("password", ""))]
     write_private(path, ":".join(fields) + "\n")
+
+
+def exporter_env(params: dict[str, str], pgpass_file: str | None) -> dict[str, str]:
+    """postgres_exporter's variables for one server (the agent's instances, a sweep's variant servers): the
+    connection as DATA_SOURCE_NAME without its password (lib/pq reads it from ``pgpass_file``), the database
+    as PGDATABASE (0.11 splits the DSN on spaces to name the server and rejects a value holding one)."""
+    params = dict(params)
+    env: dict[str, str] = {}
+    if params.pop("password", None) is not None and pgpass_file:
+        env["PGPASSFILE"] = pgpass_file
+    database = params.pop("dbname", None)
+    if database:
+        env["PGDATABASE"] = database
+    host = params.get("host", "")
+    if host.startswith("/"):
+        # A socket directory cannot be a URI host: lib/pq takes host and port as query parameters.
+        params.pop("host")
+        port = params.pop("port", None)
+        uri = to_uri(params)
+        extra = {"host": host, **({"port": port} if port else {})}
+        uri += ("&" if "?" in uri else "?") + urllib.parse.urlencode(extra)
+    else:
+        uri = to_uri(params)
+    env["DATA_SOURCE_NAME"] = uri
+    return env

@@ -124,9 +124,10 @@ class PostgreSQLPart(StackPart):
         from benchwatch.engines.postgresql.builds import BuildServer, ExistingServer
 
         if kind == "bindir":
-            return BuildServer(value, home, self.stack.cfg.pg_database, self.stack.base_env())
+            return BuildServer(value, home, self.stack.cfg.pg_database, self.stack.base_env(), self.stack,
+                               self.engine.scrape_job)
         if kind == "dsn":
-            return ExistingServer(value, home)
+            return ExistingServer(value, home, self.stack, self.engine.scrape_job)
         return None
 
     def server_control(self, target: str | None = None):
@@ -142,10 +143,12 @@ class PostgreSQLPart(StackPart):
                  "labels": {"component": EXPORTER, "postgres_server": server, **self.stack.cfg.database_labels()}}]
 
     def exporter_args(self) -> list[str]:
+        # The labels either way: the statements collector reads an existing server too, and a sweep's evidence
+        # reads each server's series by its target.
+        labels = [f"--label={k}={v}" for k, v in self.stack.cfg.database_labels().items()]
         if not self.embedded:
-            return []
-        return [f"--server-log={self.stack.log_file(SERVER)}",
-                *(f"--label={k}={v}" for k, v in self.stack.cfg.database_labels().items())]
+            return labels
+        return [f"--server-log={self.stack.log_file(SERVER)}", *labels]
 
     def exporter_env(self) -> dict[str, str]:
         # The statements collector's connection: libpq's variables, the password in the 0600 pgpass file.
