@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from benchwatch.grafana.panels import ON_TARGET_HOSTS
 from benchwatch.query import grafana as gq
 from benchwatch.query import promql
 
@@ -92,6 +93,7 @@ def test_every_panel_is_complete(name):
 # Series about a database or its host (node_exporter, postgres_exporter, the checkpoint
 # collector, their recording rules); pgbench_* series are about a run.
 DATABASE_SIDE = re.compile(r"^(node_|pg_|mysql_|instance:|instance_device:|instance_datname:)")
+HOST_SIDE = re.compile(r"^(instance:|instance_device:)?node_")
 
 
 @pytest.mark.parametrize("name", DB_FILES)
@@ -103,7 +105,11 @@ def test_every_database_side_query_is_filtered_by_target(name):
             continue
         for sel in promql.selectors(q.expr):
             metric, matchers = promql.parse_matchers(sel)
-            if metric and DATABASE_SIDE.match(metric):
+            if metric and HOST_SIDE.search(metric):
+                # node_exporter is scraped once per host: its series are kept for the selected targets' hosts.
+                checked += 1
+                assert f"and {ON_TARGET_HOSTS}" in q.expr, f"{name} {q.source}: {sel} is not joined to $target's hosts"
+            elif metric and DATABASE_SIDE.match(metric):
                 checked += 1
                 assert ("target", "=~", "$target") in matchers, f"{name} {q.source}: {sel} is not filtered by $target"
     assert checked

@@ -43,8 +43,8 @@ def test_agent_config_is_valid_for_prometheus_agent_mode_and_labels_every_target
     r = subprocess.run([promtool, "check", "config", "--agent", str(path)], capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stdout + r.stderr
     jobs = {sc["job_name"]: sc for sc in config["scrape_configs"]}
-    # node_exporter once per target, so every target has its host series.
-    assert [s["labels"]["target"] for s in jobs["node"]["static_configs"]] == ["db2a", "db2b"]
+    # node_exporter once per host, whatever the number of targets: its series carry the host, no target.
+    assert [s["labels"] for s in jobs["node"]["static_configs"]] == [{"host": "hostB", "component": "node_exporter"}]
     # The same split of node_exporter's collectors as the central prometheus.yml.
     from benchwatch.stack.native import NODE_FAST_COLLECTORS, NODE_SLOW_COLLECTORS
     assert jobs["node"]["params"]["collect[]"] == list(NODE_FAST_COLLECTORS)
@@ -101,6 +101,21 @@ def test_down_leaves_a_layout_of_another_engine_alone():
 
     layout = {"engine": "other", "bindir": "/nowhere", "instances": [{"name": "x", "port": 1, "directory": "/nowhere/x"}]}
     assert [e.stop_local_instances(layout) for e in engines.load_engines().values()] == [[], []]
+
+
+def test_an_agent_without_instances_names_its_host_series_after_itself(tmp_path):
+    cfg = agent_mod.AgentConfig(state_dir=str(tmp_path), name="lonely", central_url="http://bench:19090", host="hostC")
+    a = agent_mod.Agent(cfg)
+    cfg.ports = {c: 20000 + i for i, c in enumerate(a.components())}
+    node = {sc["job_name"]: sc for sc in a.prometheus_config()["scrape_configs"]}["node"]
+    assert node["static_configs"][0]["labels"] == {"host": "hostC", "component": "node_exporter", "target": "lonely"}
+
+
+def test_agent_down_stops_the_components_agents_of_earlier_versions_started(tmp_path):
+    # The upgrade path: node_exporter scraped once per host changed the agent's Prometheus configuration
+    # only; an agent started before it keeps its components' names (its pid files), which down stops.
+    assert _agent(tmp_path).components() == ["node_exporter", "postgres_exporter-db2a", "postgres_exporter-db2b",
+                                             "prometheus", "checkpoints-db2a", "supervisor"]
 
 
 def test_start_agent_refuses_unpaired_server_logs(tmp_path):

@@ -13,11 +13,13 @@ TPS beside its server's transactions, its statistics, the tool's own panels
 (checkpoints, InnoDB flushing pressure), the run and its TPS dips. Beside them:
 Host I/O (any engine) and each engine's own dashboards (Checkpoints & WAL).
 
-Targets: every database-side series (node_exporter, the engine's exporter, the
-checkpoint collector) carries `target` (one database instance) and `host`.
-The `target` variable (multi-select, All) filters every database-side query
-with target=~"$target"; All is `.*`, which also matches series without a
-target label, so data recorded before targets existed still shows. Run series
+Targets: every database-side series (the engine's exporter, the checkpoint
+collector) carries `target` (one database instance) and `host`; node_exporter's
+host series carry `host` (scraped once per host, not once per target). The
+`target` variable (multi-select, All) filters every database-side query with
+target=~"$target", and host series by the hosts of the selected targets
+(`and on(host)` the targets' `up`); All is `.*`, which also matches series
+without a target label, so data recorded before targets existed still shows. Run series
 are not filtered: a run is chosen by the run picker, and read under their name
 now or the one runs recorded before it had (benchwatch.model.names).
 """
@@ -46,12 +48,11 @@ from benchwatch.grafana.board import (
 )
 from benchwatch.grafana.panels import (
     DISKS,
-    TARGET,
     Layout,
     PrometheusAnnotation,
     of_any_run,
     of_run,
-    on_targets,
+    on_target_hosts,
     row,
     stat,
     timeseries,
@@ -139,16 +140,16 @@ def experiment_panel(L: Layout) -> P.PanelBuilder:
 def host_rows(L: Layout) -> list[P.PanelBuilder]:
     """iostat -x and avg-cpu of the selected targets' hosts, from node_exporter's raw counters (so they
     do not depend on which of node.yml's rules are recorded)."""
-    disks = f"{TARGET}, {DISKS}"
-    busy = on_targets("node_cpu_seconds_total", 'mode=~"user|system|iowait"')
-    idle = on_targets("node_cpu_seconds_total", 'mode="idle"')
+    busy = 'node_cpu_seconds_total{mode=~"user|system|iowait"}'
+    idle = 'node_cpu_seconds_total{mode="idle"}'
 
     def disk(counter: str, legend: str) -> tuple:
-        return (f"rate({counter}{{{disks}}}[$__rate_interval])", f"{{{{target}}}} {{{{device}}}} {legend}")
+        return (on_target_hosts(f"rate({counter}{{{DISKS}}}[$__rate_interval])"), f"{{{{host}}}} {{{{device}}}} {legend}")
 
     def await_(time_c: str, count_c: str, legend: str) -> tuple:
-        return (f"rate({time_c}{{{disks}}}[$__rate_interval]) / (rate({count_c}{{{disks}}}[$__rate_interval]) > 0)",
-                f"{{{{target}}}} {{{{device}}}} {legend}")
+        return (on_target_hosts(f"rate({time_c}{{{DISKS}}}[$__rate_interval]) "
+                                f"/ (rate({count_c}{{{DISKS}}}[$__rate_interval]) > 0)"),
+                f"{{{{host}}}} {{{{device}}}} {legend}")
 
     return [
         row(L, "Host I/O (iostat -x)"),
@@ -165,9 +166,9 @@ def host_rows(L: Layout) -> list[P.PanelBuilder]:
                     await_("node_disk_write_time_seconds_total", "node_disk_writes_completed_total", "w_await")]),
         timeseries(L, "CPU (avg-cpu)", "Machine-wide CPU of the selected targets' hosts, by mode (iostat avg-cpu: "
                    "%user, %system, %iowait), as a share of all CPUs.", "percentunit",
-                   [(f"sum by (target, mode) (rate({busy}[$__rate_interval])) "
-                     f"/ on(target) group_left() count by (target) ({idle})",
-                     "{{target}} %{{mode}}")], stack=True),
+                   [(on_target_hosts(f"sum by (host, mode) (rate({busy}[$__rate_interval])) "
+                                     f"/ on(host) group_left() count by (host) ({idle})"),
+                     "{{host}} %{{mode}}")], stack=True),
     ]
 
 
@@ -225,15 +226,14 @@ def run_dashboard(d: RunDashboard) -> dict:
 
 
 def host_io() -> dict:
-    """iostat -x 1 as time series per target and device, with every engine's regions."""
+    """iostat -x 1 as time series per host of the selected targets and device, with every engine's regions."""
     L = Layout()
-    sel = f'{TARGET}, device=~"$device"'
 
     def per_device(rule: str, legend: str) -> tuple:
-        return (rules.expr(f"instance_device:{rule}", sel), f"{{{{target}}}} {{{{device}}}} {legend}")
+        return (on_target_hosts(rules.expr(f"instance_device:{rule}", 'device=~"$device"')), f"{{{{host}}}} {{{{device}}}} {legend}")
 
     def cpu(rule: str, legend: str) -> tuple:
-        return (rules.expr(f"instance:{rule}", TARGET), f"{{{{target}}}} {legend}")
+        return (on_target_hosts(rules.expr(f"instance:{rule}", 'cpu=~".+"')), f"{{{{host}}}} {legend}")
 
     items: list[P.PanelBuilder] = [
         timeseries(L, "Requests per second (r/s, w/s)", "Read and write requests completed per second per device, "

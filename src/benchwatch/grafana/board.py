@@ -10,7 +10,7 @@ from grafana_foundation_sdk.models import dashboard as dash_m
 
 from benchwatch import engines, loadgens
 from benchwatch.grafana import panels as P
-from benchwatch.grafana.panels import DATASOURCE_UID, DS, PrometheusAnnotation, of_any_run, of_run, on_targets
+from benchwatch.grafana.panels import DATASOURCE_UID, DS, PrometheusAnnotation, of_any_run, of_run
 from benchwatch.query.targets import TARGET_VALUES_SELECTOR
 
 
@@ -81,8 +81,9 @@ def run_variable(expr: str) -> dash_b.QueryVariable:
 
 
 def device_variable() -> dash_b.QueryVariable:
-    # The counter the %util rule rates: the same devices, without the rule.
-    query = f"label_values({on_targets('node_disk_io_time_seconds_total')}, device)"
+    # The counter the %util rule rates: the same devices, without the rule. Every host's (host series carry
+    # no target: node_exporter is scraped once per host).
+    query = "label_values(node_disk_io_time_seconds_total, device)"
     return (dash_b.QueryVariable("device").label("Device").datasource(DS).query({"query": query, "refId": "device"})
             .regex("").refresh(dash_m.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dash_m.VariableSort.ALPHABETICAL_ASC)
             .hide(dash_m.VariableHide.DONT_HIDE).multi(True).include_all(True).all_value(".*")

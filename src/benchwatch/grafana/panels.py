@@ -38,6 +38,17 @@ RUN = 'run_id="$run_id"'
 TARGET = 'target=~"$target"'
 
 
+# node_exporter is scraped once per host (an agent watching several instances of one host scrapes it once):
+# host series carry `host`, not `target`, and are kept for the hosts the selected targets run on. Series
+# of stacks recorded before (node series with a `target` too, or no `host` on either side) match as well.
+ON_TARGET_HOSTS = f"on(host) group by (host) (up{{{TARGET}}})"
+
+
+def on_target_hosts(expr: str) -> str:
+    """``expr`` (host series) for the hosts of the selected targets only."""
+    return f"({expr} and {ON_TARGET_HOSTS})"
+
+
 def on_targets(metric: str, extra: str = "") -> str:
     """``metric`` on the selected targets (and ``extra`` matchers)."""
     return f"{metric}{{{TARGET}{', ' + extra if extra else ''}}}"

@@ -29,6 +29,9 @@ HOST_SELECTORS = (
     '{__name__=~"node_disk_(reads|writes)_completed_total|node_disk_(read|written)_bytes_total"}',
     # explain's cpu_contention and io_pressure: pressure stall information, the processes collector's CPU.
     '{__name__=~"node_pressure_.*"}', '{__name__=~"benchmark_host_.*"}',
+    # The targets' scrapes: the host each target runs on, which the dashboards join host series to
+    # (node_exporter is scraped once per host, its series carry no target).
+    "up",
 )
 
 

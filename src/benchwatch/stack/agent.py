@@ -13,9 +13,10 @@ On a database host, ``benchwatch agent up`` starts, listening on 127.0.0.1 only:
   the central side loses nothing the agent has in its WAL.
 
 Every database-side series carries ``target`` (the instance's name) and
-``host``. node_exporter is scraped once per target so each target has its own
-host series (several instances on one host repeat them: sum across hosts with
-``max by (host, ...)``).
+``host``. node_exporter is scraped once per host: its series carry ``host``
+only (agents of earlier versions scraped it once per target, with ``target``),
+and the dashboards keep those of the selected targets' hosts by joining on
+``host``.
 
 State layout under ``state_dir`` (default /var/lib/benchwatch-agent as root):
   agent.json               name, host, central URL, instances (no DSNs), ports
@@ -267,10 +268,14 @@ class Agent(ProcessManager):
 
     def prometheus_config(self) -> dict:
         """The agent's Prometheus configuration (YAML is a superset of JSON: written as JSON)."""
-        host = self.cfg.host
-        targets = [i.name for i in self.cfg.instances] or [self.cfg.name]
-        node = [{"targets": [self._listen("node_exporter")],
-                 "labels": {"target": name, "host": host, "component": "node_exporter"}} for name in targets]
+        # node_exporter once per host: its series are the host's, whatever the number of instances (each
+        # added instance scraped it again before, about 2.6 ms/s of CPU each plus Prometheus' ingestion).
+        # They carry `host`; dashboards join them to targets on it. An agent with no instance names its host
+        # series after itself, so that it still shows among the targets.
+        labels = {"host": self.cfg.host, "component": "node_exporter"}
+        if not self.cfg.instances:
+            labels["target"] = self.cfg.name
+        node = [{"targets": [self._listen("node_exporter")], "labels": labels}]
         # The central stack's jobs as prometheus/prometheus.yml defines them (intervals, node_exporter's
         # collectors, relabelling): iostat's collectors every second, the host's size and load every 15 s.
         jobs = central_scrape_jobs()

@@ -10,6 +10,7 @@ from benchwatch.grafana.panels import (
     Layout,
     PanelBuilder,
     PrometheusAnnotation,
+    on_target_hosts,
     on_targets,
     row,
     stat,
@@ -82,7 +83,7 @@ def target_rows(L: Layout) -> list[PanelBuilder]:
     wal = rules.expr("instance:pg_wal_bytes:rate1s", TARGET)
     checkpointer = rules.expr("instance:pg_checkpoint_buffers_written:rate1s", TARGET)
     # Targets sharing a host share its disks: count each (host, device) once.
-    written = f"max by (host, device) {rules.expr('instance_device:node_disk_written_bytes:rate1s', f'{TARGET}, {DISKS}')}"
+    written = f"max by (host, device) {on_target_hosts(rules.expr('instance_device:node_disk_written_bytes:rate1s', DISKS))}"
     items: list[PanelBuilder] = [row(L, "All selected targets")]
     items += [
         timeseries(L, "Server commits per second by target", "Commits per second counted by each selected target's "
@@ -102,7 +103,7 @@ def target_rows(L: Layout) -> list[PanelBuilder]:
     one = TARGET  # inside a repeated row $target is that row's single value
 
     def per_device(rule: str, legend: str) -> tuple:
-        return (rules.expr(f"instance_device:{rule}", f"{one}, {DISKS}"), f"{{{{device}}}} {legend}")
+        return (on_target_hosts(rules.expr(f"instance_device:{rule}", DISKS)), f"{{{{device}}}} {legend}")
 
     def per_call(window: str) -> str:
         return (f"(1000 * sum by (queryid, statement) (increase(pg_statement_exec_seconds_total{{{one}}}[{window}])) "
