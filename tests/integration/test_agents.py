@@ -106,8 +106,14 @@ def test_every_target_has_node_postgres_and_checkpoint_series_with_its_labels(wo
         assert not bare, f"{metric} without target/host: {bare}"
     # node_exporter once per host: an agent's host series carry its host and no target (hostB's two
     # instances share them); the central stack's own keep target="local".
-    node = _labels_by_target(prom, 'count by (target, host) (node_cpu_seconds_total{job="node"})')
-    assert node == {"": {"hostA", "hostB"}, "local": {socket.gethostname()}}, node
+    node_expected = {"": {"hostA", "hostB"}, "local": {socket.gethostname()}}
+
+    def node_arrived() -> bool:
+        seen["node"] = _labels_by_target(prom, 'count by (target, host) (node_cpu_seconds_total{job="node"})')
+        return seen["node"] == node_expected
+
+    # (Polled as the rest: the first scrape of each host's node_exporter comes when it comes.)
+    assert processes.wait_until(node_arrived, 60, interval=1.0), seen["node"]
 
     def all_healthy() -> bool:
         r = world["central"].benchwatch("targets", "--json", "--series")
