@@ -17,7 +17,6 @@ import time
 import pytest
 
 from benchwatch.engines.postgresql.server import pg_bindir
-from benchwatch.stack.native import StackError
 from benchwatch.util import processes
 from tests.helpers.explain import busy_loops, dip_over, explain_finished
 from tests.helpers.prometheus import query
@@ -172,13 +171,9 @@ def test_sigstop_of_pgbench_is_a_client_stall(live_stack):
 
 
 def restart_postgres(live) -> None:
-    live.stack.stop("postgres")
-    try:
-        live.stack.up()  # starts what is not running: the server alone; the exporters reconnect
-    except StackError:
-        # The supervisor restarted the server at the same moment, and the postmaster's lock file
-        # refused the second start: the supervisor's server is the one to wait for.
-        assert live.stack.wait_healthy("postgres", 60), live.stack.log_tail("postgres")
+    # Stop and start with the supervisor paused (Stack.restart): a plain stop then up raced the supervisor's own
+    # restart, and the start that lost to it left no healthy server to wait for (the postmaster's lock file).
+    live.stack.restart("postgres")  # the exporters reconnect
 
 
 @pytest.fixture
