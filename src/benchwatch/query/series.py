@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass, field
 
 from benchwatch.model import names as series_names
+from benchwatch.model.samples import Sample
 from benchwatch.query import prometheus
 
 
@@ -124,3 +125,16 @@ def merge(*groups: list[Series]) -> list[Series]:
 
 def select(series: list[Series], name: str, **labels: str) -> list[Series]:
     return [s for s in series if s.name == name and all(s.labels.get(k) == v for k, v in labels.items())]
+
+
+def from_samples(samples: list[Sample]) -> list[Series]:
+    """Samples (a run's replay, as the exporter produced them) as series, each in time order, in key order."""
+    by_key: dict[tuple, Series] = {}
+    for s in samples:
+        key = (s.name, s.labels)
+        if key not in by_key:
+            by_key[key] = Series(s.name, dict(s.labels))
+        by_key[key].samples.append((s.timestamp_ms, s.value))
+    for ser in by_key.values():
+        ser.samples.sort()
+    return sorted(by_key.values(), key=lambda s: s.key)

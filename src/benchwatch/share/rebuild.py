@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from benchwatch.model.samples import Sample, sample
-from benchwatch.query import archive, launch
+from benchwatch.query import archive, launch, series
 from benchwatch.query.series import Series
 from benchwatch.record import replay, rundir
 from benchwatch.sink.remote_write import RemoteWriter
@@ -31,16 +31,7 @@ def run_samples(run: rundir.RunDir) -> list[Sample]:
     return replay.replay_run_dir(run.path, run.read_meta())
 
 
-def samples_to_series(samples: list[Sample]) -> list[Series]:
-    by_key: dict[tuple, Series] = {}
-    for s in samples:
-        key = (s.name, s.labels)
-        if key not in by_key:
-            by_key[key] = Series(s.name, dict(s.labels))
-        by_key[key].samples.append((s.timestamp_ms, s.value))
-    for ser in by_key.values():
-        ser.samples.sort()
-    return sorted(by_key.values(), key=lambda s: s.key)
+samples_to_series = series.from_samples
 
 
 def series_to_samples(series: list[Series]) -> list[Sample]:

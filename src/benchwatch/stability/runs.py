@@ -21,9 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from benchwatch.explain import report as explain_report
-from benchwatch.model.samples import Sample
 from benchwatch.query.archive import SERIES_DIR, is_run_series
-from benchwatch.query.series import Series, merge, read_csv_dir
+from benchwatch.query.series import from_samples, merge, read_csv_dir
 from benchwatch.record import outcome as record_outcome
 from benchwatch.record import replay, rundir
 from benchwatch.stability import CAUSE_SOURCE, LatencyTail, by_cause, latency_from_buckets, profile
@@ -40,16 +39,6 @@ def stability_profiler(tps: list[tuple[int, float]], interval_s: float, latency:
     return profile(tps, interval_s, latency=tail)
 
 
-def _series(samples: list[Sample]) -> list[Series]:
-    by_key: dict[tuple, Series] = {}
-    for s in samples:
-        key = (s.name, s.labels)
-        if key not in by_key:
-            by_key[key] = Series(s.name, dict(s.labels))
-        by_key[key].samples.append((s.timestamp_ms, s.value))
-    return list(by_key.values())
-
-
 def has_archive(run: rundir.RunDir) -> bool:
     """Whether the run's series were archived (``series/*.csv``)."""
     try:
@@ -64,7 +53,7 @@ def causes_of(run: rundir.RunDir, stability: Mapping[str, Any], meta: Mapping[st
         return None
     meta = run.read_meta() if meta is None else meta
     run_id = replay.run_id_of(meta, run.run_id)
-    own = _series(replay.replay_run_dir(run.path, meta))
+    own = from_samples(replay.replay_run_dir(run.path, meta))
     saved = [s for s in read_csv_dir(run.file(SERIES_DIR)) if not is_run_series(s.name)]
     output = replay.saved_output(run.path).decode("utf-8", "replace")
     found = explain_report.explain(merge(own, saved), meta, run_id, output=output)
