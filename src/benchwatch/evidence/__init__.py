@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +58,17 @@ MIN_CHANGE = 0.10
 # 1 s scrape of a short run sees a rare event once or twice, and that is noise.
 MIN_WAITING = 0.5
 WAIT_PREFIX = "wait "
+
+
+def _waits(result: list[dict]) -> Iterator[tuple[str, float]]:
+    """(signal name, value) of each wait event in a PromQL vector by wait_event_type and wait_event (finite only)."""
+    for item in result:
+        labels = item.get("metric", {})
+        value = float(item["value"][1])
+        if math.isfinite(value):
+            yield f"{WAIT_PREFIX}{labels.get('wait_event_type', '?')}:{labels.get('wait_event', '?')}", value
+
+
 TOP = 8
 
 
@@ -109,12 +120,8 @@ def run_evidence(prom: str, meta: dict[str, Any], transactions: float | None, si
         except prometheus.PrometheusError:
             continue
         if s.kind == "waits":
-            for item in result:
-                labels = item.get("metric", {})
-                value = float(item["value"][1])
-                if math.isfinite(value):
-                    name = f"{WAIT_PREFIX}{labels.get('wait_event_type', '?')}:{labels.get('wait_event', '?')}"
-                    out[name] = value / seconds * s.scale
+            for name, value in _waits(result):
+                out[name] = value / seconds * s.scale
             continue
         number = _number(result)
         if number is None:
@@ -284,12 +291,8 @@ def in_windows(prom: str, windows: Sequence[tuple[float, float]], signals: Seque
                 continue
             items: list[tuple[str, float]] = []
             if s.kind == "waits":
-                for item in result:
-                    labels = item.get("metric", {})
-                    value = float(item["value"][1])
-                    if math.isfinite(value):
-                        name = f"{WAIT_PREFIX}{labels.get('wait_event_type', '?')}:{labels.get('wait_event', '?')}"
-                        items.append((name, value * s.scale))  # session-seconds: scraped every second
+                for name, value in _waits(result):
+                    items.append((name, value * s.scale))  # session-seconds: scraped every second
             else:
                 number = _number(result)
                 if number is None:
