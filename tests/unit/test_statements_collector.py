@@ -291,3 +291,12 @@ def test_between_runs_a_sample_every_idle_every_s_and_one_at_once_when_a_run_is_
     assert pace.due()
     # A daemon that follows no runs (an agent's log follower): always due.
     assert statements.Schedule(clock).due()
+
+
+def test_between_runs_the_loop_looks_again_within_a_second_so_a_run_is_read_from_its_start():
+    clock = Clock()
+    live = [False]
+    c = statements.StatementsCollector(lambda samples: None, reader=None, clock=clock, run_live=lambda: live[0])
+    c.schedule.taken()
+    clock.t += statements.EVERY_S
+    assert c.tick() == statements.FAST_S  # not due: no reading (reader=None would raise), a look in a second

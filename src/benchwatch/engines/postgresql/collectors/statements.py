@@ -269,7 +269,7 @@ class Schedule:
 
     def due(self) -> bool:
         """Whether a sample is due now: always while a followed run is live (or the daemon follows none),
-        else IDLE_EVERY_S after the last (the loop still wakes every EVERY_S to see a run start)."""
+        else IDLE_EVERY_S after the last (the loop still wakes every FAST_S to see a run start)."""
         if self.run_live is None or self.run_live() or self.clock() < self.fast_until:
             return True
         return self.clock() - self.last_sample >= IDLE_EVERY_S - FAST_S / 2
@@ -386,7 +386,9 @@ class StatementsCollector:
         """One reading into the outbox; returns the seconds until the next. A failure is logged once
         (until a reading succeeds again) and retried RETRY_S later, with a new connection."""
         if not self.schedule.due():
-            return EVERY_S
+            # Between runs: look again within a second (a clock comparison), so a run that starts is read
+            # from its first seconds; a wait of EVERY_S left a 10 s run one reading, and no time per call.
+            return FAST_S
         self.schedule.taken()
         try:
             got = self.sample_once()
