@@ -364,9 +364,12 @@ def cmd_report(ctx: Context) -> int:
 
         dips_why = dips_evidence(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name)
     model = report.build(plan, events, figures, why, dips_why)
-    profile_part = _profile_part(plan, figures, stack.cfg.runs_dir)
-    if profile_part is not None:
-        model["profile"] = profile_part
+    profile_groups = _profile_groups(plan, figures, stack.cfg.runs_dir)
+    profile_part = None
+    if profile_groups is not None:
+        from benchwatch.profile import variants
+
+        profile_part = model["profile"] = variants.report_part(profile_groups)
     if not figures:
         say(f"sweep {args.name}: no finished run yet")
     _write_series(ctx, stack, model)  # (labelled with the baseline: a report against another one adds its own)
@@ -377,7 +380,12 @@ def cmd_report(ctx: Context) -> int:
 
     out_dir = os.path.join(os.path.abspath(args.out or os.path.join(stack.cfg.state_dir, "shares")), f"sweep-{args.name}")
     try:
-        paths = bundle.write_report(model, out_dir, _secrets(stack))
+        flames = None
+        if profile_groups is not None:
+            from benchwatch.profile import variants
+
+            flames = variants.flame_graphs(profile_groups, plan.baseline)
+        paths = bundle.write_report(model, out_dir, _secrets(stack), flames=flames)
     except bundle.bundle.SecretFound as e:
         say(str(e))
         return 1
@@ -395,11 +403,9 @@ def cmd_report(ctx: Context) -> int:
     return 0
 
 
-def _profile_part(plan, figures: dict, runs_dir: str) -> dict | None:
-    """The report's "profile": per variant and cell, the functions whose share of the database's CPU changed
-    most against the baseline (a sweep --profile); None when no run of the sweep was profiled."""
-    from benchwatch.profile import variants
-
+def _profile_groups(plan, figures: dict, runs_dir: str) -> list[dict] | None:
+    """The comparisons of the report's "profile" (a sweep --profile), each variant and cell against the baseline
+    with its profiled runs' directories; None when no run of the sweep was profiled."""
     paths: dict[tuple[str, int], list[str]] = {}
     for run in plan.runs:
         f = figures.get(run.index)
@@ -412,7 +418,7 @@ def _profile_part(plan, figures: dict, runs_dir: str) -> dict | None:
     groups = [{"variant": v.name, "cell": cell.words if len(plan.cells) > 1 else "",
                "baseline_runs": paths.get((plan.baseline, ci), []), "variant_runs": paths.get((v.name, ci), [])}
               for v in plan.variants[1:] for ci, cell in enumerate(plan.cells)]
-    return variants.report_part(groups)
+    return groups
 
 
 def _write_series(ctx: Context, stack, model: dict) -> None:
