@@ -206,3 +206,6 @@ def test_report_gate_refuses_bad_words_and_a_sweep_without_runs(tmp_path, capsys
     assert code == 2 and "'faster' is not one of slower, less-steady" in capsys.readouterr().err
     code = cli.main(["report", "empty", "--state-dir", str(tmp_path), "--no-why", "--json", "--fail-on", "slower"])
     assert code == 2 and "has no finished run: nothing to judge (not a pass)" in capsys.readouterr().err
+    code = cli.main(["report", "empty", "--state-dir", str(tmp_path), "--no-why", "--comment", str(tmp_path / "c.md")])
+    assert code == 2 and "give --fail-on slower[,less-steady] with it" in capsys.readouterr().err
+    assert not os.path.exists(tmp_path / "c.md")

@@ -350,6 +350,9 @@ def cmd_report(ctx: Context) -> int:
 
     args, say = ctx.args, ctx.say
     fail_on: tuple[str, ...] = ()
+    if args.comment and args.fail_on is None:
+        say("--comment writes the gate's comment: give --fail-on slower[,less-steady] with it")
+        return 2
     if args.fail_on is not None:
         from benchwatch.gate import sweep as gate
 
@@ -428,7 +431,7 @@ def _gate(ctx: Context, stack, model: dict, fail_on: tuple[str, ...], paths: lis
             links["bundle"] = os.path.join(paths[0], "index.html")
             if len(paths) > 1:
                 links["archive"] = paths[1]
-        text = sweep.markdown(model, fail_on or tuple(sweep.FAIL_ON), found,
+        text = sweep.markdown(model, fail_on, found,
                               sweep.server_changes(model, stack.cfg.runs_dir), links)
         if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):
             ctx.say(f"the comment would contain a secret (a password or token): {args.comment} is not written")
