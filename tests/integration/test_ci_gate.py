@@ -3,11 +3,14 @@ side by side on a runner's own stack. A build is a bin directory; here each is t
 a pg_ctl that starts the server with a setting of its own, so the planted regression is exactly one setting
 (synchronous_commit on: every commit waits for its WAL flush), on a one-INSERT-per-transaction script whose
 cost is that flush. The gate must fail on it (exit 1) with a Markdown comment naming the setting, and pass on
-two identical builds (exit 0). Runs of 2 s, 3 per build: the effect is many times the noise of a busy machine."""
+two identical builds (exit 0). Runs of 2 s, 3 per build, each after an uncounted second of the same (a build's
+first run after its pgbench -i, cold, was as slow as the regression at a load of 9): the effect is many times
+the noise of a busy machine."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 
@@ -64,6 +67,7 @@ def gate(runner, base: str, candidate: str, name: str, keep: bool) -> tuple[subp
     os.chmod(script, 0o644)
     env = dict(env, BASE_BINDIR=base, CANDIDATE_BINDIR=candidate, GATE_NAME=name, GATE_COMMENT=comment,
                GATE_REPEAT="3", GATE_CLIENTS="1", GATE_SCALE="1", GATE_MIN_EFFECT="10", GATE_FLUSH_TIMEOUT="60",
+               GATE_WARMUP="1",
                BENCHWATCH=throwaway.BENCHWATCH, GATE_KEEP_STACK="1" if keep else "0")
     r = subprocess.run([SCRIPT, "--", "-f", script, "-T", "2"], env=env, capture_output=True, text=True, timeout=600)
     text = ""
@@ -71,6 +75,36 @@ def gate(runner, base: str, candidate: str, name: str, keep: bool) -> tuple[subp
         with open(comment) as f:
             text = f.read()
     return r, text
+
+
+def flush_refuses_to_pass_while_prometheus_does_not_answer(runner) -> None:
+    """flush's own exit code: Prometheus stopped (SIGSTOP: alive, so not restarted, but answering nothing), a short
+    run's samples wait in the exporter's queue; flush --timeout 5 exits 3 saying so, and 0 once it answers again."""
+    state_dir, env = runner
+    stack = Stack(load_config(state_dir, {c: int(env[f"BENCHWATCH_{c.upper()}_PORT"]) for c in throwaway.DEFAULT_PORTS}),
+                  out=lambda m: None)
+    pid = stack.pid("prometheus")
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        select = os.path.join(state_dir, "select.sql")
+        with open(select, "w") as f:
+            f.write("SELECT 1;\n")
+        os.chmod(select, 0o644)
+        # the stack's own server has no pgbench tables (the sweeps ran on the builds' servers): -n, a script of its own
+        r = subprocess.run([throwaway.BENCHWATCH, "run", "--", "pgbench", "-n", "-f", select, "-T", "2"], env=env,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        r = subprocess.run([throwaway.BENCHWATCH, "flush", "--timeout", "5"], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 3, r.stderr
+        assert "benchwatch: not flushed after 5 s: the exporter's remote-write queue: " in r.stderr, r.stderr
+        assert " samples left (deleting this machine now loses it)" in r.stderr
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    r = subprocess.run([throwaway.BENCHWATCH, "flush", "--timeout", "120"], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and "flushed: nothing left to write" in r.stderr, r.stderr
 
 
 def test_the_ci_example_fails_on_a_planted_regression_and_passes_without(runner, tmp_path):
@@ -86,6 +120,8 @@ def test_the_ci_example_fails_on_a_planted_regression_and_passes_without(runner,
     assert "gate: passed (--fail-on slower,less-steady" in r.stderr
     assert "flushed: nothing left to write (the exporter's remote-write queue" in r.stderr, r.stderr
     assert "**passed**" in comment and "| candidate | clients=1,scale=1 |" in comment, comment
+
+    flush_refuses_to_pass_while_prometheus_does_not_answer(runner)
 
     started = time.monotonic()
     r, comment = gate(runner, base, slow, "regressed", keep=False)

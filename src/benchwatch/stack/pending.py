@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 SETTLE_S = 2.0   # two answers of zero this far apart mean nothing more is on its way
 POLL_S = 0.5
+SAY_EVERY_S = 5.0  # what is left, said at most this often (a queue draining changes its count at every poll)
 
 EXPORTER = "benchwatch_exporter"
 # benchwatch.exporter.self_metrics.RW_PENDING (the daemon's floor is above this one; a unit test keeps them equal)
@@ -85,7 +86,7 @@ def wait(stack: Stack, timeout_s: float, sources: dict[str, Source] | None = Non
     """Until every source answered zero twice, SETTLE_S apart, or ``timeout_s`` passed."""
     start = clock()
     zero_since: float | None = None
-    said = ""
+    said, said_at = "", -SAY_EVERY_S
     while True:
         now = clock()
         last = outstanding(stack, sources)
@@ -97,9 +98,9 @@ def wait(stack: Stack, timeout_s: float, sources: dict[str, Source] | None = Non
         else:
             zero_since = None
             text = "; ".join(str(o) for o in last if not o.done)
-            if say is not None and text != said:
+            if say is not None and text != said and now - said_at >= SAY_EVERY_S:
                 say(f"waiting: {text}")
-                said = text
+                said, said_at = text, now
         if now - start >= timeout_s:
             # out of time: zero now still counts (a --timeout shorter than SETTLE_S), anything else does not
             return Waited(all(o.done for o in last), last, now - start)
