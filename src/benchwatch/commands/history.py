@@ -23,6 +23,11 @@ def _history_arguments(p: argparse.ArgumentParser) -> None:
                    "or the latest --recent runs are worse than those before them by more than PCT percent")
     p.add_argument("--recent", type=int, default=3, metavar="K",
                    help="with --fail-on-regression: how many latest runs to compare with those before them (default 3)")
+    p.add_argument("--comment", metavar="FILE",
+                   help="with --fail-on-regression: write a Markdown comment for the pull request to FILE (the verdict "
+                   "with its interval, what changed, server measures, dips by cause, links)")
+    p.add_argument("--grafana-url", metavar="URL",
+                   help="the Grafana the comment links to (default: env BENCHWATCH_GRAFANA_URL, else the stack's own)")
 
 
 @command("history", help="runs of one workload over time: change points, what changed, regressions for CI",
@@ -43,6 +48,9 @@ def cmd_history(ctx: Context) -> int:
         return 2
     if args.recent < 1:
         say("--recent must be 1 or more")
+        return 2
+    if args.comment and (args.fail_on_regression is None or not (target or args.workload)):
+        say("--comment writes the gate's comment: give a WORKLOAD and --fail-on-regression PCT with it")
         return 2
     try:
         entries = hist.entries()
@@ -81,12 +89,42 @@ def cmd_history(ctx: Context) -> int:
         if error:
             say(f"{error}: the History dashboard does not show this yet")
     if args.fail_on_regression is not None:
+        if args.comment:
+            code = _comment(ctx, stack, hist, result)
+            if code:
+                return code
         why = report.regression(result, args.fail_on_regression, args.recent)
         if why:
             say(why)
             return 1
         say(f"no regression of more than {args.fail_on_regression:g} % in {args.metric} "
             f"({len(result['runs'])} runs, {len(result['change_points'])} change points)")
+    return 0
+
+
+def _comment(ctx: Context, stack, hist, result: dict) -> int:
+    """--comment: the gate's Markdown written to FILE; 0, or 2 (said) when it cannot be written."""
+    import os
+
+    from benchwatch import gate
+    from benchwatch.gate import history as history_gate
+
+    args = ctx.args
+    assessed = history_gate.assess(result, args.fail_on_regression, args.recent, stack.cfg.runs_dir, hist.hdir,
+                                   _evidence(stack) if stack.healthy("prometheus") else None)
+    grafana = args.grafana_url or os.environ.get("BENCHWATCH_GRAFANA_URL") or stack.cfg.url("grafana")
+    text = history_gate.markdown(result, assessed, {"grafana": grafana})
+    from benchwatch.commands.share import _secrets
+
+    if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):
+        ctx.say(f"the comment would contain a secret (a password or token): {args.comment} is not written")
+        return 2
+    try:
+        gate.write_comment(args.comment, text)
+    except OSError as e:
+        ctx.say(f"cannot write the comment to {args.comment}: {e}")
+        return 2
+    ctx.say(f"comment for the pull request in {args.comment}")
     return 0
 
 
