@@ -200,7 +200,8 @@ def chart_png(model: dict[str, Any], path: str) -> str:
     ax.set_xlabel(key)
     ax.set_ylabel("TPS (median of runs, bars: 95 % interval)")
     ax.set_title(f"sweep {model['sweep']}: TPS by {key} per variant", loc="left")
-    ax.legend(loc="best", fontsize=9, framealpha=0.9)
+    if ax.get_legend_handles_labels()[0]:  # a sweep with no finished run has nothing to name
+        ax.legend(loc="best", fontsize=9, framealpha=0.9)
     if boxes:
         _interval_boxes(axes[1][0], model, boxes)
     fig.tight_layout()
