@@ -14,7 +14,7 @@ from benchwatch.commands import Command, Context, Registry, load_commands, stack
 
 # benchwatch --help's list, in its order: a contract with users' muscle memory and the README.
 LISTED = ["up", "down", "status", "run", "attach", "import", "exporter", "supervise", "explain", "demo", "psql",
-          "targets", "agent", "env", "snapshot", "compare", "history", "annotate", "sweep", "report"]
+          "targets", "agent", "env", "snapshot", "compare", "history", "annotate", "sweep", "report", "flush"]
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:

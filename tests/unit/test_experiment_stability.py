@@ -145,7 +145,13 @@ def test_the_words_the_tables_and_the_png(tmp_path):
     assert "## In words" in md and "- jit at clients=4: less steady than calm" in md
     assert "| jit | clients=4 | less steady |" in md and "| jit | clients=4 | checkpoint | 0.33 | 10.01 |" in md
     with open(os.path.join(out, "index.html"), encoding="utf-8") as f:
-        assert "less steady than calm" in f.read()
+        page = f.read()
+    assert "less steady than calm" in page and "flame" not in page  # no profile, no flame graph
+    flamed = str(tmp_path / "sweep-f")
+    bundle.write_report(model, flamed, flames=[("jit at clients=4", '<svg class="bw-flame"></svg>')])
+    with open(os.path.join(flamed, "index.html"), encoding="utf-8") as f:
+        assert '<h3>jit at clients=4</h3><svg class="bw-flame"></svg>' in f.read()
+    assert os.path.exists(os.path.join(flamed, "flame-jit-at-clients-4.svg"))
     with open(os.path.join(out, "tps-by-cell.png"), "rb") as f:
         head = f.read(24)
     width, height = struct.unpack(">II", head[16:24])

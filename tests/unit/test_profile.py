@@ -245,3 +245,35 @@ def test_a_real_sweep_of_wal_compression_names_pglz_compress(tmp_path):
     assert grew[0]["change_ci"][0] > 0.05, grew[0]
     assert d["words"][0].startswith("`pglz_compress` 0.0 % → 11 % of the database's CPU (total; 95 % interval")
     assert sum(w.startswith("`pglz_compress`") for w in d["words"]) == 1
+
+
+def test_a_profiled_sweeps_report_page_draws_the_variant_against_the_baseline_as_a_flame_graph(tmp_path):
+    """The same real sweep of wal_compression: the report's bundle carries a differential flame graph, on its page
+    and as an SVG file, where pglz_compress (absent from the baseline's runs) is red and has its shares."""
+    import re
+    import shutil
+
+    from benchwatch.profile import recorder, variants
+    from benchwatch.share import experiment as report_bundle
+
+    runs: dict[str, list[str]] = {"off": [], "pglz": []}
+    for name in sorted(os.listdir(os.path.join(FIXTURES, "sweep-pglz"))):
+        run = tmp_path / "runs" / name.split(".")[0]
+        os.makedirs(run / recorder.DIR)
+        shutil.copy(os.path.join(FIXTURES, "sweep-pglz", name), run / recorder.DIR / recorder.SLICES)
+        runs[name.split("-")[0]].append(str(run))
+    groups = [{"variant": "pglz", "cell": "", "baseline_runs": runs["off"], "variant_runs": runs["pglz"]}]
+    flames = variants.flame_graphs(groups, "off")
+    assert [name for name, _ in flames] == ["pglz"]
+    svg = flames[0][1]
+    frame = re.search(r"<title>pglz_compress: 0\.0 % of off's samples → ([0-9.]+) % of pglz's[^<]*</title><rect [^>]*"
+                      r'fill="([^"]+)"', svg)
+    assert frame, svg[:2000]
+    assert float(frame.group(1)) > 5 and frame.group(2) == "rgb(255,60,60)"  # grew by more than 5 points: full red
+    # Each run weighed as one: a baseline run twice as long would not change the shares.
+    doubled = variants.pooled_stacks(runs["off"][:1] * 2)
+    single = variants.pooled_stacks(runs["off"][:1])
+    assert doubled == single + single
+    page = report_bundle.flames_html(flames)
+    assert page.count("<svg") == 1 and "differential flame graphs" in page
+    assert report_bundle.flames_html([]) == ""

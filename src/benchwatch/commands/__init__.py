@@ -161,7 +161,7 @@ command = REGISTRY.command
 
 # The modules that register commands, in the order of ``benchwatch --help``.
 COMMAND_MODULES = ("lifecycle", "record", "daemons", "explain", "demo", "targets", "agent", "share", "history",
-                   "experiment")
+                   "experiment", "flush")
 
 
 def _module_of(c: Command) -> str:

@@ -331,6 +331,13 @@ def _report_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--baseline", metavar="VARIANT",
                    help="compare every variant against this one (default: the sweep's first variant); the runs are "
                         "the same, only the direction of each verdict changes")
+    p.add_argument("--fail-on", metavar="VERDICTS",
+                   help="for CI: exit 1 when a variant is slower (slower) or less steady (less-steady) than the "
+                        "baseline beyond the sweep's --min-effect, e.g. --fail-on slower,less-steady; 0 otherwise")
+    p.add_argument("--comment", metavar="FILE",
+                   help="write a Markdown comment for the pull request to FILE: verdicts with intervals, the why, links")
+    p.add_argument("--grafana-url", metavar="URL",
+                   help="the Grafana the comment links to (default: env BENCHWATCH_GRAFANA_URL, else the stack's own)")
 
 
 @command("report", help="read an experiment: medians with intervals, verdicts and why; the share bundle or --json",
@@ -342,6 +349,18 @@ def cmd_report(ctx: Context) -> int:
     from benchwatch.experiment import report
 
     args, say = ctx.args, ctx.say
+    fail_on: tuple[str, ...] = ()
+    if args.comment and args.fail_on is None:
+        say("--comment writes the gate's comment: give --fail-on slower[,less-steady] with it")
+        return 2
+    if args.fail_on is not None:
+        from benchwatch.gate import sweep as gate
+
+        try:
+            fail_on = gate.parse_fail_on(args.fail_on)
+        except ValueError as e:
+            say(str(e))
+            return 2
     stack = ctx.stack
     sdir = plans.SweepDir(os.path.join(sweeps_dir(stack.cfg.state_dir), args.name))
     if not sdir.exists():
@@ -364,23 +383,32 @@ def cmd_report(ctx: Context) -> int:
 
         dips_why = dips_evidence(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name)
     model = report.build(plan, events, figures, why, dips_why)
-    profile_part = _profile_part(plan, figures, stack.cfg.runs_dir)
-    if profile_part is not None:
-        model["profile"] = profile_part
+    profile_groups = _profile_groups(plan, figures, stack.cfg.runs_dir)
+    profile_part = None
+    if profile_groups is not None:
+        from benchwatch.profile import variants
+
+        profile_part = model["profile"] = variants.report_part(profile_groups)
     if not figures:
         say(f"sweep {args.name}: no finished run yet")
     _write_series(ctx, stack, model)  # (labelled with the baseline: a report against another one adds its own)
     if args.json:
         print(json.dumps(model, indent=2), file=ctx.stdout)
-        return 0
+        return _gate(ctx, stack, model, fail_on, [])
     from benchwatch.share import experiment as bundle
 
     out_dir = os.path.join(os.path.abspath(args.out or os.path.join(stack.cfg.state_dir, "shares")), f"sweep-{args.name}")
     try:
-        paths = bundle.write_report(model, out_dir, _secrets(stack))
+        flames = None
+        if profile_groups is not None:
+            from benchwatch.profile import variants
+
+            flames = variants.flame_graphs(profile_groups, plan.baseline)
+        paths = bundle.write_report(model, out_dir, _secrets(stack), flames=flames)
     except bundle.bundle.SecretFound as e:
-        say(str(e))
-        return 1
+        # 2, not 1: with --fail-on, 1 means the verdict and nothing else
+        say(f"{e} (the report of sweep {args.name} is not written: remove the secret from what the sweep recorded)")
+        return 2
     # The verdicts and their why on the terminal (stderr: stdout keeps the bundle's paths, as compare's)
     for line in bundle.verdict_lines(model):
         say(line)
@@ -392,14 +420,50 @@ def cmd_report(ctx: Context) -> int:
             say(line)
     for path in paths:
         print(path, file=ctx.stdout)
-    return 0
+    return _gate(ctx, stack, model, fail_on, paths)
 
 
-def _profile_part(plan, figures: dict, runs_dir: str) -> dict | None:
-    """The report's "profile": per variant and cell, the functions whose share of the database's CPU changed
-    most against the baseline (a sweep --profile); None when no run of the sweep was profiled."""
-    from benchwatch.profile import variants
+def _gate(ctx: Context, stack, model: dict, fail_on: tuple[str, ...], paths: list[str]) -> int:
+    """--fail-on's exit code (1: the verdict, said line by line) and --comment's Markdown; without either, 0."""
+    from benchwatch import gate
+    from benchwatch.gate import sweep
 
+    args = ctx.args
+    if fail_on and not model["runs"]["done"]:
+        ctx.say(f"gate: sweep {model['sweep']} has no finished run: nothing to judge (not a pass)")
+        return 2
+    found = sweep.failures(model, fail_on)
+    if args.comment:
+        links = {"grafana": args.grafana_url or os.environ.get("BENCHWATCH_GRAFANA_URL") or stack.cfg.url("grafana")}
+        if paths:
+            links["bundle"] = os.path.join(paths[0], "index.html")
+            if len(paths) > 1:
+                links["archive"] = paths[1]
+        text = sweep.markdown(model, fail_on, found,
+                              sweep.server_changes(model, stack.cfg.runs_dir), links)
+        if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):
+            ctx.say(f"the comment would contain a secret (a password or token): {args.comment} is not written")
+            return 2
+        try:
+            gate.write_comment(args.comment, text)
+        except OSError as e:
+            ctx.say(f"cannot write the comment to {args.comment}: {e}")
+            return 2
+        ctx.say(f"comment for the pull request in {args.comment}")
+    if not fail_on:
+        return 0
+    for f in found:
+        ctx.say(f"gate: {f.text}")
+    if found:
+        return gate.FAILED
+    ctx.say(f"gate: passed (--fail-on {','.join(fail_on)}: no such verdict beyond the minimum effect of "
+            f"{model['min_effect_pct']:g} %)")
+    return gate.PASSED
+
+
+def _profile_groups(plan, figures: dict, runs_dir: str) -> list[dict] | None:
+    """The comparisons of the report's "profile" (a sweep --profile), each variant and cell against the baseline
+    with its profiled runs' directories; None when no run of the sweep was profiled."""
     paths: dict[tuple[str, int], list[str]] = {}
     for run in plan.runs:
         f = figures.get(run.index)
@@ -412,7 +476,7 @@ def _profile_part(plan, figures: dict, runs_dir: str) -> dict | None:
     groups = [{"variant": v.name, "cell": cell.words if len(plan.cells) > 1 else "",
                "baseline_runs": paths.get((plan.baseline, ci), []), "variant_runs": paths.get((v.name, ci), [])}
               for v in plan.variants[1:] for ci, cell in enumerate(plan.cells)]
-    return variants.report_part(groups)
+    return groups
 
 
 def _write_series(ctx: Context, stack, model: dict) -> None:

@@ -26,12 +26,17 @@ def _history_arguments(p: argparse.ArgumentParser) -> None:
                    "work on any host, its id the digest of the key without the host")
     p.add_argument("--recent", type=int, default=3, metavar="K",
                    help="with --fail-on-regression: how many latest runs to compare with those before them (default 3)")
+    p.add_argument("--comment", metavar="FILE",
+                   help="with --fail-on-regression: write a Markdown comment for the pull request to FILE (the verdict "
+                   "with its interval, what changed, server measures, dips by cause, links)")
+    p.add_argument("--grafana-url", metavar="URL",
+                   help="the Grafana the comment links to (default: env BENCHWATCH_GRAFANA_URL, else the stack's own)")
 
 
 @command("history", help="runs of one workload over time: change points, what changed, regressions for CI",
          arguments=_history_arguments)
 def cmd_history(ctx: Context) -> int:
-    from benchwatch.history import events, report, series
+    from benchwatch.history import report
 
     args, say = ctx.args, ctx.say
     stack = ctx.stack
@@ -47,13 +52,29 @@ def cmd_history(ctx: Context) -> int:
     if args.recent < 1:
         say("--recent must be 1 or more")
         return 2
+    if args.comment and (args.fail_on_regression is None or not (target or args.workload)):
+        say("--comment writes the gate's comment: give a WORKLOAD and --fail-on-regression PCT with it")
+        return 2
     store = None
+    pooled_entries: list = []
     if args.all_hosts:
         store, pooled_entries = _pooled(ctx, hist)
         if store is None:
             return 2
+    try:  # the results database stays open to the end: what changed and the comment read runs' meta.json from it
+        return _answer(ctx, hist, target, pooled_entries if store is not None else None)
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _answer(ctx: Context, hist, target: list[str], pooled_entries: list | None) -> int:
+    from benchwatch.history import events, report, series
+
+    args, say = ctx.args, ctx.say
+    stack = ctx.stack
     try:
-        entries = hist.entries() if store is None else pooled_entries
+        entries = hist.entries() if pooled_entries is None else pooled_entries
         if not target:
             if args.name:
                 say("--name names a workload: give it (benchwatch history WORKLOAD --name NAME)")
@@ -79,9 +100,6 @@ def cmd_history(ctx: Context) -> int:
     except ValueError as e:  # a damaged names.json or accepted.json
         say(str(e))
         return 2
-    finally:
-        if store is not None:
-            store.close()
     if args.json:
         print(json.dumps(result, indent=2), file=ctx.stdout)
     else:
@@ -92,6 +110,10 @@ def cmd_history(ctx: Context) -> int:
         if error:
             say(f"{error}: the History dashboard does not show this yet")
     if args.fail_on_regression is not None:
+        if args.comment:
+            code = _comment(ctx, stack, hist, result)
+            if code:
+                return code
         why = report.regression(result, args.fail_on_regression, args.recent)
         if why:
             say(why)
@@ -130,6 +152,32 @@ def hist_meta(hist, run_id: str) -> dict:
     from benchwatch.history import report
 
     return report._meta(hist.runs_dir, run_id)
+
+
+def _comment(ctx: Context, stack, hist, result: dict) -> int:
+    """--comment: the gate's Markdown written to FILE; 0, or 2 (said) when it cannot be written."""
+    import os
+
+    from benchwatch import gate
+    from benchwatch.gate import history as history_gate
+
+    args = ctx.args
+    assessed = history_gate.assess(result, args.fail_on_regression, args.recent, stack.cfg.runs_dir, hist.hdir,
+                                   _evidence(stack) if stack.healthy("prometheus") else None)
+    grafana = args.grafana_url or os.environ.get("BENCHWATCH_GRAFANA_URL") or stack.cfg.url("grafana")
+    text = history_gate.markdown(result, assessed, {"grafana": grafana})
+    from benchwatch.commands.share import _secrets
+
+    if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):
+        ctx.say(f"the comment would contain a secret (a password or token): {args.comment} is not written")
+        return 2
+    try:
+        gate.write_comment(args.comment, text)
+    except OSError as e:
+        ctx.say(f"cannot write the comment to {args.comment}: {e}")
+        return 2
+    ctx.say(f"comment for the pull request in {args.comment}")
+    return 0
 
 
 def _accept(ctx: Context, hist, rest: list[str]) -> int:

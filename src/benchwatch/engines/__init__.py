@@ -179,6 +179,9 @@ class Engine:
     server_label: ClassVar[str | None] = None
     # Programs a bin directory must hold to be one of its builds (sweep's bindir= variants).
     build_programs: ClassVar[tuple[str, ...]] = ()
+    # Settings that say where a server listens, not how it runs: two servers side by side always differ in
+    # them, so "what differs between the servers" (report --comment) leaves them out.
+    address_settings: ClassVar[tuple[str, ...]] = ()
     # What a tool's output says when the server went away (cause -> regular expressions, as explain's
     # ending reads them: "terminated", "restart", "crash", "out_of_disk").
     ending_messages: ClassVar[Mapping[str, tuple[str, ...]]] = {}

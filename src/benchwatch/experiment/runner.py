@@ -126,7 +126,9 @@ class Sweep:
     # -- one run -------------------------------------------------------------------------------
 
     def _server_key(self, v: Variant) -> str:
-        return v.bindir or v.dsn or v.target or ""
+        # Each bindir= variant starts a server of its own (its data directory is the variant's), even when two
+        # variants name the same build (an A/A of one build): its tables are its own too.
+        return f"bindir {v.name}" if v.bindir else v.dsn or v.target or ""
 
     def _prepare(self, run: plans.PlannedRun, v: Variant, cell: Cell, argv: list[str]) -> list[str]:
         """The database made ready for the run: what was done."""

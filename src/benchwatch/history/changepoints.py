@@ -114,6 +114,12 @@ def _step(before: np.ndarray, after: np.ndarray) -> tuple[float, tuple[float, fl
     return step, (float(lo), float(hi))
 
 
+def step_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, tuple[float, float]]:
+    """The step from ``before`` to ``after`` in percent of the mean with its 95 % bootstrap interval, as a change
+    point's (history --fail-on-regression's latest runs against those before them)."""
+    return _step(np.asarray(before, dtype=float), np.asarray(after, dtype=float))
+
+
 def _locate(x: np.ndarray, lo: int, hi: int) -> int:
     """The best split of the values ``x[lo:hi]`` (ruptures' binary segmentation, l2 cost)."""
     return lo + int(ruptures.Binseg(model="l2", min_size=MIN_RUNS, jump=1).fit(x[lo:hi].reshape(-1, 1)).predict(n_bkps=1)[0])

@@ -154,37 +154,68 @@ def _short(value: Any) -> str:
     return "(none)" if value is None else str(value)
 
 
+def recent_split(report: dict[str, Any], recent: int = RECENT) -> tuple[int, int] | None:
+    """(start, end): the latest ``recent`` runs are runs[end:], the runs they are compared with runs[start:end]
+    (since the latest change point before them or the accepted run); None when either side is too short."""
+    n = len(report["runs"])
+    if recent < 1 or n - recent < changepoints.MIN_RUNS:
+        return None
+    start = 0
+    for cp in report["change_points"]:
+        if cp["index"] <= n - recent:
+            start = cp["index"]
+    if report.get("baseline"):
+        start = max(start, next(i for i, r in enumerate(report["runs"]) if r["run_id"] == report["baseline"]))
+    if n - recent - start < changepoints.MIN_RUNS:
+        return None
+    return start, n - recent
+
+
+def failing_change_point(report: dict[str, Any], pct: float) -> dict[str, Any] | None:
+    """The latest change point when it is a regression of more than ``pct`` percent not accepted, else None."""
+    cps = report["change_points"]
+    latest = cps[-1] if cps else None
+    if latest and latest["verdict"] == "regression" and not latest["accepted"] and abs(latest["step_pct"]) > pct:
+        return latest
+    return None
+
+
 def regression(report: dict[str, Any], pct: float, recent: int = RECENT) -> str | None:
     """Why CI should fail, or None: the latest change point is a regression of more than ``pct`` percent
     (not accepted), or the latest ``recent`` runs are worse than the runs before them (since the latest
     change point or accepted run) by more than ``pct`` percent, with p < RECENT_ALPHA."""
     metric = report["metric"]
-    cps = report["change_points"]
-    latest = cps[-1] if cps else None
-    if latest and latest["verdict"] == "regression" and not latest["accepted"] and abs(latest["step_pct"]) > pct:
+    latest = failing_change_point(report, pct)
+    if latest is not None:
         return f"regression of more than {pct:g} %: " + describe_change(metric, latest)
+    c = recent_comparison(report, recent)
+    if c is None or c["step_pct"] * outcome.METRICS[metric][1] >= 0 or abs(c["step_pct"]) <= pct:
+        return None
+    if c["p_value"] >= RECENT_ALPHA:
+        return None
+    return (f"regression of more than {pct:g} %: the latest {recent} runs' {metric} is {c['step_pct']:+.1f} % against the "
+            f"{c['before_runs']} runs before them (from run {c['from_run']}; permutation test "
+            f"p = {c['p_value']:.2g})")
+
+
+def recent_comparison(report: dict[str, Any], recent: int = RECENT) -> dict[str, Any] | None:
+    """The latest ``recent`` runs against the runs before them (:func:`recent_split`): the step in percent of
+    the mean with its 95 % bootstrap interval, and a one-sided permutation test's p-value that they are
+    worse; None when either side is too short."""
+    split = recent_split(report, recent)
+    if split is None:
+        return None
+    start, end = split
     values = [r["value"] for r in report["runs"]]
-    n = len(values)
-    if recent < 1 or n - recent < changepoints.MIN_RUNS:
-        return None
-    start = 0
-    for cp in cps:
-        if cp["index"] <= n - recent:
-            start = cp["index"]
-    if report.get("baseline"):
-        start = max(start, next(i for i, r in enumerate(report["runs"]) if r["run_id"] == report["baseline"]))
-    before, after = np.asarray(values[start:n - recent]), np.asarray(values[n - recent:])
-    if len(before) < changepoints.MIN_RUNS:
-        return None
-    step = float(changepoints.percent_step(before.mean(), after.mean()))
-    direction = outcome.METRICS[metric][1]
-    if step * direction >= 0 or abs(step) <= pct:
-        return None
+    before, after = np.asarray(values[start:end]), np.asarray(values[end:])
+    step, ci = changepoints.step_interval(before, after)
+    direction = outcome.METRICS[report["metric"]][1]
     res = stats.permutation_test((before, after), lambda a, b, axis=-1: np.mean(b, axis=axis) - np.mean(a, axis=axis),
                                  vectorized=True, n_resamples=9999, alternative="less" if direction > 0 else "greater",
                                  rng=np.random.default_rng(changepoints.SEED))
-    if res.pvalue >= RECENT_ALPHA:
-        return None
-    return (f"regression of more than {pct:g} %: the latest {recent} runs' {metric} is {step:+.1f} % against the "
-            f"{len(before)} runs before them (from run {report['runs'][start]['run_id']}; permutation test "
-            f"p = {res.pvalue:.2g})")
+    return {"step_pct": step, "step_ci": [ci[0], ci[1]], "p_value": float(res.pvalue), "start": start, "end": end,
+            "before_runs": end - start, "after_runs": len(values) - end, "from_run": report["runs"][start]["run_id"],
+            "before_mean": float(before.mean()), "after_mean": float(after.mean()),
+            "test": "one-sided permutation test of the means (scipy.stats.permutation_test, 9999 resamples)",
+            "interval": f"{round(changepoints.CONFIDENCE * 100)} % bootstrap interval (percentile, "
+                        f"{changepoints.BOOTSTRAP} resamples)"}

@@ -127,6 +127,42 @@ def report_part(groups: Sequence[dict]) -> dict:
             "differences": out}
 
 
+def pooled_stacks(run_paths: Sequence[str]) -> Counter:
+    """The database's folded stacks over whole runs, each run weighed as one (its stacks as shares of its
+    own database samples, scaled to a million), so a longer or busier repeat does not outweigh the others."""
+    pooled: Counter = Counter()
+    for path in run_paths:
+        profile = window.load(path)
+        if profile is None:
+            continue
+        whole = profile.window([(profile.start, profile.end)])
+        if whole.database < MIN_DATABASE_SAMPLES:
+            continue
+        for stack, n in whole.stacks.items():
+            pooled[stack] += round(1_000_000 * n / whole.database)
+    return pooled
+
+
+def flame_graphs(groups: Sequence[dict], baseline: str) -> list[tuple[str, str]]:
+    """(name, SVG) per comparison of ``report_part``'s groups: a differential flame graph of the database's
+    CPU, frames as wide as the variant's samples, red where a frame's share grew against the baseline's
+    runs, blue where it fell; none for a side without a usable profile."""
+    from benchwatch.profile import flamegraph
+
+    out = []
+    for g in groups:
+        base, var = pooled_stacks(g["baseline_runs"]), pooled_stacks(g["variant_runs"])
+        if not base or not var:
+            continue
+        where = f"{g['variant']} at {g['cell']}" if g.get("cell") else g["variant"]
+        svg = flamegraph.diff_svg(base, var, f"{where} against {baseline}: the database's CPU "
+                                  f"({len(g['baseline_runs'])} and {len(g['variant_runs'])} runs, each weighed as one)",
+                                  baseline, g["variant"])
+        if svg:
+            out.append((where, svg))
+    return out
+
+
 def text_lines(part: dict) -> list[str]:
     lines = []
     for d in part.get("differences", []):

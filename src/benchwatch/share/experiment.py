@@ -272,8 +272,21 @@ def profile_markdown(model: dict[str, Any]) -> list[str]:
     return lines
 
 
-def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None = None) -> list[str]:
-    """The bundle's directory and its .tar.gz."""
+def flames_html(flames: list[tuple[str, str]]) -> str:
+    """The report page's differential flame graphs (a sweep --profile), one section per comparison."""
+    if not flames:
+        return ""
+    return ('<section class="bw-flames"><h2>Where the database\'s CPU went: differential flame graphs</h2>'
+            "<p>Frames as wide as the variant's CPU samples; red where a frame's share of the database's samples "
+            "grew against the baseline, blue where it fell (full colour at 5 points); hover a frame for both "
+            "shares. [unknown] is a frame the unwinder could not name (docs/profiles.md).</p>"
+            + "".join(f"<h3>{htmllib.escape(name)}</h3>{svg}" for name, svg in flames) + "</section>")
+
+
+def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None = None,
+                 flames: list[tuple[str, str]] | None = None) -> list[str]:
+    """The bundle's directory and its .tar.gz; ``flames``: (comparison, differential flame graph SVG) of a
+    profiled sweep, on the page and as flame-<comparison>.svg files."""
     if os.path.exists(out_dir):
         shutil.rmtree(out_dir)
     os.makedirs(out_dir)  # and its parents: <state dir>/shares/ on a first report
@@ -300,9 +313,12 @@ def write_report(model: dict[str, Any], out_dir: str, secrets: list[str] | None 
               f" — baseline {htmllib.escape(model['baseline'])}</p><ul>"
               + "".join(f"<li>{htmllib.escape(line)}</li>" for line in verdict_lines(model)) + "</ul>"
               f'<img alt="TPS per variant" style="max-width:100%" src="data:image/png;base64,{image}"></header>')
+    for name, svg in flames or []:
+        with open(os.path.join(out_dir, f"flame-{bundle.slug(name)}.svg"), "w", encoding="utf-8") as f:
+            f.write(svg)
     with open(os.path.join(out_dir, "index.html"), "w", encoding="utf-8") as f:
         f.write(html.page(f"sweep {model['sweep']}", header, {"panels": [], "zoomMode": "seconds"},
-                          html.tables_html(tables(model))))
+                          html.tables_html(tables(model)) + flames_html(flames or [])))
     bundle.check_secrets(out_dir, secrets or [])
     return [out_dir, bundle.pack(out_dir)]
 

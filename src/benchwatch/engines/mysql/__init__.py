@@ -66,6 +66,8 @@ class MySQL(Engine):
     # shows as "Waiting for table metadata lock"), without performance_schema.
     cause_modules = ("causes",)
     explain_signals = ("innodb_flushing", "lock", "target_down")
+    address_settings = ("port", "socket", "bind_address", "pid_file", "datadir", "log_error", "general_log_file",
+                        "slow_query_log_file", "tmpdir")
     evidence_signals = (
         ("redo log fsyncs per transaction", "sum(increase(mysql_global_status_innodb_os_log_fsyncs{target}[{w}]))"),
         ("redo bytes per transaction", "sum(increase(mysql_global_status_innodb_os_log_written{target}[{w}]))", "per_tx", "B"),

@@ -34,6 +34,7 @@ class PostgreSQL(Engine):
     stack_options = STACK_OPTIONS
     server_label = "postgres_server"
     build_programs = ("postgres", "initdb", "pg_ctl")
+    address_settings = ("port", "unix_socket_directories", "listen_addresses")
     # libpq's and the server's messages in a tool's output (pgbench and sysbench's pgsql driver print them).
     ending_messages: ClassVar[Mapping[str, tuple[str, ...]]] = {
         "terminated": (r"terminating connection due to administrator command",),
