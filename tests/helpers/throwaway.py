@@ -106,10 +106,16 @@ class ThrowawayStack:
             shutil.rmtree(self.state_dir, ignore_errors=True)
 
 
-def start(scale: int = 2, engine: str = "postgres") -> ThrowawayStack:
-    """Up, with pgbench tables at ``scale`` (PostgreSQL); on any failure nothing is left running."""
+def start(scale: int = 2, engine: str = "postgres", results_dsn: str | None = "off",
+          host: str | None = None) -> ThrowawayStack:
+    """Up, with pgbench tables at ``scale`` (PostgreSQL); on any failure nothing is left running.
+
+    ``results_dsn``: the results database's DSN; None: the stack's own; "off" (the default here): none, since its
+    initdb and start cost every test stack about ~3 s (docs/results.md) and only tests/integration/test_results_db.py
+    looks at it. ``host``: up --host."""
     state_dir = make_state_dir()
-    stack = Stack(load_config(state_dir, free_ports(), engine=engine), out=lambda m: print(m, file=sys.stderr))
+    stack = Stack(load_config(state_dir, free_ports(), engine=engine, results_dsn=results_dsn, host=host),
+                  out=lambda m: print(m, file=sys.stderr))
     live = ThrowawayStack(stack, state_dir)
     live.bring_up(scale)
     return live

@@ -25,6 +25,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, TextIO
 
 from benchwatch import engines
+from benchwatch.record import host as record_host
+from benchwatch.results.dsn import DsnError
 from benchwatch.stack.config import DEFAULT_PORTS, ENGINES, load_config
 
 if TYPE_CHECKING:
@@ -79,8 +81,14 @@ class Context:
         args = self.args
         ports = {c: port for c in DEFAULT_PORTS if (port := getattr(args, f"port_{c}", None))}
         given = {o.dest: getattr(args, o.dest, None) for o in engines.stack_options()}
-        cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "engine", None), starting=starting,
-                          **given)
+        try:
+            cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "engine", None), starting=starting,
+                              results_dsn=getattr(args, "results_dsn", None), host=getattr(args, "stack_host", None),
+                              **given)
+        except DsnError as e:  # BENCHWATCH_RESULTS_DSN or --results-dsn with a password: refused, never repeated
+            self.say(str(e))
+            raise SystemExit(2) from None
+        record_host.set_name(cfg.host)  # meta.json's hostname of the runs this command records
         return Stack(cfg, out=self.say)
 
     @cached_property

@@ -21,6 +21,9 @@ def _history_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fail-on-regression", type=float, metavar="PCT",
                    help="exit 1, saying why, when the latest change point is a regression of more than PCT percent, "
                    "or the latest --recent runs are worse than those before them by more than PCT percent")
+    p.add_argument("--all-hosts", action="store_true",
+                   help="pool every host's runs from the results database (docs/results.md): a workload is then the same "
+                   "work on any host, its id the digest of the key without the host")
     p.add_argument("--recent", type=int, default=3, metavar="K",
                    help="with --fail-on-regression: how many latest runs to compare with those before them (default 3)")
     p.add_argument("--comment", metavar="FILE",
@@ -33,7 +36,7 @@ def _history_arguments(p: argparse.ArgumentParser) -> None:
 @command("history", help="runs of one workload over time: change points, what changed, regressions for CI",
          arguments=_history_arguments)
 def cmd_history(ctx: Context) -> int:
-    from benchwatch.history import events, report, series
+    from benchwatch.history import report
 
     args, say = ctx.args, ctx.say
     stack = ctx.stack
@@ -52,8 +55,26 @@ def cmd_history(ctx: Context) -> int:
     if args.comment and (args.fail_on_regression is None or not (target or args.workload)):
         say("--comment writes the gate's comment: give a WORKLOAD and --fail-on-regression PCT with it")
         return 2
+    store = None
+    pooled_entries: list = []
+    if args.all_hosts:
+        store, pooled_entries = _pooled(ctx, hist)
+        if store is None:
+            return 2
+    try:  # the results database stays open to the end: what changed and the comment read runs' meta.json from it
+        return _answer(ctx, hist, target, pooled_entries if store is not None else None)
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _answer(ctx: Context, hist, target: list[str], pooled_entries: list | None) -> int:
+    from benchwatch.history import events, report, series
+
+    args, say = ctx.args, ctx.say
+    stack = ctx.stack
     try:
-        entries = hist.entries()
+        entries = hist.entries() if pooled_entries is None else pooled_entries
         if not target:
             if args.name:
                 say("--name names a workload: give it (benchwatch history WORKLOAD --name NAME)")
@@ -100,6 +121,37 @@ def cmd_history(ctx: Context) -> int:
         say(f"no regression of more than {args.fail_on_regression:g} % in {args.metric} "
             f"({len(result['runs'])} runs, {len(result['change_points'])} change points)")
     return 0
+
+
+def _pooled(ctx: Context, hist):
+    """(the results database, every host's entries pooled), or (None, []) with the reason said."""
+    from benchwatch.history.index import pooled
+    from benchwatch.results.store import Store
+
+    cfg = ctx.stack.cfg
+    dsn = cfg.results_target()
+    if dsn is None:
+        ctx.say("--all-hosts reads the results database, and this stack has none (up --results-dsn off): "
+                "give one with benchwatch up --results-dsn DSN")
+        return None, []
+    store = Store(dsn)
+    try:
+        stored = store.runs()
+    except Exception as e:  # psycopg.OperationalError: down, refused; RuntimeError: a newer schema
+        store.close()
+        from benchwatch.results.dsn import public
+
+        ctx.say(f"cannot read the results database ({public(dsn)}): {type(e).__name__}: {str(e).strip()}")
+        return None, []
+    hist.meta_of = lambda run_id: store.meta(run_id) or hist_meta(hist, run_id)
+    return store, pooled(stored, hist.entries(), cfg.host)
+
+
+def hist_meta(hist, run_id: str) -> dict:
+    """A local run's meta.json (one not in the database yet)."""
+    from benchwatch.history import report
+
+    return report._meta(hist.runs_dir, run_id)
 
 
 def _comment(ctx: Context, stack, hist, result: dict) -> int:
@@ -151,7 +203,9 @@ def _print_workloads(ctx: Context, listing: list[dict]) -> None:
         return
     for w in listing:
         name = f" ({w['name']})" if w["name"] else ""
-        print(f"{w['workload']}{name}: {w['runs']} runs, {w['first']} .. {w['last']}: {w['description']}", file=ctx.stdout)
+        hosts = f" on {', '.join(w['hosts'])}" if w.get("hosts") else ""
+        print(f"{w['workload']}{name}: {w['runs']} runs{hosts}, {w['first']} .. {w['last']}: {w['description']}",
+              file=ctx.stdout)
 
 
 def _evidence(stack):
@@ -179,7 +233,8 @@ def _print_series(ctx: Context, result: dict) -> None:
     for i, r in enumerate(result["runs"]):
         if i in starts:
             print(f"  --- {report.describe_change(result['metric'], starts[i])}", file=ctx.stdout)
-        print(f"  {r['started_at']}  {r['run_id']}  {result['metric']} {r['value']:.6g}", file=ctx.stdout)
+        host = f"  {r['host']}" if r.get("host") else ""
+        print(f"  {r['started_at']}  {r['run_id']}{host}  {result['metric']} {r['value']:.6g}", file=ctx.stdout)
     if not result["change_points"]:
         print(f"  no change point in {len(result['runs'])} runs", file=ctx.stdout)
 

@@ -13,6 +13,13 @@ from benchwatch.stack.native import StackError
 
 def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the status as JSON")
+    p.add_argument("--results-dsn", metavar="DSN",
+                   help="the results database every finished run is written to (PostgreSQL; docs/results.md), without "
+                   "a password: libpq reads it from a 0600 pgpass file (PGPASSFILE); 'off' for none, 'own' for the stack's own again; kept in stack.json; "
+                   "default: a small PostgreSQL the stack runs for itself (env BENCHWATCH_RESULTS_DSN)")
+    p.add_argument("--host", dest="stack_host", metavar="NAME",
+                   help="this host's name on its runs, series and records (default: the machine's name; env "
+                   "BENCHWATCH_HOST; kept in stack.json): one stable name for every CI runner of a job")
 
 
 @command("up", help="start the native stack (idempotent)", arguments=_up_arguments)
@@ -43,6 +50,11 @@ def print_status(status: dict, out: TextIO) -> None:
     if not status["grafana"]["installed"]:
         print(f"grafana     {status['grafana']['hint']}", file=out)
     print(f"runs        {status['runs_dir']}", file=out)
+    results = status.get("results") or {}
+    if results:
+        where = results.get("dsn") or "off (runs stay in their directories only)"
+        own = " (the stack's own)" if results.get("own") else ""
+        print(f"results     {where}{own}  host {status.get('host')}", file=out)
 
 
 @command("down", help="stop the native stack (data is kept)")

@@ -66,7 +66,12 @@ def _out_dir(args, stack) -> str:
 def _find(stack, ref: str | None) -> rundir.RunDir | None:
     if ref and os.path.isfile(os.path.join(ref, rundir.META)):
         return rundir.RunDir(os.path.abspath(ref))
-    return rundir.find_run(stack.cfg.runs_dir, ref)
+    found = rundir.find_run(stack.cfg.runs_dir, ref)
+    if found is None and ref:  # a run of another host, from the results database (docs/results.md)
+        from benchwatch.results.store import fetch_run
+
+        found = fetch_run(stack.cfg.results_target(), ref, os.path.join(stack.cfg.state_dir, "results", "fetched"))
+    return found
 
 
 @command("snapshot", help="a shareable snapshot of a run: Grafana snapshot JSON, HTML, PNG, CSV, summary",

@@ -241,6 +241,12 @@ class Engine:
         """Its server components in one native stack."""
         return StackPart(self, stack)
 
+    def results_server(self) -> ResultsServer | None:
+        """A small server of this engine's that a stack may run for itself to keep the results database
+        (benchwatch.results: PostgreSQL's dialect), whichever engine is under test; None: it has none.
+        :func:`results_server` asks every engine."""
+        return None
+
     def describe_server(self, env: Mapping[str, str]) -> dict:
         """meta.json's facts of the server a tool with this environment reaches (server_version, settings),
         best effort; {} when the engine cannot be asked that way."""
@@ -591,6 +597,43 @@ class ServerControl:
     def facts(self) -> dict[str, Any]:
         """server_version and whether the build checks assertions (``debug_assertions``)."""
         return {}
+
+
+class ResultsServer:
+    """The stack's own results database server (an optional capability of an engine: Engine.results_server): not
+    the server under test, its own data directory, port and password. The stack starts it as one of its
+    components (``results_db``), supervised as the others."""
+
+    package: str = ""     # what to install when its program is missing
+
+    def program(self) -> str | None:
+        """Its server program; None when not installed."""
+        return None
+
+    def user(self) -> str | None:
+        """The OS user it runs as (None: the caller's)."""
+        return None
+
+    def init(self, data: str, password: str, home: str, env: Mapping[str, str]) -> None:
+        """A new data directory in ``data`` with a superuser ``postgres`` of ``password``; StackError on failure."""
+        raise NotImplementedError
+
+    def argv(self, data: str, port: int, socket_dir: str) -> list[str]:
+        """How it starts: listening on 127.0.0.1:``port`` only."""
+        raise NotImplementedError
+
+    def pid_source(self, data: str) -> str | None:
+        """The file its server writes its pid to, when it writes one itself."""
+        return None
+
+
+def results_server() -> ResultsServer | None:
+    """The first engine's (in name order) that can run the stack's own results database; None when none can."""
+    for engine in load_engines().values():
+        server = engine.results_server()
+        if server is not None:
+            return server
+    return None
 
 
 _LOADED: PluginRegistry[Engine] | None = None

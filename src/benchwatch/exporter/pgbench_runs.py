@@ -18,6 +18,7 @@ from benchwatch.collector import ORDER_RUNS, ExporterOptions, MetricsDoc, regist
 from benchwatch.collector.follow import LineFollower
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.exporter.delivery import DeliveryLog
+from benchwatch.exporter.results_writer import ResultsWriter
 from benchwatch.exporter.run_archiver import RunArchiver
 from benchwatch.model import catalogue
 from benchwatch.model.run import METRICS
@@ -311,8 +312,9 @@ class PgbenchRunsCollector:
 def _build(options: ExporterOptions) -> PgbenchRunsCollector:
     archiver = None
     if options.archive_url:
-        archiver = RunArchiver(options.archive_url)
-        options.registry.register(archiver)
+        results = ResultsWriter.from_environ(options.runs_dir, options.environ)
+        archiver = RunArchiver(options.archive_url, results)
+        options.registry.register(archiver)  # its collect() has the results writer's counts too
     return PgbenchRunsCollector(options.runs_dir, options.sink, clock=options.clock, on_finished=archiver,
                                 mark=options.mark, backlog=options.backlog)
 

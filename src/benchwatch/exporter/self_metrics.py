@@ -22,6 +22,9 @@ RUNS_SAVED = "benchwatch_exporter_run_series_saved_total"
 RUNS_SAVE_FAILURES = "benchwatch_exporter_run_series_save_failures_total"
 ALERT_NOTIFICATIONS = "benchwatch_exporter_alert_notifications_total"
 RUNS_UNREADABLE = "benchwatch_exporter_unreadable_runs"
+RESULTS_WRITTEN = "benchwatch_exporter_results_runs_written_total"
+RESULTS_WRITE_FAILURES = "benchwatch_exporter_results_write_failures_total"
+RESULTS_PENDING = "benchwatch_exporter_results_pending_runs"
 
 # name -> (type, help).
 SELF_METRICS = {
@@ -42,6 +45,10 @@ SELF_METRICS = {
     ALERT_NOTIFICATIONS: ("counter", "Alerts received from Alertmanager's webhook, by status."),
     RUNS_UNREADABLE: ("gauge", "Run directories set aside (damaged meta.json, a run that could not be read): logged, "
                                "not followed; their raw output stays for import."),
+    RESULTS_WRITTEN: ("counter", "Finished runs whose record was written to the results database (docs/results.md)."),
+    RESULTS_WRITE_FAILURES: ("counter", "Attempts to write a run's record that failed (the database down or refusing): "
+                                        "the run stays pending and is tried again."),
+    RESULTS_PENDING: ("gauge", "Finished runs not yet in the results database (pending markers in the runs directory)."),
 }
 
 

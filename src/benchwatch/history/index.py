@@ -17,6 +17,7 @@ from typing import Any
 
 from benchwatch.history import workload
 from benchwatch.record import outcome, rundir
+from benchwatch.results.store import StoredRun
 from benchwatch.stability import runs as stability_runs
 
 INDEX = "index.json"
@@ -31,6 +32,7 @@ class Entry:
     workload: str
     key: dict[str, str]
     figures: dict[str, float | None]   # outcome.METRICS name -> value
+    host: str | None = None            # where the run was made, for runs pooled over hosts (history --all-hosts)
 
     def value(self, metric: str) -> float | None:
         return self.figures.get(metric)
@@ -127,6 +129,31 @@ class Index:
                for n, e in fresh.items()]
         out.sort(key=lambda e: (e.started_at if e.started_at is not None else float("inf"), rundir.sort_key(e.run_id)))
         return out
+
+
+def pooled(stored: Iterable[StoredRun], local: Iterable[Entry], host: str) -> list[Entry]:
+    """Every host's runs of the results database and this host's own that it lacks yet (a run whose record is
+    pending while the database is down), each under its pooled workload (the key without its host,
+    workload.pooled_id), oldest first."""
+    out: dict[str, Entry] = {}
+    pooled_keys: dict[str, tuple[str, dict[str, str]]] = {}  # by the host's workload id: one digest per workload
+    for r in stored:
+        if not r.key:
+            continue  # a record written without history's entry (no workload): nothing to place it in
+        known = pooled_keys.get(r.workload or "")
+        if known is None:
+            key = workload.pooled_key(r.key)
+            known = (workload.workload_id(key), key)
+            if r.workload:
+                pooled_keys[r.workload] = known
+        out[r.run_id] = Entry(r.run_id, r.started_at, r.state, known[0], known[1],
+                              {m: v for m, v in r.figures.items() if isinstance(v, (int, float))}, r.host)
+    for e in local:
+        if e.run_id not in out:
+            key = workload.pooled_key(e.key)
+            out[e.run_id] = Entry(e.run_id, e.started_at, e.state, workload.workload_id(key), key, e.figures, host)
+    return sorted(out.values(), key=lambda e: (e.started_at if e.started_at is not None else float("inf"),
+                                               rundir.sort_key(e.run_id)))
 
 
 def by_workload(entries: Iterable[Entry]) -> dict[str, list[Entry]]:

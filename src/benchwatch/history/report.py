@@ -33,6 +33,13 @@ class History:
 
     runs_dir: str
     hdir: str
+    # A run's meta.json by its id when the runs are not all in runs_dir (history --all-hosts: the results database's).
+    meta_of: Callable[[str], dict[str, Any]] | None = None
+
+    def meta(self, run_id: str) -> dict[str, Any]:
+        if self.meta_of is not None:
+            return self.meta_of(run_id)
+        return _meta(self.runs_dir, run_id)
 
     @classmethod
     def of_state(cls, state_dir: str, runs_dir: str) -> History:
@@ -50,7 +57,8 @@ class History:
             out.append({"workload": wid, "runs": len(runs), "first": when(min(starts) if starts else None),
                         "last": when(max(starts) if starts else None), "name": named.get(wid),
                         "description": workload.describe(runs[0].key), "key": runs[0].key,
-                        "latest_run": runs[-1].run_id})
+                        "latest_run": runs[-1].run_id,
+                        **({"hosts": sorted({e.host for e in runs if e.host})} if any(e.host for e in runs) else {})})
         return sorted(out, key=lambda w: (w["last"] or "", w["workload"]), reverse=True)
 
     def resolve(self, given: str, entries: list[Entry]) -> str | None:
@@ -89,7 +97,7 @@ def series(history: History, wid: str, metric: str, entries: list[Entry], why: W
     notes = events.read_annotations(history.hdir)
     cps = []
     for cp in changepoints.detect(values):
-        before, after = _meta(history.runs_dir, runs[cp.index - 1].run_id), _meta(history.runs_dir, runs[cp.index].run_id)
+        before, after = history.meta(runs[cp.index - 1].run_id), history.meta(runs[cp.index].run_id)
         what = changed.diff(before, after)
         said = changed.between(notes, {**before, "started_at": runs[cp.index - 1].started_at},
                                {**after, "run_id": runs[cp.index].run_id, "started_at": runs[cp.index].started_at})
@@ -108,7 +116,8 @@ def series(history: History, wid: str, metric: str, entries: list[Entry], why: W
                     "before": cp.mean_before, "after": cp.mean_after,
                     "confidence": changepoints.CONFIDENCE, "accepted": baseline is not None and cp.index <= baseline})
     return {"workload": wid, "metric": metric,
-            "runs": [{"run_id": e.run_id, "started_at": when(e.started_at), "value": v} for e, v in zip(runs, values, strict=True)],
+            "runs": [{"run_id": e.run_id, "started_at": when(e.started_at), "value": v, **({"host": e.host} if e.host else {})}
+                     for e, v in zip(runs, values, strict=True)],
             "change_points": cps, "name": next((n for n, w in events.names(history.hdir).items() if w == wid), None),
             "description": workload.describe(runs[0].key) if runs else None,
             "baseline": runs[baseline].run_id if baseline is not None else None,

@@ -98,3 +98,14 @@ def describe(k: Mapping[str, str]) -> str:
     rest = " ".join(f"{n}={v}" for n, v in sorted(k.items()) if n not in ("tool", "script", "command", "engine", "host"))
     where = k.get("engine", "") + (f"@{k['host']}" if k.get("host") else "")
     return " ".join(p for p in (head, rest, f"on {where}" if where else "") if p)
+
+
+def pooled_key(k: Mapping[str, str]) -> dict[str, str]:
+    """The key with its host left out: the same work on every host (``history --all-hosts``)."""
+    return {n: v for n, v in k.items() if n != "host"}
+
+
+def pooled_id(k: Mapping[str, str]) -> str:
+    """The id of a workload pooled over hosts: :func:`workload_id` of the key without its host, so it is the
+    same on every host and differs from each host's own id (which digests the host too)."""
+    return workload_id(pooled_key(k))

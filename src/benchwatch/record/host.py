@@ -44,6 +44,21 @@ def disks(sys_block: str = "/sys/block") -> list[dict[str, Any]]:
     return out
 
 
+_name: str | None = None
+
+
+def set_name(name: str | None) -> None:
+    """This host's name on the runs it records (``up --host``, kept in stack.json), set by the commands."""
+    global _name
+    _name = name or None
+
+
+def name() -> str:
+    """This host's name on its records (meta.json's hostname): ``up --host`` or BENCHWATCH_HOST, else the machine's.
+    The machine's own name stays in meta.json's host facts (``nodename``)."""
+    return _name or os.environ.get("BENCHWATCH_HOST") or socket.gethostname()
+
+
 def host_facts() -> dict[str, Any]:
     """Name, CPUs, memory, kernel and block devices of this machine (best effort, a few ms)."""
     host: dict[str, Any] = {"nodename": socket.gethostname(), "cpus": os.cpu_count(), "kernel": os.uname().release}

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from typing import Any, BinaryIO
 from benchwatch import engines, loadgens
 from benchwatch.record import outcome, rundir
 from benchwatch.record.host import host_facts
+from benchwatch.record.host import name as host_name
 from benchwatch.record.stream import ClockStamper, LineSafeStream, SavedCopy, SaveFailures, pump
 from benchwatch.util import secrets
 
@@ -127,7 +127,7 @@ def _run_benchmark(argv: list[str], runs_dir: str, client_env: dict[str, str], n
     meta = {
         "run_id": run.run_id, "mode": "run", "tool": tool, "state": rundir.RUNNING, "pid": os.getpid(),
         "argv": secrets.redact_argv([os.path.basename(program)] + generator.redact_argv(args)),
-        "progress_interval": facts.progress_interval, "hostname": socket.gethostname(),
+        "progress_interval": facts.progress_interval, "hostname": host_name(),
         generator.version_key: tool_version(generator, resolved, env), "started_at": time.time(),
         "sql_statements_per_transaction": facts.statements_per_transaction,
         "stdout": "stdout.log", "stderr": "stderr.log", "txlog_prefix": txlog_prefix,
@@ -234,7 +234,7 @@ def attach_stream(source_fd: int, *, runs_dir: str, echo: BinaryIO | None, tool_
     meta = {
         "run_id": run.run_id, "mode": "attach", "tool": generator.name, "state": rundir.RUNNING, "pid": os.getpid(),
         "argv": secrets.redact_argv([generator.name] + generator.redact_argv(list(tool_args))) if tool_args else None,
-        "progress_interval": interval or facts.progress_interval, "hostname": socket.gethostname(),
+        "progress_interval": interval or facts.progress_interval, "hostname": host_name(),
         "started_at": time.time(), "output": "output.log",
         "sql_statements_per_transaction": facts.statements_per_transaction if tool_args else None,
         "host": host_facts(),

@@ -30,6 +30,8 @@ SHARED_PORTS = {
     "benchwatch_exporter": 19188,
     "grafana": 13000,
     "supervisor": 19189,
+    # The stack's own results database (benchwatch.results), when no --results-dsn names a team's.
+    "results_db": 19432,
 }
 DEFAULT_PORTS = {**SHARED_PORTS, **{c: p for e in engines.load_engines().values() for c, p in e.default_ports.items()}}
 # docker-compose's address of the benchwatch exporter (service name, default port): what
@@ -59,7 +61,13 @@ class Config:
 
     def database_labels(self) -> dict[str, str]:
         """The labels every database-side series of this stack carries (the shared target/host contract)."""
-        return {"target": self.target_name, "host": socket.gethostname()}
+        return {"target": self.target_name, "host": self.host}
+    # The name of this host on every record (meta.json's hostname, the series' host label, the results
+    # database): up --host NAME or BENCHWATCH_HOST, kept in stack.json; the machine's name by default.
+    host: str = field(default_factory=socket.gethostname)
+    # The results database (benchwatch.results): a DSN without password (up --results-dsn, BENCHWATCH_RESULTS_DSN),
+    # "off" for none; None: the stack's own (the results_db component).
+    results_dsn: str | None = None
     # The engine family the stack runs or watches (benchwatch.engines: "postgresql", "mysql"); stack.json
     # files written before say "postgres" or "mariadb", which load_config reads as their families.
     engine: str = field(default_factory=lambda: engines.default().name)
@@ -78,6 +86,21 @@ class Config:
     def option(self, key: str) -> Any:
         """An engine's stack option (its StackOption.key); None when no engine has it."""
         return self.options.get(key)
+
+    @property
+    def own_results_db(self) -> bool:
+        """Whether the stack runs its own results database (no DSN given, and not "off")."""
+        return self.results_dsn is None
+
+    def results_target(self) -> str | None:
+        """The DSN runs are written to: the one given, the stack's own, or None ("off")."""
+        from benchwatch.results import dsn
+
+        if self.results_dsn == dsn.OFF:
+            return None
+        if self.results_dsn:
+            return self.results_dsn
+        return dsn.local(self.ports["results_db"], os.path.join(self.state_dir, "secrets", "results_pgpass"))
 
     @property
     def runs_dir(self) -> str:
@@ -116,7 +139,8 @@ def _engine_name(name: str) -> str:
 
 
 def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | None = None,
-                engine: str | None = None, *, starting: bool = False, **given: Any) -> Config:
+                engine: str | None = None, *, starting: bool = False, results_dsn: str | None = None,
+                host: str | None = None, **given: Any) -> Config:
     """The stack's configuration. ``given``: the engines' stack options by dest (``pg_dsn=``,
     ``instances=``), as their flags gave them. ``starting`` (up, demo): what to start comes from the
     flags, the environment and the defaults, not from what stack.json says an earlier ``up`` started."""
@@ -131,6 +155,8 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.ports.update({k: int(v) for k, v in saved.get("ports", {}).items()})
         cfg.pg_database = saved.get("pg_database", cfg.pg_database)
         cfg.target_name = saved.get("target_name", cfg.target_name)
+        cfg.host = saved.get("host") or cfg.host
+        cfg.results_dsn = saved.get("results_dsn") or None
         if not starting:
             cfg.engine = _engine_name(saved.get("engine", cfg.engine))
             for option in engines.configured_options():
@@ -144,6 +170,18 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
             cfg.ports[component] = int(env)
     cfg.ports.update({k: v for k, v in (port_overrides or {}).items() if v})
     cfg.target_name = os.environ.get("BENCHWATCH_TARGET_NAME") or cfg.target_name
+    cfg.host = host or os.environ.get("BENCHWATCH_HOST") or cfg.host
+    given_dsn = results_dsn or os.environ.get("BENCHWATCH_RESULTS_DSN")
+    if given_dsn:
+        from benchwatch.results import dsn
+
+        # dsn.DsnError (a ValueError) for one with a password; PGPASSFILE, when set, is named in the DSN (a path,
+        # no secret) so that the exporter finds the password there whatever its own environment says.
+        if given_dsn == dsn.OWN:
+            cfg.results_dsn = None  # back to the stack's own, whatever stack.json kept
+        else:
+            cfg.results_dsn = given_dsn if given_dsn == dsn.OFF else dsn.with_passfile(dsn.check(given_dsn),
+                                                                                       os.environ.get("PGPASSFILE"))
     cfg.prometheus_retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION") or cfg.prometheus_retention
     cfg.alert_webhook_url = os.environ.get("BENCHWATCH_ALERT_WEBHOOK_URL") or None
     cfg.grafana_admin_password = os.environ.get("BENCHWATCH_GRAFANA_ADMIN_PASSWORD") or None

@@ -41,7 +41,12 @@ __all__ = ["Stack", "StackError", "binary", "installed"]
 # The stack's own components, in start order; the engine's servers come before them, its exporters
 # after node_exporter (ENGINE_EXPORTERS_AFTER). The supervisor comes last: it starts watching once
 # everything is up, and `down` stops it first.
-SHARED_COMPONENTS = ("prometheus", "alertmanager", "node_exporter", "benchwatch_exporter", "grafana", "supervisor")
+SHARED_COMPONENTS = ("results_db", "prometheus", "alertmanager", "node_exporter", "benchwatch_exporter", "grafana",
+                     "supervisor")
+# The stack's own results database (benchwatch.results), run only when no --results-dsn names another (nor "off");
+# before the benchwatch exporter, which writes to it.
+RESULTS_DB = "results_db"
+RESULTS_DATABASE = "benchwatch_results"
 ENGINE_EXPORTERS_AFTER = "node_exporter"
 
 # Prometheus re-sends firing alerts this often (default 1m): an Alertmanager that was
@@ -94,6 +99,9 @@ def binary(component: str) -> str | None:
         return grafana_binary()
     if component in ("benchwatch_exporter", "supervisor"):
         return sys.executable
+    if component == RESULTS_DB:
+        server = engines.results_server()
+        return server.program() if server is not None else None
     if component == "prometheus":
         return prometheus_binary()  # BENCHWATCH_PROMETHEUS may name another build
     engine = _engine_of_component(component)
@@ -103,6 +111,9 @@ def binary(component: str) -> str | None:
 
 
 def package(component: str) -> str:
+    if component == RESULTS_DB:
+        server = engines.results_server()
+        return server.package if server is not None else "postgresql"
     engine = _engine_of_component(component)
     return engine.packages[component] if engine is not None else PACKAGES[component]
 
@@ -160,7 +171,8 @@ class Stack(ProcessManager):
     def components(self) -> list[str]:
         """What this stack runs, in start order: the engine's servers (unless it watches an existing
         one), the shared components with the engine's exporters; Grafana only where installed."""
-        return [c for c in self._components([self.server]) if c != "grafana" or grafana_binary() is not None]
+        return [c for c in self._components([self.server]) if (c != "grafana" or grafana_binary() is not None)
+                and (c != RESULTS_DB or self.cfg.own_results_db)]
 
     def _all_components(self) -> list[str]:
         """What any engine's stack in this state dir may have left running, in start order."""
@@ -249,6 +261,9 @@ class Stack(ProcessManager):
     # -- status ---------------------------------------------------------------
 
     def pid_source(self, component: str) -> str | None:
+        if component == RESULTS_DB:
+            server = engines.results_server()
+            return server.pid_source(self.path("results", "data")) if server is not None else None
         part = self._part(component)
         return part.pid_source(component) if part else None
 
@@ -260,10 +275,14 @@ class Stack(ProcessManager):
         return self.cfg.url(component) + path if path else None
 
     def check(self, component: str) -> bool | None:
+        if component == RESULTS_DB:
+            return self.pid(component) is not None and self._results_ready()
         part = self._part(component)
         return part.healthy(component) if part else None
 
     def stop_signal(self, component: str) -> signal.Signals:
+        if component == RESULTS_DB:
+            return signal.SIGINT  # PostgreSQL's fast shutdown
         part = self._part(component)
         return (part and part.stop_signal(component)) or signal.SIGTERM
 
@@ -276,7 +295,8 @@ class Stack(ProcessManager):
             components[c] = {"url": self.cfg.url(c), **self.component_status(c, restarts)}
         grafana = grafana_binary()
         return {"state_dir": self.cfg.state_dir, "engine": self.engine.name, **self.server.status(restarts),
-                "components": components, "runs_dir": self.cfg.runs_dir,
+                "components": components, "runs_dir": self.cfg.runs_dir, "host": self.cfg.host,
+                "results": self._results_status(),
                 "grafana": {"installed": bool(grafana),
                             "hint": None if grafana else "Grafana is not installed: put grafana-server (or grafana) on the PATH "
                                     "and run up again, or use docker-compose.yml, or point your own Grafana at grafana/provisioning/"}}
@@ -305,11 +325,14 @@ class Stack(ProcessManager):
         if part is not None:
             part.start(component)
             return
-        {"prometheus": self._start_prometheus, "alertmanager": self._start_alertmanager,
+        {RESULTS_DB: self._start_results_db, "prometheus": self._start_prometheus, "alertmanager": self._start_alertmanager,
          "node_exporter": self._start_node_exporter, "benchwatch_exporter": self._start_benchwatch_exporter,
          "grafana": self._start_grafana, "supervisor": self.start_supervisor}[component]()
 
     def after_start(self, component: str) -> None:
+        if component == RESULTS_DB:
+            self._ensure_results_database()
+            return
         part = self._part(component)
         if part is not None:
             part.after_start(component)
@@ -409,6 +432,8 @@ class Stack(ProcessManager):
 
     def _start_benchwatch_exporter(self) -> None:
         env = dict(self.base_env(), **self.server.exporter_env())  # e.g. PG* for the statements collector
+        # Where finished runs' records go (benchwatch.exporter.results_writer), and the host they carry.
+        env.update(BENCHWATCH_RESULTS_DSN=self.cfg.results_target() or "off", BENCHWATCH_HOST=self.cfg.host)
         argv = [sys.executable, "-m", "benchwatch", "exporter",
                 f"--listen={LISTEN_HOST}:{self.cfg.ports['benchwatch_exporter']}",
                 f"--runs-dir={self.cfg.runs_dir}", f"--remote-write-url={self.cfg.remote_write_url}"]
@@ -439,6 +464,60 @@ class Stack(ProcessManager):
                    BENCHWATCH_DASHBOARDS_DIR=resources.path("dashboards"))
         argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
         self.spawn("grafana", argv + [f"--homepath={home}"], env=env)
+
+    # -- the results database (the stack's own) -----------------------------------------
+
+    def _results_pgpass(self) -> str:
+        return self.path("secrets", "results_pgpass")
+
+    def _start_results_db(self) -> None:
+        server = engines.results_server()
+        if server is None:
+            raise StackError("no engine can run the stack's own results database: give one with --results-dsn DSN, "
+                             "or --results-dsn off")
+        data = self.path("results", "data")
+        if not os.path.exists(os.path.join(data, "PG_VERSION")):
+            password = secrets.token_urlsafe(24)
+            server.init(data, password, self.path("results"), self.base_env())
+            # libpq's pgpass: any port (a later up may move it), this stack's superuser; 0600 (libpq refuses wider).
+            write_private(self._results_pgpass(), f"{LISTEN_HOST}:*:*:postgres:{password}\n")
+        self.spawn(RESULTS_DB, server.argv(data, self.cfg.ports[RESULTS_DB], self.path("results", "socket")),
+                   env=self.base_env(), user=server.user())
+
+    def _results_ready(self) -> bool:
+        import psycopg
+
+        from benchwatch.results.dsn import local
+
+        try:
+            with psycopg.connect(local(self.cfg.ports[RESULTS_DB], self._results_pgpass(), dbname="postgres"),
+                                 connect_timeout=2):
+                return True
+        except psycopg.Error:
+            return False
+
+    def _ensure_results_database(self) -> None:
+        import psycopg
+        from psycopg import sql
+
+        from benchwatch.results.dsn import local
+        from benchwatch.results.store import Store
+
+        try:
+            with psycopg.connect(local(self.cfg.ports[RESULTS_DB], self._results_pgpass(), dbname="postgres"),
+                                 autocommit=True, connect_timeout=5) as conn:
+                if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (RESULTS_DATABASE,)).fetchone() is None:
+                    conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(RESULTS_DATABASE)))
+            with Store(local(self.cfg.ports[RESULTS_DB], self._results_pgpass(), dbname=RESULTS_DATABASE)) as store:
+                store.connect()  # creates the schema
+        except (psycopg.Error, RuntimeError) as e:
+            raise StackError(f"the results database: {str(e).strip()}") from None
+
+    def _results_status(self) -> dict:
+        from benchwatch.results import dsn
+
+        target = self.cfg.results_target()
+        return {"dsn": dsn.public(target) if target else None, "own": self.cfg.own_results_db and target is not None}
 
     # -- down -------------------------------------------------------------------
 

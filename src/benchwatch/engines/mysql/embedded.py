@@ -5,7 +5,6 @@ mariadb-1..N). Instance i > 1 is component ``mariadb-i`` (``mysqld_exporter-i``)
 from __future__ import annotations
 
 import signal
-import socket
 from collections.abc import Mapping
 from typing import Any
 
@@ -136,7 +135,7 @@ class MySQLPart(StackPart):
     def scrape_targets(self) -> list[dict]:
         # The shared contract: a database instance is target and host; one exporter per instance.
         return [{"targets": [self.stack.address(instance_component(EXPORTER, t.index))],
-                 "labels": {"component": EXPORTER, "target": t.name, "host": socket.gethostname()}}
+                 "labels": {"component": EXPORTER, "target": t.name, "host": self.stack.cfg.host}}
                 for t in self.targets()]
 
     def exporter_args(self) -> list[str]:
@@ -145,7 +144,7 @@ class MySQLPart(StackPart):
         # weighs them against this host's pressure stall information, not whichever host's comes first.
         if not self.first.embedded:
             return []
-        return [f"--label=target={self.first.name}", f"--label=host={socket.gethostname()}"]
+        return [f"--label=target={self.first.name}", f"--label=host={self.stack.cfg.host}"]
 
     def status(self, restarts: Mapping[str, Mapping[str, Any]]) -> dict:
         target = self.first

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from benchwatch.engines import Engine, EngineCommand
+from benchwatch.engines import Engine, EngineCommand, ResultsServer
 from benchwatch.engines.postgresql.options import STACK_OPTIONS
 
 if TYPE_CHECKING:
@@ -102,6 +102,11 @@ class PostgreSQL(Engine):
         from benchwatch.engines.postgresql import embedded
 
         return embedded.PostgreSQLPart(self, stack)
+
+    def results_server(self) -> ResultsServer | None:
+        from benchwatch.engines.postgresql import results_db
+
+        return results_db.PostgreSQLResults()
 
     def describe_server(self, env: Mapping[str, str]) -> dict:
         from benchwatch.engines.postgresql.settings import describe_server

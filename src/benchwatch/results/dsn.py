@@ -1,0 +1,70 @@
+"""The results database's DSN: given by ``up --results-dsn`` or BENCHWATCH_RESULTS_DSN, kept in stack.json, so
+it must carry no password. libpq reads the password from a 0600 pgpass file (PGPASSFILE, ~/.pgpass, or the
+DSN's ``passfile``), never from argv or a log."""
+
+from __future__ import annotations
+
+import os
+
+# What `--results-dsn off` (or BENCHWATCH_RESULTS_DSN=off) means: no results database at all, not even the
+# stack's own (a throwaway stack of the tests, a host that keeps its runs to itself).
+OFF = "off"
+# What `--results-dsn own` means: the stack's own results database again (after a DSN kept in stack.json).
+OWN = "own"
+
+
+class DsnError(ValueError):
+    """A DSN that cannot be used as given; the message says why and never repeats a password."""
+
+
+def _parse(dsn: str) -> dict[str, str]:
+    from psycopg import conninfo
+
+    try:
+        return {k: str(v) for k, v in conninfo.conninfo_to_dict(dsn).items()}
+    except Exception as e:  # psycopg.ProgrammingError: the message may quote the DSN, password and all
+        raise DsnError("the results DSN is not a libpq connection string or URI "
+                       f"({type(e).__name__}); e.g. 'host=db.example port=5432 dbname=benchwatch user=bench' "
+                       "or postgresql://bench@db.example/benchwatch") from None
+
+
+def check(dsn: str) -> str:
+    """The DSN as given, once it is known to carry no password; :class:`DsnError` otherwise."""
+    params = _parse(dsn)
+    if "password" in params:
+        raise DsnError("the results DSN carries a password: it would be kept in stack.json and seen in argv. "
+                       "Give it without, and put the password in a 0600 pgpass file "
+                       "(PGPASSFILE, ~/.pgpass, or passfile=PATH in the DSN)")
+    return dsn
+
+
+def with_passfile(dsn: str, passfile: str | None) -> str:
+    """The DSN naming ``passfile`` (absolute) for its password, unless it names one already or none is given."""
+    if not passfile:
+        return dsn
+    from psycopg import conninfo
+
+    params = _parse(dsn)
+    if "passfile" in params:
+        return dsn
+    return conninfo.make_conninfo(dsn, passfile=os.path.abspath(passfile))
+
+
+def public(dsn: str) -> str:
+    """The DSN for messages and status: its parts without any password (which :func:`check` refuses anyway)."""
+    from psycopg import conninfo
+
+    try:
+        params = _parse(dsn)
+    except DsnError:
+        return "(not a valid DSN)"
+    params.pop("password", None)
+    return conninfo.make_conninfo(**params)
+
+
+def local(port: int, passfile: str, user: str = "postgres", dbname: str = "benchwatch_results") -> str:
+    """The DSN of the stack's own results database: 127.0.0.1, its port, the password in its 0600 pgpass."""
+    from psycopg import conninfo
+
+    return conninfo.make_conninfo(host="127.0.0.1", port=str(port), user=user, dbname=dbname, passfile=passfile,
+                                  sslmode="disable")

@@ -1,0 +1,183 @@
+"""The results database (PostgreSQL, psycopg 3): runs written when they end, read back by any host that points
+at it. The schema is ``schema.sql`` beside this file; docs/results.md describes it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from benchwatch.results import record as rec
+from benchwatch.results.dsn import check
+
+SCHEMA_VERSION = 1
+CONNECT_TIMEOUT_S = 5
+
+_RUN_COLUMNS = ("run_id", "host", "started_at", "ended_at", "state", "tool", "engine", "exit_code", "workload",
+                "pooled_workload", "workload_key", "figures", "meta", "summary", "settings", "stability", "profile")
+_TIMES = ("started_at", "ended_at")
+_JSONB = ("workload_key", "figures", "meta", "summary", "settings", "stability", "profile")
+
+
+def schema_sql() -> str:
+    return resources.files("benchwatch.results").joinpath("schema.sql").read_text(encoding="utf-8")
+
+
+def _upsert_sql() -> str:
+    values = ", ".join("to_timestamp(%(" + c + ")s)" if c in _TIMES else f"%({c})s::jsonb" if c in _JSONB
+                       else f"%({c})s" for c in _RUN_COLUMNS)
+    updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _RUN_COLUMNS if c != "run_id")
+    return (f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({values}) "
+            f"ON CONFLICT (run_id) DO UPDATE SET {updates}, written_at = now()")
+
+
+UPSERT_RUN = _upsert_sql()
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """What history lists of a run in the database, without its files."""
+
+    run_id: str
+    host: str
+    started_at: float | None
+    state: str | None
+    workload: str | None
+    pooled_workload: str | None
+    key: dict[str, str]
+    figures: dict[str, Any]
+
+
+class Store:
+    """One connection to the results database, opened on first use. Every write is one transaction."""
+
+    def __init__(self, dsn: str):
+        self.dsn = check(dsn)
+        self._conn: Any = None
+        self._schema_checked = False
+
+    def connect(self):
+        import psycopg
+
+        if self._conn is None or self._conn.closed:
+            self._conn = psycopg.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S, application_name="benchwatch")
+            self._schema_checked = False
+        if not self._schema_checked:
+            self.ensure_schema()
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ensure_schema(self) -> None:
+        """Creates what is missing (every statement may run again); refuses a database of a newer schema."""
+        conn = self._conn
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(hashtext('benchwatch results schema'))")
+            conn.execute(schema_sql())
+            newest = conn.execute("SELECT max(version) FROM benchwatch_schema").fetchone()[0]
+        if newest is not None and newest > SCHEMA_VERSION:
+            raise RuntimeError(f"the results database has schema version {newest}, newer than this benchwatch's "
+                               f"{SCHEMA_VERSION}: upgrade benchwatch")
+        self._schema_checked = True
+
+    # -- writing -----------------------------------------------------------------------
+
+    def write_record(self, record: rec.RunRecord) -> None:
+        """The run's row and files, replacing what the database had of it (idempotent: written again, the same)."""
+        conn = self.connect()
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(UPSERT_RUN, record.row())
+            cur.execute("DELETE FROM run_files WHERE run_id = %s", (record.run_id,))
+            with cur.copy("COPY run_files (run_id, name, kind, encoding, size, data) FROM STDIN") as copy:
+                for f in record.files:
+                    copy.write_row((record.run_id, f.name, f.kind, f.encoding, f.size, f.data))
+
+    def write_run(self, run_dir: str, host: str, index_entry: Mapping[str, Any] | None = None,
+                  pooled_workload: str | None = None) -> rec.RunRecord:
+        """Reads the run directory and writes its record (see :func:`benchwatch.results.record.read_run`)."""
+        record = rec.read_run(run_dir, host, index_entry, pooled_workload)
+        self.write_record(record)
+        return record
+
+    def write_history_state(self, host: str, kind: str, content: Any) -> None:
+        """One of history's state files of a host (accepted, names, annotations), as it is now."""
+        conn = self.connect()
+        with conn.transaction():
+            conn.execute("INSERT INTO history_state (host, kind, content) VALUES (%s, %s, %s::jsonb) "
+                         "ON CONFLICT (host, kind) DO UPDATE SET content = EXCLUDED.content, written_at = now()",
+                         (host, kind, json.dumps(content)))
+
+    # -- reading -----------------------------------------------------------------------
+
+    def runs(self, host: str | None = None) -> list[StoredRun]:
+        """Every run (of ``host``, or of all hosts), oldest first, with the figures history reads."""
+        conn = self.connect()
+        sql = ("SELECT run_id, host, extract(epoch FROM started_at)::float8, state, workload, pooled_workload, "
+               "workload_key::text, figures::text FROM runs")
+        params: tuple = ()
+        if host is not None:
+            sql += " WHERE host = %s"
+            params = (host,)
+        rows = conn.execute(sql + " ORDER BY started_at NULLS LAST, run_id", params).fetchall()
+        conn.commit()
+        loads = json.loads
+        keys: dict[str, dict[str, str]] = {}  # the runs of a workload share their key: each text parsed once
+        out = []
+        for r in rows:
+            key = keys.get(r[6]) if r[6] else {}
+            if key is None:
+                key = keys[r[6]] = loads(r[6])
+            out.append(StoredRun(r[0], r[1], r[2], r[3], r[4], r[5], key, loads(r[7]) if r[7] else {}))
+        return out
+
+    def meta(self, run_id: str) -> dict[str, Any]:
+        """A run's meta.json as the database has it; {} when it has no such run."""
+        conn = self.connect()
+        row = conn.execute("SELECT meta::text FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+        conn.commit()
+        return json.loads(row[0]) if row else {}
+
+    def run_ids(self) -> set[str]:
+        conn = self.connect()
+        ids = {r[0] for r in conn.execute("SELECT run_id FROM runs").fetchall()}
+        conn.commit()
+        return ids
+
+    def files(self, run_id: str) -> list[rec.RunFile]:
+        conn = self.connect()
+        rows = conn.execute("SELECT name, kind, encoding, size, data FROM run_files WHERE run_id = %s ORDER BY name",
+                            (run_id,)).fetchall()
+        conn.commit()
+        return [rec.RunFile(r[0], r[1], r[2], r[3], bytes(r[4])) for r in rows]
+
+    def materialize(self, run_id: str, runs_dir: str):
+        """The run as ``<runs_dir>/<run_id>/`` (left as it is when already there), for the readers of run
+        directories (report, compare, snapshot, explain); None when the database has no such run."""
+        files = self.files(run_id)
+        if not files:
+            return None
+        return rec.materialize(files, runs_dir, run_id)
+
+
+def fetch_run(dsn: str | None, run_id: str, into: str):
+    """A run another host made, from the results database, as a run directory under ``into`` (a cache beside the
+    runs directory, which the exporter does not follow), for report, compare, snapshot and explain; None when
+    there is no database, it is down, or it has no such run."""
+    if not dsn or not run_id:
+        return None
+    try:
+        with Store(dsn) as store:
+            return store.materialize(run_id, into)
+    except Exception:  # psycopg.OperationalError (down), ValueError (a damaged record): as if it had none
+        return None
