@@ -12,6 +12,7 @@ import math
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -52,6 +53,20 @@ WRITE_PATH = "/api/v1/write"
 RUNS_COLLECTOR = "pgbench_runs"
 RUN_LIVE_HOLD_S = 15.0
 
+
+class ScrapeServer(ThreadingHTTPServer):
+    """The daemon's HTTP server. A scraper that gives up first (Prometheus' 1 s scrape timeout on a busy
+    machine) closes its connection before the body is written: that is its business, not a traceback
+    on the daemon's stderr; any other error in a request is logged with its traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address) -> None:
+        error = sys.exc_info()[1]
+        if isinstance(error, ConnectionError):  # BrokenPipeError, ConnectionResetError, ...
+            log.debug("client %s went away: %s", client_address, error)
+            return
+        log.error("request from %s failed", client_address, exc_info=error)
 
 class RemoteWriteStats:
     """Self-metrics of the remote-write sink, as the writer counts them."""
@@ -296,8 +311,7 @@ class Exporter:
             def log_message(self, fmt, *args):  # scrapes every second: keep the log quiet
                 pass
 
-        httpd = ThreadingHTTPServer((host, port), Handler)
-        httpd.daemon_threads = True
+        httpd = ScrapeServer((host, port), Handler)
         thread = threading.Thread(target=httpd.serve_forever, daemon=True)
         thread.start()
         log.info("listening on http://%s:%d/metrics", host, port)
