@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, TextIO
 
 from benchwatch import engines
-from benchwatch.stack.config import DEFAULT_PORTS, ENGINES, load_config
+from benchwatch.stack.config import DEFAULT_PORTS, ENGINES, LONG_TERM_KEYS, load_config
 
 if TYPE_CHECKING:
     from benchwatch.stack.native import Stack
@@ -80,7 +80,18 @@ class Context:
         ports = {c: port for c in DEFAULT_PORTS if (port := getattr(args, f"port_{c}", None))}
         given = {o.dest: getattr(args, o.dest, None) for o in engines.stack_options()}
         cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "engine", None), starting=starting,
-                          **given)
+                          long_term={k: getattr(args, k, None) for k in LONG_TERM_KEYS}, **given)
+        if cfg.long_term_write_url and cfg.long_term_query_url:
+            # Every reader of a run's series falls back to the store when this Prometheus lacks the run.
+            from benchwatch.query import longterm
+
+            try:
+                headers = longterm.bearer_headers(cfg.long_term_bearer_token_file)
+            except OSError as e:
+                self.say(f"the long-term store's bearer token file: {e.strerror or e}; reading it without a token")
+                headers = {}
+            longterm.configure(cfg.url("prometheus"), longterm.Store(cfg.long_term_write_url, cfg.long_term_query_url,
+                                                                     headers))
         return Stack(cfg, out=self.say)
 
     @cached_property

@@ -12,6 +12,7 @@ import queue
 import threading
 
 from benchwatch.exporter import self_metrics as sm
+from benchwatch.query import longterm
 from benchwatch.query.archive import save_run_series
 from benchwatch.record import rundir
 from benchwatch.stability import runs as stability_runs
@@ -50,6 +51,15 @@ class RunArchiver:
                 stability_runs.complete(rundir.RunDir(run.path))
             except Exception:  # its readers compute the dips by cause from the series when summary.json lacks them
                 log.exception("could not complete the stability profile of run %s", run.run_id)
+            store = longterm.store_of(self.prometheus_url)
+            if store is None:
+                continue
+            try:
+                # What Prometheus' remote write did not forward (out-of-order samples) written to the store.
+                done = longterm.complete_run(run.path, self.prometheus_url, store)
+                log.info("run %s in the long-term store %s: %s", run.run_id, store, done.to_json())
+            except Exception:  # the store away: the run's series are still here, and in its series/*.csv
+                log.exception("could not complete run %s in the long-term store %s", run.run_id, store)
 
     def collect(self):
         for name, value in ((sm.RUNS_SAVED, self.saved), (sm.RUNS_SAVE_FAILURES, self.failed)):
