@@ -12,7 +12,7 @@ import pytest
 
 from benchwatch import evidence, resources
 from benchwatch.model.samples import is_stale_marker
-from benchwatch.query import archive, longterm, promql
+from benchwatch.query import archive, longterm, prometheus, promql
 from benchwatch.query.series import Series
 from benchwatch.stack.config import LONG_TERM_KEYS, check_long_term, load_config
 from benchwatch.stack.native import long_term_remote_write, render_remote_write
@@ -132,3 +132,36 @@ def test_the_archive_keeps_every_series_the_why_reads(engine):
     for signal in evidence.signals_for(engine):
         for wanted in promql.selectors(signal.promql.replace("{w}", "60s").replace("{target}", "")):
             assert any(covers(a, wanted) for a in archived), (signal.name, wanted)
+
+
+class FakeMirror:
+    """Stands for the private Prometheus a run is copied into (a real one is the integration test's)."""
+
+    def __init__(self, store):
+        self.store, self.loads = store, []
+        self.prometheus = type("P", (), {"url": "http://127.0.0.1:1/mirror"})()
+
+    def load(self, run_id, start, end):
+        if run_id == "broken":
+            raise RuntimeError("prometheus exited")
+        self.loads.append(run_id)
+
+
+def test_a_run_is_read_where_it_is(monkeypatch):
+    local, store = "http://127.0.0.1:19090", longterm.Store("http://vm/api/v1/write", "http://vm")
+    monkeypatch.setattr(longterm, "_stores", {})
+    monkeypatch.setattr(longterm, "_mirrors", {})
+    monkeypatch.setattr(longterm, "_Mirror", FakeMirror)
+    monkeypatch.setattr(prometheus, "_headers", {})
+    where = {(local, "here"), ("http://vm", "gone"), ("http://vm", "broken")}
+    monkeypatch.setattr(longterm, "has_run", lambda base, run_id, start, end: (base, run_id) in where)
+    assert longterm.base_for_run(local, "gone", 0, 1) is None  # no store configured for it
+    longterm.configure(local + "/", store)
+    assert longterm.base_for_run(local, "here", 0, 1) == local
+    mirror_url = longterm.base_for_run(local, "gone", 0, 1)
+    assert mirror_url == "http://127.0.0.1:1/mirror" and longterm.source_of(mirror_url) is store
+    assert longterm.source_of(local) is None
+    assert longterm.base_for_run(local, "nowhere", 0, 1) is None
+    assert longterm.base_for_run(local, "broken", 0, 1) is None  # said in the log; the caller rebuilds instead
+    assert longterm.base_for_run(None, "here", 0, 1) is None
+    assert longterm._mirrors["http://vm"].loads == ["gone"]

@@ -28,7 +28,7 @@ from benchwatch.model.samples import STALE_NAN, Sample, sample
 from benchwatch.query import prometheus
 from benchwatch.query.series import Series
 from benchwatch.query.series import fetch as series_fetch
-from benchwatch.sink.client import RemoteWriter, redact_url
+from benchwatch.sink.client import RemoteWriteError, RemoteWriter, redact_url
 from benchwatch.util import net
 
 log = logging.getLogger("benchwatch.longterm")
@@ -151,10 +151,14 @@ def base_for_run(base: str | None, run_id: str, start: float, end: float) -> str
     store = store_of(base)
     if store is None or not has_run(store.query_url, run_id, start, end):
         return None
-    mirror = _mirrors.get(store.query_url)
-    if mirror is None:
-        mirror = _mirrors[store.query_url] = _Mirror(store)
-    mirror.load(run_id, start, end)
+    try:
+        mirror = _mirrors.get(store.query_url)
+        if mirror is None:
+            mirror = _mirrors[store.query_url] = _Mirror(store)
+        mirror.load(run_id, start, end)
+    except (RuntimeError, OSError, RemoteWriteError) as e:  # no Prometheus to start, the store gone meanwhile
+        log.warning("run %s could not be read from the long-term store %s: %s", run_id, store, e)
+        return None
     return mirror.prometheus.url
 
 
