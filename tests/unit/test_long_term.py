@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import threading
 
 import pytest
 
@@ -165,3 +166,24 @@ def test_a_run_is_read_where_it_is(monkeypatch):
     assert longterm.base_for_run(local, "broken", 0, 1) is None  # said in the log; the caller rebuilds instead
     assert longterm.base_for_run(None, "here", 0, 1) is None
     assert longterm._mirrors["http://vm"].loads == ["gone"]
+
+
+def test_a_run_the_store_was_away_for_is_completed_later(monkeypatch):
+    from benchwatch.exporter import run_archiver
+
+    calls: list[str] = []
+    done = threading.Event()
+
+    def complete_run(path, local, store):
+        calls.append(path)
+        if len(calls) < 3:
+            raise OSError("connection refused")
+        done.set()
+        return longterm.Completion(local=1, forwarded=1)
+
+    monkeypatch.setattr(longterm, "complete_run", complete_run)
+    monkeypatch.setattr(run_archiver.LongTermCompleter, "RETRY_S", (0.05, 0.05))
+    completer = run_archiver.LongTermCompleter("http://127.0.0.1:19090", longterm.Store("http://vm/w", "http://vm"))
+    completer.add("/runs/R", "R")
+    assert done.wait(10), calls
+    assert calls == ["/runs/R"] * 3

@@ -414,7 +414,7 @@ def _complete_long_term(ctx: Context, run_paths: list[str]) -> None:
             done = longterm.complete_run(path, ctx.stack.cfg.url("prometheus"), store, wait=k == 0)
         except (OSError, ValueError, RuntimeError, RemoteWriteError) as e:
             ctx.say(f"{os.path.basename(path)}: not completed in the long-term store {store}: {e} "
-                    "(its samples are kept here; import it again once the store is back)")
+                    "(its samples are kept in the stack's Prometheus and the run directory)")
             continue
         ctx.say(f"{os.path.basename(path)} in the long-term store {store}: {done.local} samples, "
                 f"{done.forwarded} forwarded by Prometheus, {done.written} written directly"
