@@ -22,6 +22,7 @@ PACKAGES = {
     "prometheus-mysqld-exporter": "prometheus-mysqld-exporter",
     "promtool": "prometheus",
     "sysbench": "sysbench",
+    "victoria-metrics": "victoria-metrics",
 }
 
 

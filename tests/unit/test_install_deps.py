@@ -183,7 +183,7 @@ def test_the_pgbench_demo_installs_only_what_it_uses(stand_ins):
     (["--engine=mariadb"], MARIADB_DEMO, []),
     (["--feature", "shards"], [*PGBENCH_DEMO, "postgresql-15-plproxy"], []),
     (["--tool", "go-tpc"], [*SHARED, "mariadb-server", "prometheus-mysqld-exporter"], [f"/usr/local/bin go install {GOTPC}"]),
-    (["--test", "--engine", "postgresql"], [*PGBENCH_DEMO, "sysstat", "docker-compose", "chromium", "nodejs"], []),
+    (["--test", "--engine", "postgresql"], [*PGBENCH_DEMO, "sysstat", "docker-compose", "chromium", "nodejs", "victoria-metrics"], []),
     (["sysstat", "go:example.org/x/cmd/prog@v1.2.3"], ["sysstat"], ["/usr/local/bin go install example.org/x/cmd/prog@v1.2.3"]),
 ])
 def test_the_script_installs_the_selection_and_nothing_else(stand_ins, args, debian, go):

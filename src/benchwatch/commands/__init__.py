@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TextIO
 from benchwatch import engines
 from benchwatch.record import host as record_host
 from benchwatch.results.dsn import DsnError
-from benchwatch.stack.config import DEFAULT_PORTS, ENGINES, load_config
+from benchwatch.stack.config import DEFAULT_PORTS, ENGINES, LONG_TERM_KEYS, load_config
 
 if TYPE_CHECKING:
     from benchwatch.stack.native import Stack
@@ -84,11 +84,22 @@ class Context:
         try:
             cfg = load_config(getattr(args, "state_dir", None), ports, getattr(args, "engine", None), starting=starting,
                               results_dsn=getattr(args, "results_dsn", None), host=getattr(args, "stack_host", None),
-                              **given)
+                              long_term={k: getattr(args, k, None) for k in LONG_TERM_KEYS}, **given)
         except DsnError as e:  # BENCHWATCH_RESULTS_DSN or --results-dsn with a password: refused, never repeated
             self.say(str(e))
             raise SystemExit(2) from None
         record_host.set_name(cfg.host)  # meta.json's hostname of the runs this command records
+        if cfg.long_term_write_url and cfg.long_term_query_url:
+            # Every reader of a run's series falls back to the store when this Prometheus lacks the run.
+            from benchwatch.query import longterm
+
+            try:
+                headers = longterm.bearer_headers(cfg.long_term_bearer_token_file)
+            except OSError as e:
+                self.say(f"the long-term store's bearer token file: {e.strerror or e}; reading it without a token")
+                headers = {}
+            longterm.configure(cfg.url("prometheus"), longterm.Store(cfg.long_term_write_url, cfg.long_term_query_url,
+                                                                     headers))
         return Stack(cfg, out=self.say)
 
     @cached_property

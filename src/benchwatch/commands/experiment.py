@@ -504,7 +504,8 @@ def _why(ctx: Context, stack):
     """The evidence of each difference from the stack's Prometheus, or None (said) when it is not up."""
     from benchwatch.evidence import experiment_why
 
-    if not stack.healthy("prometheus"):
+    # (With a long-term store, the runs the stack's Prometheus lacks are read from it: benchwatch.query.longterm.)
+    if not stack.healthy("prometheus") and not stack.cfg.long_term_query_url:
         ctx.say("Prometheus is not up: the report has no server-side why (benchwatch up, then report again)")
         return None
     from benchwatch.experiment.figures import run_figures

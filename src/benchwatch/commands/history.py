@@ -92,7 +92,8 @@ def _answer(ctx: Context, hist, target: list[str], pooled_entries: list | None) 
         if args.name:
             events.name(hist.hdir, wid, args.name)
             say(f"workload {wid} is named {args.name}")
-        result = report.series(hist, wid, args.metric, entries, _evidence(stack) if stack.healthy("prometheus") else None)
+        result = report.series(hist, wid, args.metric, entries, _evidence(stack) if stack.healthy("prometheus")
+                               or stack.cfg.long_term_query_url else None)
         if not result["runs"]:
             say(f"no run of workload {wid} has {args.metric}" + (
                 " (latency percentiles need pgbench's per-transaction log: benchwatch run --latency-log)"

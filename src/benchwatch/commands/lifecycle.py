@@ -8,6 +8,7 @@ from typing import TextIO
 
 from benchwatch import engines
 from benchwatch.commands import Context, command
+from benchwatch.stack.config import check_long_term
 from benchwatch.stack.native import StackError
 
 
@@ -20,6 +21,13 @@ def _up_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--host", dest="stack_host", metavar="NAME",
                    help="this host's name on its runs, series and records (default: the machine's name; env "
                    "BENCHWATCH_HOST; kept in stack.json): one stable name for every CI runner of a job")
+    # The long-term series store (docs/long-term.md), kept in stack.json for the commands after up.
+    p.add_argument("--long-term-write-url", metavar="URL", help="remote-write every series to this long-term store "
+                   "too (VictoriaMetrics, Mimir, Thanos Receive; env BENCHWATCH_LONG_TERM_WRITE_URL)")
+    p.add_argument("--long-term-query-url", metavar="URL", help="the long-term store's Prometheus query API, read when "
+                   "the stack's Prometheus lacks a run (env BENCHWATCH_LONG_TERM_QUERY_URL)")
+    p.add_argument("--long-term-bearer-token-file", metavar="FILE", help="file (0600) holding the long-term store's "
+                   "bearer token (env BENCHWATCH_LONG_TERM_BEARER_TOKEN_FILE)")
 
 
 @command("up", help="start the native stack (idempotent)", arguments=_up_arguments)
@@ -27,6 +35,10 @@ def cmd_up(ctx: Context) -> int:
     stack = ctx.starting_stack()
     if stack is None:
         return 1
+    wrong = check_long_term(stack.cfg)
+    if wrong:
+        ctx.say(wrong)
+        return 2
     try:
         status = stack.up()
     except StackError as e:

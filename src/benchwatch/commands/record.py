@@ -383,6 +383,7 @@ def cmd_import(ctx: Context) -> int:
     except (RemoteWriteError, OSError) as e:
         say(f"could not write to Prometheus at {stack.cfg.remote_write_url}: {e} (is the stack up? benchwatch up)")
         return 1
+    imported: list[str] = []
     for path, data, reads, _, placed_by in files:
         for r in reads:
             if r.skipped is not None:
@@ -394,4 +395,27 @@ def cmd_import(ctx: Context) -> int:
             say(f"imported run {r.run_id}; saved in {run.path}")
             if not args.json:
                 print(r.run_id, file=ctx.stdout)
+            imported.append(run.path)
+    _complete_long_term(ctx, imported)
     return 0
+
+
+def _complete_long_term(ctx: Context, run_paths: list[str]) -> None:
+    """An imported run's samples are older than what Prometheus appends in order, so its remote write does not
+    forward them: they are written to the long-term store directly (docs/long-term.md)."""
+    from benchwatch.query import longterm
+    from benchwatch.sink.remote_write import RemoteWriteError
+
+    store = longterm.store_of(ctx.stack.cfg.url("prometheus"))
+    if store is None or not run_paths:
+        return
+    for k, path in enumerate(run_paths):
+        try:
+            done = longterm.complete_run(path, ctx.stack.cfg.url("prometheus"), store, wait=k == 0)
+        except (OSError, ValueError, RuntimeError, RemoteWriteError) as e:
+            ctx.say(f"{os.path.basename(path)}: not completed in the long-term store {store}: {e} "
+                    "(its samples are kept in the stack's Prometheus and the run directory)")
+            continue
+        ctx.say(f"{os.path.basename(path)} in the long-term store {store}: {done.local} samples, "
+                f"{done.forwarded} forwarded by Prometheus, {done.written} written directly"
+                + (f", {done.refused} refused by the store (older than its retention?)" if done.refused else ""))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchwatch import engines
-from benchwatch.query import prometheus
+from benchwatch.query import longterm, prometheus
 from benchwatch.record import rundir
 from benchwatch.record.host import DISKS
 
@@ -110,6 +110,8 @@ def run_evidence(prom: str, meta: dict[str, Any], transactions: float | None, si
     if window is None:
         return {}
     start, end = window
+    if meta.get("run_id"):  # the stack's Prometheus, or the long-term store when that one alone has the run
+        prom = longterm.base_for_run(prom, str(meta["run_id"]), start, end) or prom
     seconds = max(1, math.ceil(end - start))
     w = f"{seconds}s"
     target = run_target(meta)
@@ -337,8 +339,9 @@ def dips_why(prom: str, runs_dir: str, engine_name: str) -> Callable[[list[str],
         if not windows or run is None:
             return {}, {}
         chosen = [s for s in signals if s.name in host] if host_only else list(signals)
-        during = in_windows(prom, windows, chosen)
-        whole = in_windows(prom, [run], chosen)
+        base = longterm.base_for_run(prom, run_id, *run) or prom
+        during = in_windows(base, windows, chosen)
+        whole = in_windows(base, [run], chosen)
         a, b = {}, {}
         for s in chosen:
             names = [n for n in whole if n == s.name or (s.kind == "waits" and n.startswith(WAIT_PREFIX))]

@@ -9,12 +9,15 @@ imports neither the dashboards nor the snapshot code (tests/unit/test_layout.py)
 
 from __future__ import annotations
 
+import heapq
 import logging
 import queue
 import threading
+import time
 
 from benchwatch.exporter import self_metrics as sm
 from benchwatch.exporter.results_writer import ResultsWriter
+from benchwatch.query import longterm
 from benchwatch.query.archive import save_run_series
 from benchwatch.record import rundir
 from benchwatch.stability import runs as stability_runs
@@ -35,6 +38,7 @@ class RunArchiver:
         self.queue: queue.Queue = queue.Queue()
         self.saved = 0
         self.failed = 0
+        self.completer: LongTermCompleter | None = None
         threading.Thread(target=self._work, daemon=True, name="run-archiver").start()
 
     def __call__(self, run) -> None:
@@ -43,24 +47,31 @@ class RunArchiver:
     def _work(self) -> None:
         while True:
             run = self.queue.get()
-            self._archive(run)
+            if self._archive(run):
+                store = longterm.store_of(self.prometheus_url)
+                if store is not None:
+                    if self.completer is None:
+                        self.completer = LongTermCompleter(self.prometheus_url, store)
+                    self.completer.add(run.path, run.run_id)
             if self.results is not None:
                 # Last: the record then holds the archived series and the completed summary. Without series (Prometheus
                 # away) the record is written all the same, with what the run directory has.
                 self.results.run_ended(run.path)
 
-    def _archive(self, run) -> None:
+    def _archive(self, run) -> bool:
+        """Saves the run's series and completes its stability profile; False when the series could not be saved."""
         try:
             save_run_series(run.path, self.prometheus_url)
             self.saved += 1
         except Exception:  # Prometheus away, a run without data: the raw output is still there
             self.failed += 1
             log.exception("could not save the series of run %s", run.run_id)
-            return
+            return False
         try:
             stability_runs.complete(rundir.RunDir(run.path))
         except Exception:  # its readers compute the dips by cause from the series when summary.json lacks them
             log.exception("could not complete the stability profile of run %s", run.run_id)
+        return True
 
     def collect(self):
         for name, value in ((sm.RUNS_SAVED, self.saved), (sm.RUNS_SAVE_FAILURES, self.failed)):
@@ -69,3 +80,46 @@ class RunArchiver:
             yield f
         # The results database's counts, 0 without one ("off"): the catalogue is the same on every exporter.
         yield from (self.results.collect() if self.results is not None else ResultsWriter.idle_families())
+
+
+class LongTermCompleter:
+    """Writes to the long-term store what Prometheus' remote write did not forward of each finished run
+    (benchwatch.query.longterm.complete_run), in a thread of its own so that the next run's archive does
+    not wait for it; a run the store was away for is tried again later (RETRY_S), for about a day."""
+
+    RETRY_S = (10.0, 30.0, 60.0, 300.0, 900.0, 1800.0, 3600.0, 3600.0, 3600.0, 3600.0, 7200.0, 7200.0,
+               14400.0, 14400.0, 28800.0)
+
+    def __init__(self, local: str, store: longterm.Store, clock=time.monotonic):
+        self.local, self.store, self.clock = local, store, clock
+        self.due: list[tuple[float, int, str, str, int]] = []  # (when, order, path, run id, attempt)
+        self.order = 0
+        self.wake = threading.Condition()
+        threading.Thread(target=self._work, daemon=True, name="long-term-completer").start()
+
+    def add(self, path: str, run_id: str, attempt: int = 0, delay_s: float = 0.0) -> None:
+        with self.wake:
+            self.order += 1
+            heapq.heappush(self.due, (self.clock() + delay_s, self.order, path, run_id, attempt))
+            self.wake.notify()
+
+    def _next(self) -> tuple[str, str, int]:
+        with self.wake:
+            while not self.due or self.due[0][0] > self.clock():
+                self.wake.wait(None if not self.due else max(0.0, self.due[0][0] - self.clock()))
+            _, _, path, run_id, attempt = heapq.heappop(self.due)
+            return path, run_id, attempt
+
+    def _work(self) -> None:
+        while True:
+            path, run_id, attempt = self._next()
+            try:
+                done = longterm.complete_run(path, self.local, self.store)
+                log.info("run %s in the long-term store %s: %s", run_id, self.store, done.to_json())
+            except Exception:  # the store away: the run's series are still here, and in its series/*.csv
+                if attempt < len(self.RETRY_S):
+                    log.exception("could not complete run %s in the long-term store %s: again in %.0f s",
+                                  run_id, self.store, self.RETRY_S[attempt])
+                    self.add(path, run_id, attempt + 1, self.RETRY_S[attempt])
+                else:
+                    log.exception("could not complete run %s in the long-term store %s: given up", run_id, self.store)

@@ -357,6 +357,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--server-log", help="the database server's log to follow (checkpoints and other events)")
     parser.add_argument("--label", action="append", default=[], metavar="NAME=VALUE", type=_label,
                         help="a label on every series about the database (checkpoints), e.g. target=db1 host=h1; repeatable")
+    parser.add_argument("--long-term-write-url", help="the long-term store's remote-write endpoint: each finished "
+                        "run's samples Prometheus did not forward are written there (docs/long-term.md)")
+    parser.add_argument("--long-term-query-url", help="the long-term store's Prometheus query API (base URL)")
+    parser.add_argument("--long-term-bearer-token-file", help="file (0600) holding the long-term store's bearer token")
     add_collector_flags(parser)
     return parser
 
@@ -372,6 +376,11 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     host, _, port = args.listen.rpartition(":")
+    if args.long_term_write_url and args.long_term_query_url and args.remote_write_url.endswith(WRITE_PATH):
+        from benchwatch.query import longterm
+
+        longterm.configure(args.remote_write_url[:-len(WRITE_PATH)], longterm.Store(
+            args.long_term_write_url, args.long_term_query_url, longterm.bearer_headers(args.long_term_bearer_token_file)))
     exporter = Exporter(runs_dir=args.runs_dir, remote_write_url=args.remote_write_url,
                         server_log=args.server_log, collectors=enabled_collectors(args),
                         database_labels=dict(args.label), environ=os.environ)

@@ -37,6 +37,15 @@ def _connection(base: str) -> Iterator[KeepAlive]:
             pool.append(connection)  # after a failure too: it reconnects on its next request
 
 
+# Headers sent to one API base URL (a long-term store's bearer token, benchwatch.query.longterm.configure).
+_headers: dict[str, dict[str, str]] = {}
+
+
+def set_headers(base: str, headers: dict[str, str]) -> None:
+    """Send these headers with every request to ``base`` (never logged nor put into errors)."""
+    _headers[base.rstrip("/")] = dict(headers)
+
+
 class PrometheusError(RuntimeError):
     """The API answered with an error, or not at all."""
 
@@ -48,8 +57,8 @@ def api(base: str, path: str, params: dict[str, str] | None = None, timeout_s: f
         target += "?" + urllib.parse.urlencode(params)
     try:
         with _connection(base) as connection:
-            status, data = connection.request("GET", target, headers={"Accept": "application/json"},
-                                              timeout_s=timeout_s)
+            status, data = connection.request("GET", target, timeout_s=timeout_s,
+                                              headers={"Accept": "application/json", **_headers.get(base.rstrip("/"), {})})
         if status != 200:
             body = data.decode("utf-8", "replace")
             try:

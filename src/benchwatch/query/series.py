@@ -109,7 +109,10 @@ def fetch(base: str, selectors: list[str], start: float, end: float) -> list[Ser
             s = Series(name, labels)
             if s.key in found:
                 continue
-            s.samples = [(int(round(float(t) * 1000)), parse_value(v)) for t, v in r.get("values", [])]
+            # One sample per millisecond: a store that took the same sample twice (VictoriaMetrics without
+            # -dedup.minScrapeInterval) returns both, Prometheus never does.
+            samples = [(int(round(float(t) * 1000)), parse_value(v)) for t, v in r.get("values", [])]
+            s.samples = [p for i, p in enumerate(samples) if i == 0 or p[0] != samples[i - 1][0]]
             found[s.key] = s
     return sorted(found.values(), key=lambda s: s.key)
 

@@ -24,8 +24,7 @@ from benchwatch import resources
 from benchwatch.dashboards import run as dashboards
 from benchwatch.explain import causes
 from benchwatch.grafana.panels import DATASOURCE_UID
-from benchwatch.model import names
-from benchwatch.query import archive, prometheus, promql
+from benchwatch.query import archive, longterm, prometheus, promql
 from benchwatch.query import frames as fr
 from benchwatch.query import grafana as gq
 from benchwatch.query.series import Series, fetch, merge, read_csv_dir
@@ -248,13 +247,7 @@ def query_annotations(base: str, dash: dict, variables: dict[str, str], start: f
 
 # -- sources ----------------------------------------------------------------------------
 
-def prometheus_has_run(base: str, run_id: str, start: float, end: float) -> bool:
-    try:
-        tps = names.select("benchmark_progress_tps", f'run_id="{run_id}"')
-        result = prometheus.query(base, f"count_over_time({tps}[{int(end - start) + 1}s])", end)
-    except prometheus.PrometheusError:
-        return False
-    return bool(result)
+prometheus_has_run = longterm.has_run
 
 
 def series_from_run_dir(run: rundir.RunDir) -> tuple[list[Series], list[str]]:
@@ -282,18 +275,24 @@ def collect(run: rundir.RunDir, prometheus: str | None, source: str = "auto", da
     sels = archive.run_selectors(run_id)
     notes: list[str] = []
     use_prom = False
+    base = None
     if source in ("auto", "prometheus") and prometheus:
-        use_prom = prometheus_has_run(prometheus, run_id, start, end)
+        base = longterm.base_for_run(prometheus, run_id, start, end)
+        use_prom = base is not None
         if not use_prom:
             msg = f"Prometheus at {prometheus} has no data for run {run_id}"
             if source == "prometheus":
                 raise RuntimeError(msg)
             say(msg + ": rebuilding from the run directory")
-    if use_prom and prometheus:  # use_prom is only set with a URL
-        series = fetch(prometheus, sels, start - LOOKBACK_S, end)
-        panels = query_panels(prometheus, dash, variables, start, end)
-        annotations = query_annotations(prometheus, dash, variables, start, end, series)
-        notes.append("every panel and series from the stack's Prometheus")
+    if use_prom and base:  # the stack's Prometheus, or what the long-term store has of the run (longterm.base_for_run)
+        store = longterm.source_of(base)
+        if store is not None:
+            say(f"Prometheus at {prometheus} has no data for run {run_id}: reading it from the long-term store {store}")
+        series = fetch(base, sels, start - LOOKBACK_S, end)
+        panels = query_panels(base, dash, variables, start, end)
+        annotations = query_annotations(base, dash, variables, start, end, series)
+        notes.append(f"every panel and series from the long-term store {store}" if store is not None
+                     else "every panel and series from the stack's Prometheus")
         used = "prometheus"
     else:
         raw_series, notes = series_from_run_dir(run)
@@ -317,8 +316,9 @@ def explain_series(run: rundir.RunDir, prometheus: str | None, source: str = "au
     meta = run.read_meta()
     run_id = replay.run_id_of(meta, run.run_id)
     start, end = window(meta)
-    if prometheus and source != "raw" and prometheus_has_run(prometheus, run_id, start, end):
-        return fetch(prometheus, causes.run_selectors(run_id), start - 60, end), meta, run_id, "prometheus"
+    base = longterm.base_for_run(prometheus, run_id, start, end) if source != "raw" else None
+    if base:
+        return fetch(base, causes.run_selectors(run_id), start - 60, end), meta, run_id, "prometheus"
     if source == "prometheus":
         raise RuntimeError(f"Prometheus at {prometheus} has no data for run {run_id}")
     series, _notes = series_from_run_dir(run)

@@ -82,6 +82,11 @@ class Config:
     grafana_home: str | None = field(default=None, metadata={"saved": False})  # BENCHWATCH_GRAFANA_HOME
     # Whether the engine was asked for (flag, environment, a defaults file) rather than saved or the default.
     engine_asked: bool = field(default=False, metadata={"saved": False})
+    # The long-term series store (docs/long-term.md): its remote-write endpoint, its Prometheus query API's
+    # base URL and the 0600 file of a bearer token for both (the path is saved, never the token).
+    long_term_write_url: str | None = None      # --long-term-write-url, BENCHWATCH_LONG_TERM_WRITE_URL
+    long_term_query_url: str | None = None      # --long-term-query-url, BENCHWATCH_LONG_TERM_QUERY_URL
+    long_term_bearer_token_file: str | None = None  # --long-term-bearer-token-file, BENCHWATCH_LONG_TERM_BEARER_TOKEN_FILE
 
     def option(self, key: str) -> Any:
         """An engine's stack option (its StackOption.key); None when no engine has it."""
@@ -138,12 +143,45 @@ def _engine_name(name: str) -> str:
     return engines.get(name).name
 
 
+# The long-term store's settings: Config attribute = up's flag's dest, read from BENCHWATCH_<KEY upper>.
+LONG_TERM_KEYS = ("long_term_write_url", "long_term_query_url", "long_term_bearer_token_file")
+
+
+def check_long_term(cfg: Config) -> str | None:
+    """What is wrong with the long-term store's settings (None: nothing): http(s) URLs without user info
+    (a password would land in stack.json and Prometheus' argv-visible config), a token file only its owner reads."""
+    import urllib.parse
+
+    for key in ("long_term_write_url", "long_term_query_url"):
+        url = getattr(cfg, key)
+        if url is None:
+            continue
+        parts = urllib.parse.urlsplit(url)
+        flag = "--" + key.replace("_", "-")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return f"{flag} must be an http:// or https:// URL, not {url!r}"
+        if parts.username is not None or parts.password is not None:
+            return f"{flag}: no credentials in the URL (they would be saved in stack.json): use --long-term-bearer-token-file"
+    if bool(cfg.long_term_write_url) != bool(cfg.long_term_query_url):
+        return "give both --long-term-write-url and --long-term-query-url (the store is written and read)"
+    path = cfg.long_term_bearer_token_file
+    if path:
+        if not cfg.long_term_write_url:
+            return "--long-term-bearer-token-file without --long-term-write-url and --long-term-query-url"
+        if not os.path.isfile(path):
+            return f"bearer token file {path} does not exist"
+        if os.stat(path).st_mode & 0o077:
+            return f"bearer token file {path} is readable by others: chmod 600 {path}"
+    return None
+
+
 def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | None = None,
                 engine: str | None = None, *, starting: bool = False, results_dsn: str | None = None,
-                host: str | None = None, **given: Any) -> Config:
+                host: str | None = None, long_term: dict[str, str | None] | None = None, **given: Any) -> Config:
     """The stack's configuration. ``given``: the engines' stack options by dest (``pg_dsn=``,
     ``instances=``), as their flags gave them. ``starting`` (up, demo): what to start comes from the
-    flags, the environment and the defaults, not from what stack.json says an earlier ``up`` started."""
+    flags, the environment and the defaults, not from what stack.json says an earlier ``up`` started.
+    ``long_term``: up's --long-term-* flags by LONG_TERM_KEYS."""
     unknown = set(given) - {o.dest for o in engines.stack_options()}
     if unknown:
         raise TypeError(f"load_config: no engine has the options {sorted(unknown)}")
@@ -158,6 +196,8 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.host = saved.get("host") or cfg.host
         cfg.results_dsn = saved.get("results_dsn") or None
         if not starting:
+            for key in LONG_TERM_KEYS:
+                setattr(cfg, key, saved.get(key) or None)
             cfg.engine = _engine_name(saved.get("engine", cfg.engine))
             for option in engines.configured_options():
                 if option.key and option.saved and saved.get(option.key) is not None:
@@ -186,6 +226,10 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
     cfg.alert_webhook_url = os.environ.get("BENCHWATCH_ALERT_WEBHOOK_URL") or None
     cfg.grafana_admin_password = os.environ.get("BENCHWATCH_GRAFANA_ADMIN_PASSWORD") or None
     cfg.grafana_home = os.environ.get("BENCHWATCH_GRAFANA_HOME") or None
+    for key in LONG_TERM_KEYS:
+        value = (long_term or {}).get(key) or os.environ.get(f"BENCHWATCH_{key.upper()}") or None
+        if value:
+            setattr(cfg, key, os.path.abspath(value) if key.endswith("_file") else value.rstrip("/"))
     own: list[tuple[engines.StackOption, Any]] = []
     for e in engines.load_engines().values():
         for option in e.stack_options:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -29,7 +30,7 @@ from dataclasses import dataclass, field
 from benchwatch import engines, resources
 from benchwatch.engines import Engine, StackPart
 from benchwatch.query.launch import prometheus_argv, prometheus_binary
-from benchwatch.stack.config import COMPOSE_EXPORTER, LISTEN_HOST, Config
+from benchwatch.stack.config import COMPOSE_EXPORTER, LISTEN_HOST, LONG_TERM_KEYS, Config
 from benchwatch.stack.packages import STACK_PACKAGES
 from benchwatch.stack.processes import ProcessManager
 from benchwatch.util import net
@@ -124,6 +125,33 @@ def installed(component: str) -> str:
     if path is None:
         raise StackError(f"{component} is not installed: apt-get install {package(component)}")
     return path
+
+
+# The long-term store's remote_write queue (docs/long-term.md). Prometheus 2.42 sends a batch at most 5 s
+# after its first sample by default; 1 s lets a finished run's completion (benchwatch.query.longterm.complete,
+# which waits until the queue has sent what was appended) begin that much sooner, for about one request a
+# second at a stack's few thousand series.
+LONG_TERM_REMOTE_NAME = "long_term"
+LONG_TERM_QUEUE = {"batch_send_deadline": "1s"}
+
+
+def long_term_remote_write(cfg: Config) -> dict | None:
+    """The stack's Prometheus' remote_write entry for the long-term store; None without one. The token is
+    read by Prometheus from its file (``authorization.credentials_file``): it is in no config nor argv."""
+    if not cfg.long_term_write_url:
+        return None
+    remote: dict = {"url": cfg.long_term_write_url, "name": LONG_TERM_REMOTE_NAME, "queue_config": dict(LONG_TERM_QUEUE)}
+    if cfg.long_term_bearer_token_file:
+        remote["authorization"] = {"type": "Bearer", "credentials_file": cfg.long_term_bearer_token_file}
+    return remote
+
+
+def render_remote_write(prometheus_yml: str, remote: dict) -> str:
+    """prometheus.yml with one remote_write entry appended (the repository's file has none; YAML reads JSON)."""
+    if re.search(r"^remote_write:", prometheus_yml, re.M):
+        raise StackError("prometheus.yml already has a remote_write section: the long-term store's cannot be added")
+    return prometheus_yml.rstrip("\n") + "\n\n# Added by benchwatch up --long-term-write-url (docs/long-term.md).\n" \
+        + "remote_write:\n  - " + json.dumps(remote) + "\n"
 
 
 @dataclass
@@ -365,6 +393,15 @@ class Stack(ProcessManager):
             if os.path.lexists(link):
                 os.unlink(link)
             os.symlink(resources.path("prometheus", name), link)
+        remote = long_term_remote_write(self.cfg)
+        if remote:
+            # The repository's file with the long-term store's remote_write added: a copy, 0600 like
+            # alertmanager.yml (it names the token's file, and the store's URL may be private).
+            with open(resources.path("prometheus", "prometheus.yml"), encoding="utf-8") as f:
+                text = f.read()
+            link = os.path.join(etc, "prometheus.yml")
+            os.unlink(link)
+            write_private(link, render_remote_write(text, remote))
         self._link_rule_files(os.path.join(etc, "rules"))
         targets = {
             "prometheus": ("prometheus", {}),
@@ -438,6 +475,9 @@ class Stack(ProcessManager):
                 f"--listen={LISTEN_HOST}:{self.cfg.ports['benchwatch_exporter']}",
                 f"--runs-dir={self.cfg.runs_dir}", f"--remote-write-url={self.cfg.remote_write_url}"]
         argv += self.server.exporter_args()  # the server log it follows, its labels
+        for key in LONG_TERM_KEYS:  # the store's URLs and its token's file (a path: the token is in no argv)
+            if getattr(self.cfg, key):
+                argv.append(f"--{key.replace('_', '-')}={getattr(self.cfg, key)}")
         self.spawn("benchwatch_exporter", argv, env=env)
 
     def _start_grafana(self) -> None:

@@ -125,6 +125,8 @@ class MySQL(Engine):
         '{__name__=~"mysql_global_status_innodb_checkpoint_(age|max_age)"}',
         "mysql_up",  # explain's target_down
         "mysql_global_status_innodb_row_lock_current_waits", "mysql_info_schema_processlist_threads",  # its lock
+        # the why's signals (benchwatch.evidence), which a run read back from the long-term store is asked for
+        '{__name__=~"mysql_global_status_innodb_(os_log_fsyncs|os_log_written|data_fsyncs|buffer_pool_pages_flushed)"}',
         *context_selectors,
     )
 
