@@ -14,9 +14,10 @@ Order: 5 rounds, interleaved, seed 15, which alternates the variants (flushing, 
 each switch resizes the redo log (SET GLOBAL innodb_log_file_size checkpoints), so every run starts with an
 almost empty log. MariaDB has no CHECKPOINT statement for the sweep to make between runs; two flushing runs
 in a row would start the second one at the sync point, with no calm seconds to tell a valley from.
-Why 5 rounds of 10 s: with 3 rounds of 12 s the verdict was "less steady" in 2 sweeps of 3 (load 7-10):
+Why 5 rounds of 10 s: with 3 rounds the verdict was "less steady" in 3 sweeps of 4 (load 7-10):
 Holm's correction over the 5 deciding measures asks p < 0.01 of one of them at n = 3, and the calm runs
-have this busy machine's own dips ("disk", "cpu_contention") now and then.
+have this busy machine's own dips ("disk", "cpu_contention") now and then. With 5 rounds: 3 passes of 3,
+2 min 39 s to 3 min 3 s each at load 8-9 (figures in docs/stability.md).
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def test_small_redo_log_with_slow_flushing_is_less_steady_and_the_why_names_inno
     assert why["during_dips_of"] == "flushing", json.dumps(why, indent=1)
     # InnoDB's flushing among the causes of the flushing variant's dips, and of none of the calm one's. Not
     # always first: explain names "disk" (the page cleaner's writes) for a dip when the checkpoint age was past
-    # the async point for most of the rest of the run too (one sweep of three here: disk first by transactions
+    # the async point for most of the rest of the run too (one sweep of six here: disk first by transactions
     # lost, 1,095 per run, innodb_flushing 577).
     flushing_cause = {c["cause"]: c for c in why["causes"]}.get("innodb_flushing")
     assert flushing_cause, json.dumps(why["causes"], indent=1)
