@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime
 import functools
+import os
 import re
+import subprocess
+import time
 
 from benchwatch import engines
 
@@ -67,3 +70,16 @@ def logged_autovacuums(log_file: str, start: float, end: float) -> list[tuple[st
                 if t1 - float(e.group(1)) <= end and t1 >= start:
                     out.append((kind, table, t1 - float(e.group(1)), t1))
     return out
+
+
+def read_from_disk(data_dir: str, after_s: float = 5.0, times: int = 10) -> None:
+    """Reads that reach the disk (O_DIRECT, past the page cache) for the r_await panels, once a second from
+    ``after_s`` on: with 24 GiB of cache, a short run may read nothing from the device at all. Reads the
+    largest file under ``data_dir`` (a database's data files), 4 MiB at a time."""
+    time.sleep(after_s)
+    files = (os.path.join(root, n) for root, _, names in os.walk(data_dir) for n in names)
+    big = max((p for p in files if os.path.isfile(p)), key=os.path.getsize, default=None)
+    if big:
+        for _ in range(times):
+            subprocess.run(["dd", f"if={big}", "of=/dev/null", "bs=1M", "count=4", "iflag=direct"], capture_output=True)
+            time.sleep(1)

@@ -17,7 +17,13 @@ from benchwatch.dashboards.run import run_dashboards
 from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.query import grafana as gq
 from benchwatch.util import processes
-from tests.helpers.dashboards import autovacuum_annotation, logged_autovacuums, other_commands_annotation, other_engines_annotation
+from tests.helpers.dashboards import (
+    autovacuum_annotation,
+    logged_autovacuums,
+    other_commands_annotation,
+    other_engines_annotation,
+    read_from_disk,
+)
 from tests.helpers.prometheus import query
 from tests.helpers.throwaway import REPO_ROOT
 
@@ -42,15 +48,7 @@ def observed_run(live_stack):
                         "BEGIN; LOCK TABLE pgbench_branches; SELECT pg_sleep(3); COMMIT;"], env=env, capture_output=True)
 
     def read_from_disk_later():
-        # Reads that reach the disk (O_DIRECT, past the page cache) for the r_await panel: with 24 GiB of
-        # cache, a short run may read nothing from the device at all.
-        time.sleep(5)
-        big = max((os.path.join(root, n) for root, _, names in os.walk(os.path.join(live_stack.state_dir, "pg"))
-                   for n in names if n.isdigit()), key=lambda p: os.path.getsize(p), default=None)
-        if big:
-            for _ in range(10):
-                subprocess.run(["dd", f"if={big}", "of=/dev/null", "bs=1M", "count=4", "iflag=direct"], capture_output=True)
-                time.sleep(1)
+        read_from_disk(os.path.join(live_stack.state_dir, "pg"))  # a table's file or a WAL segment
 
     threads = [threading.Thread(target=checkpoint_later), threading.Thread(target=lock_later),
                threading.Thread(target=read_from_disk_later)]
