@@ -189,8 +189,9 @@ def test_grafanas_flame_graph_frame_is_the_call_tree_depth_first():
     assert cols["value"] == [6, 6, 4, 3, 2] and cols["self"] == [0, 0, 1, 3, 2]
     diff = flamegraph.grafana_frame(left, {"main;c": 5})
     assert diff["label"] == ["total", "main", "c", "a", "b"]  # c: 2 + 5 now the larger child
-    assert diff["value"] == [11, 11, 7, 4, 3] and diff["valueRight"] == [5, 5, 5, 0, 0]
-    assert diff["self"] == [0, 0, 7, 1, 3] and diff["selfRight"] == [0, 0, 5, 0, 0]
+    # Grafana's panel draws a node as wide as value + valueRight: value is the left side's alone.
+    assert diff["value"] == [6, 6, 2, 4, 3] and diff["valueRight"] == [5, 5, 5, 0, 0]
+    assert diff["self"] == [0, 0, 2, 1, 3] and diff["selfRight"] == [0, 0, 5, 0, 0]
     assert flamegraph.folded_text(Counter(left)) == "main;a;b 3\nmain;c 2\nmain;a 1\n"
 
 

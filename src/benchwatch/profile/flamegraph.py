@@ -41,7 +41,8 @@ def _tree(left: Mapping[str, int], right: Mapping[str, int] | None) -> _Node:
 
 def grafana_frame(left: Mapping[str, int], right: Mapping[str, int] | None = None) -> dict[str, list]:
     """Columns of the panel's data frame (field name -> values) for folded stacks (stack -> samples);
-    with ``right``, the diff of two sides. Children are ordered by value, largest first, then by name."""
+    with ``right``, the diff of two sides: value and self the left's, valueRight and selfRight the right's.
+    Children are ordered by both sides' samples, largest first, then by name."""
     root = _tree(left, right)
     diff = right is not None
     cols: dict[str, list] = {"level": [], "value": [], "self": [], "label": []}
@@ -52,8 +53,10 @@ def grafana_frame(left: Mapping[str, int], right: Mapping[str, int] | None = Non
         level, label, node = stack.pop()
         cols["level"].append(level)
         cols["label"].append(label)
-        cols["value"].append(node.left + node.right)
-        cols["self"].append(node.self_left + node.self_right)
+        # A diff frame's value and self are the left side's: Grafana's panel adds valueRight to value for a
+        # node's width (grafana-flamegraph dataTransform.ts nestedSetToLevels, "left + right value").
+        cols["value"].append(node.left)
+        cols["self"].append(node.self_left)
         if diff:
             cols["valueRight"].append(node.right)
             cols["selfRight"].append(node.self_right)
