@@ -20,7 +20,7 @@ from benchwatch.exporter.self_metrics import SELF_METRICS
 from benchwatch.exporter.server import Exporter
 from benchwatch.record import rundir
 from benchwatch.util import processes
-from tests.helpers.tools import require_tool
+from tests.helpers.promtool import promtool_problems
 
 HERE = os.path.dirname(os.path.dirname(__file__))
 FIXTURES = os.path.join(HERE, "fixtures", "pgbench")
@@ -111,15 +111,6 @@ def test_exposition_matches_golden_file(exporter):
             f.write(text)
     with open(GOLDEN, encoding="utf-8") as f:
         assert text == f.read(), "exposition changed: rerun with BENCHWATCH_UPDATE_GOLDEN=1 and review the diff"
-
-
-def promtool_problems(body: bytes) -> list[str]:
-    check = subprocess.run([require_tool("promtool"), "check", "metrics"], input=body, capture_output=True)
-    # pgbench_summary_* are contract names (issue 2); promtool only dislikes "summary" in them.
-    problems = [l for l in (check.stdout + check.stderr).decode().splitlines()
-                if l and not re.fullmatch(r"pgbench_summary_\w+ metric name should not include type 'summary'", l)]
-    assert check.returncode in (0, 3), problems
-    return problems
 
 
 def test_golden_file_passes_promtool():
