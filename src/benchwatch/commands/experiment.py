@@ -441,15 +441,10 @@ def _gate(ctx: Context, stack, model: dict, fail_on: tuple[str, ...], paths: lis
                 links["archive"] = paths[1]
         text = sweep.markdown(model, fail_on, found,
                               sweep.server_changes(model, stack.cfg.runs_dir), links)
-        if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):
-            ctx.say(f"the comment would contain a secret (a password or token): {args.comment} is not written")
+        from benchwatch.commands.share import write_comment
+
+        if write_comment(ctx, stack, args.comment, text):
             return 2
-        try:
-            gate.write_comment(args.comment, text)
-        except OSError as e:
-            ctx.say(f"cannot write the comment to {args.comment}: {e}")
-            return 2
-        ctx.say(f"comment for the pull request in {args.comment}")
     if not fail_on:
         return 0
     for f in found:

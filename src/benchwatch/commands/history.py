@@ -159,7 +159,6 @@ def _comment(ctx: Context, stack, hist, result: dict) -> int:
     """--comment: the gate's Markdown written to FILE; 0, or 2 (said) when it cannot be written."""
     import os
 
-    from benchwatch import gate
     from benchwatch.gate import history as history_gate
 
     args = ctx.args
@@ -167,18 +166,9 @@ def _comment(ctx: Context, stack, hist, result: dict) -> int:
                                    _evidence(stack) if stack.healthy("prometheus") else None)
     grafana = args.grafana_url or os.environ.get("BENCHWATCH_GRAFANA_URL") or stack.cfg.url("grafana")
     text = history_gate.markdown(result, assessed, {"grafana": grafana})
-    from benchwatch.commands.share import _secrets
+    from benchwatch.commands.share import write_comment
 
-    if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):
-        ctx.say(f"the comment would contain a secret (a password or token): {args.comment} is not written")
-        return 2
-    try:
-        gate.write_comment(args.comment, text)
-    except OSError as e:
-        ctx.say(f"cannot write the comment to {args.comment}: {e}")
-        return 2
-    ctx.say(f"comment for the pull request in {args.comment}")
-    return 0
+    return write_comment(ctx, stack, args.comment, text)
 
 
 def _accept(ctx: Context, hist, rest: list[str]) -> int:

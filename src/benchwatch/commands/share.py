@@ -56,6 +56,23 @@ def _secrets(stack) -> list[str]:
     return out
 
 
+def write_comment(ctx, stack, path: str, text: str) -> int:
+    """A gate's Markdown comment (report --comment, history --comment) written whole, or refused when it
+    would carry one of the stack's secrets: 0, or 2 said why."""
+    from benchwatch import gate
+
+    if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):
+        ctx.say(f"the comment would contain a secret (a password or token): {path} is not written")
+        return 2
+    try:
+        gate.write_comment(path, text)
+    except OSError as e:
+        ctx.say(f"cannot write the comment to {path}: {e}")
+        return 2
+    ctx.say(f"comment for the pull request in {path}")
+    return 0
+
+
 def _out_dir(args, stack) -> str:
     # Not the current directory: that is wherever the user happens to be (often a source tree).
     out = args.out or os.path.join(stack.cfg.state_dir, "shares")
