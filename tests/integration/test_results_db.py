@@ -112,6 +112,9 @@ def two_hosts():
         pending = Pending(a.stack.cfg.runs_dir)
         assert wait_until(lambda: (m := pending.get(down_id)) is not None and m.attempts >= 1, WRITTEN_WITHIN_S, 0.5), \
             "no pending marker with a failed attempt for the run made while the database was down"
+        said = a.benchwatch("status", "--json", timeout=60)
+        results = json.loads(said.stdout)["results"]
+        assert results["pending_runs"] == 1 and results["last_error"], results
         db.start()
         assert wait_until(lambda: down_id in db.run_hosts(), WRITTEN_WITHIN_S, 0.5), _exporter_log(a)
         assert wait_until(lambda: pending.get(down_id) is None, 10, 0.2)
