@@ -240,3 +240,29 @@ def test_all_hosts_pool_names_accepted_changes_and_annotations_of_every_host(tmp
     assert shared.names == {"nightly": "p-1", "tpcb-b": "p-1", "pooled-name": "p-2"}
     assert shared.accepted == {"p-1": ["run-a7", "run-b3"]}
     assert [e["text"] for e in shared.annotations] == ["kernel 6.1.0-27", "remounted /data noatime"]
+
+
+def test_the_history_gate_reads_what_differs_and_the_dips_by_cause_through_its_readers():
+    """--all-hosts: the runs compared may be another host's, not in this runs directory: the gate reads their
+    meta.json and stability profile through gate.history.Runs (the results database's, in the command)."""
+    from benchwatch.gate import history as history_gate
+
+    values = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 800.0, 805.0, 795.0]
+    result = {"metric": "tps", "workload": "p-1", "runs": [{"run_id": f"r{i}", "value": v} for i, v in enumerate(values)],
+              "change_points": [], "baseline": None}
+    metas = {"r5": {"settings": {"shared_buffers": "128MB"}, "hostname": "host-b"},
+             "r6": {"settings": {"shared_buffers": "16MB"}, "hostname": "host-c"}}
+    cause = {"checkpoint": {"dips": 2, "seconds": 4, "lost_transactions": 900}}
+    stabilities = {f"r{i}": {"dips_by_cause": cause if i >= 6 else {}} for i in range(9)}
+    asked: list[str] = []
+
+    def meta(run_id):
+        asked.append(run_id)
+        return metas.get(run_id, {})
+
+    out = history_gate.assess(result, 5, 3, history_gate.Runs(meta, stabilities.get),
+                              [{"at": 1.0, "text": "an old note"}])
+    assert out["failed"] and out["comparison"]["kind"] == "latest runs", out
+    assert asked == ["r5", "r6"] and out["changed"]["from_run"] == "r5" and out["changed"]["to_run"] == "r6"
+    assert "shared_buffers" in json.dumps(out["changed"]["what"]), out["changed"]
+    assert out["dips_by_cause"], out
