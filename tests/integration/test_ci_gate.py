@@ -5,11 +5,19 @@ a pg_ctl that starts the server with a setting of its own, so the planted regres
 cost is that flush. The gate must fail on it (exit 1) with a Markdown comment naming the setting, and pass on
 two identical builds (exit 0). Runs of 2 s, 3 per build, each after an uncounted second of the same (a build's
 first run after its pgbench -i, cold, was as slow as the regression at a load of 9): the effect is many times
-the noise of a busy machine."""
+the noise of a busy machine.
+
+The runner writes to a team's shared stores (issue 31's acceptance): one results PostgreSQL and one
+VictoriaMetrics started for the module, `up --host` as ci-runner-17 (through the environment, as a CI job
+sets it). Once its job is over its state directory is deleted, and another host pointed at the same stores
+lists the runner's runs (`history --all-hosts`), explains one from the database, and VictoriaMetrics has its
+series: flush had waited for both before the runner went."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -20,8 +28,10 @@ from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.stack.config import load_config
 from benchwatch.stack.native import Stack
 from tests.helpers import throwaway
+from tests.helpers.stores import ResultsServer, VictoriaMetrics
 
 SCRIPT = os.path.join(throwaway.REPO_ROOT, "scripts", "ci-gate-example")
+RUNNER_HOST = "ci-runner-17"
 
 
 def build(root: str, setting: str) -> str:
@@ -41,19 +51,35 @@ def build(root: str, setting: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def runner():
+def stores(tmp_path_factory):
+    """The team's shared stores (issue 31): one results PostgreSQL and one VictoriaMetrics, which the runner
+    writes to and another host reads once the runner is gone."""
+    db = ResultsServer()
+    vm = None
+    try:
+        db.start()
+        vm = VictoriaMetrics(str(tmp_path_factory.mktemp("vm")))
+        yield {"BENCHWATCH_RESULTS_DSN": db.dsn, "BENCHWATCH_LONG_TERM_WRITE_URL": vm.url + "/api/v1/write",
+               "BENCHWATCH_LONG_TERM_QUERY_URL": vm.url}, db, vm
+    finally:
+        if vm is not None:
+            vm.close()
+        db.close()
+
+
+@pytest.fixture(scope="module")
+def runner(stores):
     state_dir = throwaway.make_state_dir()
     ports = throwaway.free_ports()
-    stack = Stack(load_config(state_dir, ports), out=lambda m: None)
-    env = dict(os.environ, BENCHWATCH_STATE_DIR=state_dir,
+    shared, _, _ = stores
+    env = dict(os.environ, BENCHWATCH_STATE_DIR=state_dir, BENCHWATCH_HOST=RUNNER_HOST, **shared,
                **{f"BENCHWATCH_{c.upper()}_PORT": str(p) for c, p in ports.items()})
     try:
         yield state_dir, env
     finally:
+        stack = Stack(load_config(state_dir, ports), out=lambda m: None)
         stack.down()
         left = [c for c in stack.components() if stack.pid(c) is not None]
-        import shutil
-
         shutil.rmtree(state_dir, ignore_errors=True)
         assert not left, f"still running after down: {left}"
 
@@ -107,7 +133,7 @@ def flush_refuses_to_pass_while_prometheus_does_not_answer(runner) -> None:
     assert r.returncode == 0 and "flushed: nothing left to write" in r.stderr, r.stderr
 
 
-def test_the_ci_example_fails_on_a_planted_regression_and_passes_without(runner, tmp_path):
+def test_the_ci_example_fails_on_a_planted_regression_and_passes_without(runner, stores, tmp_path):
     state_dir, _ = runner
     root = os.path.join(state_dir, "builds")
     base = build(os.path.join(root, "base"), "synchronous_commit=off")
@@ -134,3 +160,35 @@ def test_the_ci_example_fails_on_a_planted_regression_and_passes_without(runner,
     assert "WAL" in comment.split("### Why", 1)[1], comment
     assert "?var-experiment=regressed" in comment and "shares/sweep-regressed/index.html" in comment
     print(f"gate passed in {passed_in:.1f} s, failed in {failed_in:.1f} s")
+    runner_gone_another_host_reads_its_runs(runner, stores)
+
+
+def runner_gone_another_host_reads_its_runs(runner, stores) -> None:
+    """The runner's job is over and its machine deleted (its state directory removed; flush had waited for the
+    shared stores): another host, pointed at the same stores, lists the runner's runs in history --all-hosts
+    and explains one of them from the results database; its series are in VictoriaMetrics."""
+    state_dir, _ = runner
+    shared, db, vm = stores
+    runner_runs = {run_id for run_id, host in db.run_hosts().items() if host == RUNNER_HOST}
+    with open(os.path.join(state_dir, "sweeps", "regressed", "state.jsonl"), encoding="utf-8") as f:
+        swept = [e["run_id"] for e in map(json.loads, f) if e.get("event") == "finished" and e.get("ok")]
+    assert swept and set(swept) <= runner_runs, (swept, sorted(runner_runs))
+    shutil.rmtree(state_dir)
+    other = throwaway.make_state_dir()
+    try:
+        env = dict(os.environ, BENCHWATCH_STATE_DIR=other, BENCHWATCH_HOST="bench-a", **shared)
+        r = subprocess.run([throwaway.BENCHWATCH, "history", "--all-hosts", "--json"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        listed = json.loads(r.stdout)["workloads"]
+        assert sum(w["runs"] for w in listed) == len(runner_runs), listed
+        assert all(w["hosts"] == [RUNNER_HOST] for w in listed), listed
+        r = subprocess.run([throwaway.BENCHWATCH, "explain", swept[-1], "--json"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["run_id"] == swept[-1]
+        # A range selector alone: VictoriaMetrics' functions look 30 s in the past (-search.latencyOffset).
+        series = vm.query(f'benchmark_progress_tps{{run_id="{swept[-1]}"}}[10m]', time.time())
+        assert len(series) == 1 and len(series[0]["values"]) >= 2, series
+    finally:
+        shutil.rmtree(other, ignore_errors=True)
