@@ -216,3 +216,53 @@ def test_dates_in_file_names():
     assert name_date("/x/pgbench-20240105.log") == 1704412800.0
     assert name_date("run_2024-01-05_0230.txt") == 1704412800.0 + 2.5 * 3600
     assert name_date("/r/018_pgbench.txt") is None and name_date("2023-02-30.log") is None
+
+
+def test_all_hosts_pool_names_accepted_changes_and_annotations_of_every_host(tmp_path):
+    """history --all-hosts reads every host's state from the results database's history_state rows: names and
+    accepted runs under pooled workload ids, each annotation once; this host's own files first (newest)."""
+    from benchwatch.history import events
+
+    own = str(tmp_path / "history")
+    events.name(own, "w-a1", "nightly")
+    events.accept(own, "w-a1", "run-a7")
+    mine = events.annotate(own, "remounted /data noatime", None)
+    pooled_of = {"w-a1": "p-1", "w-b1": "p-1", "w-b2": "p-2"}
+    states = [
+        ("host-b", "names", {"nightly": "w-b2", "tpcb-b": "w-b1"}),  # "nightly" is this host's: its own wins
+        ("host-b", "accepted", {"w-b1": ["run-b3"]}),
+        ("host-b", "annotations", [{"at": 100.0, "text": "kernel 6.1.0-27"}, mine]),  # mine again: once
+        ("host-c", "names", {"pooled-name": "p-2"}),  # a name given under --all-hosts: already pooled
+        ("host-c", "accepted", "damaged"),
+        ("host-c", "unknown kind", {"x": 1}),
+    ]
+    shared = events.pool(states, own, pooled_of)
+    assert shared.names == {"nightly": "p-1", "tpcb-b": "p-1", "pooled-name": "p-2"}
+    assert shared.accepted == {"p-1": ["run-a7", "run-b3"]}
+    assert [e["text"] for e in shared.annotations] == ["kernel 6.1.0-27", "remounted /data noatime"]
+
+
+def test_the_history_gate_reads_what_differs_and_the_dips_by_cause_through_its_readers():
+    """--all-hosts: the runs compared may be another host's, not in this runs directory: the gate reads their
+    meta.json and stability profile through gate.history.Runs (the results database's, in the command)."""
+    from benchwatch.gate import history as history_gate
+
+    values = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1002.0, 800.0, 805.0, 795.0]
+    result = {"metric": "tps", "workload": "p-1", "runs": [{"run_id": f"r{i}", "value": v} for i, v in enumerate(values)],
+              "change_points": [], "baseline": None}
+    metas = {"r5": {"settings": {"shared_buffers": "128MB"}, "hostname": "host-b"},
+             "r6": {"settings": {"shared_buffers": "16MB"}, "hostname": "host-c"}}
+    cause = {"checkpoint": {"dips": 2, "seconds": 4, "lost_transactions": 900}}
+    stabilities = {f"r{i}": {"dips_by_cause": cause if i >= 6 else {}} for i in range(9)}
+    asked: list[str] = []
+
+    def meta(run_id):
+        asked.append(run_id)
+        return metas.get(run_id, {})
+
+    out = history_gate.assess(result, 5, 3, history_gate.Runs(meta, stabilities.get),
+                              [{"at": 1.0, "text": "an old note"}])
+    assert out["failed"] and out["comparison"]["kind"] == "latest runs", out
+    assert asked == ["r5", "r6"] and out["changed"]["from_run"] == "r5" and out["changed"]["to_run"] == "r6"
+    assert "shared_buffers" in json.dumps(out["changed"]["what"]), out["changed"]
+    assert out["dips_by_cause"], out
