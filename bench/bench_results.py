@@ -2,7 +2,7 @@
 
 Run from the repository root::
 
-    .venv/bin/python bench/bench_results.py [--runs 10000] [--run RUN_DIR]
+    .venv/bin/python bench/bench_results.py [--runs 10000] [--run RUN_DIR] [--before-src DIR] [--repeat N]
 
 Starts a PostgreSQL of its own (the engine's results server, as the stack's own results database: a temporary
 data directory, a free port on 127.0.0.1, stopped and removed after), then:
@@ -14,7 +14,11 @@ data directory, a free port on 127.0.0.1, stopped and removed after), then:
   history reads, no files: they are not read by history), then times ``benchwatch history --all-hosts`` in this
   process: the runs read from the database and pooled (the workload listing), and the history of the workload
   holding half of them (series, change points, what changed); and the same commands end to end through the
-  CLI (its start-up included).
+  CLI (its start-up included), the median of --repeat runs of each.
+
+``--before-src DIR`` times the CLI also with another version's package (DIR is a ``src`` directory, e.g. from
+``git archive <commit> src | tar -x -C /tmp/before``; put first on PYTHONPATH, ahead of this checkout's), the two
+versions taking turns, so that a change's figures before and after are taken in one run at one load.
 """
 
 from __future__ import annotations
@@ -149,7 +153,9 @@ def fill(store: Store, n: int, workloads: int = 20, hosts: int = 3) -> str:
     return big_key
 
 
-def cli(args: list[str], env: dict[str, str]) -> float:
+def cli(args: list[str], env: dict[str, str], src: str | None = None) -> float:
+    if src is not None:
+        env = dict(env, PYTHONPATH=src)
     t = time.perf_counter()
     r = subprocess.run([os.path.join(ROOT, "benchwatch"), *args], env=env, capture_output=True, timeout=300)
     took = time.perf_counter() - t
@@ -161,6 +167,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=10_000)
     p.add_argument("--run", help="a run directory to write (default: the fixture and its 1.4 MB-series copy)")
+    p.add_argument("--before-src", help="another version's src directory: its CLI timed too, taking turns")
+    p.add_argument("--repeat", type=int, default=1, help="CLI runs of each command (the median is printed)")
     args = p.parse_args()
     print(f"{time.strftime('%Y-%m-%d %H:%M')}, load average {os.getloadavg()[0]:.1f}, {platform.python_version()}, "
           f"{os.cpu_count()} CPUs")
@@ -201,8 +209,16 @@ def main() -> int:
         state = os.path.join(tmp, "state")
         os.makedirs(state)
         env = dict(os.environ, BENCHWATCH_STATE_DIR=state, BENCHWATCH_RESULTS_DSN=server.dsn)
-        print(f"history --all-hosts --json, the CLI end to end: the workloads {cli(['history', '--all-hosts', '--json'], env):.2f} s; "
-              f"the workload {cli(['history', big, '--all-hosts', '--json'], env):.2f} s")
+        versions = {"this checkout": None} | ({f"--before-src {args.before_src}": args.before_src} if args.before_src else {})
+        commands = {"the workloads": ["history", "--all-hosts", "--json"], "the workload": ["history", big, "--all-hosts", "--json"]}
+        took: dict[tuple[str, str], list[float]] = {(v, c): [] for v in versions for c in commands}
+        for _ in range(args.repeat):
+            for c, argv in commands.items():
+                for v, src in versions.items():
+                    took[v, c].append(cli(argv, env, src))
+        for v in versions:
+            print(f"history --all-hosts --json, the CLI end to end ({v}, median of {args.repeat}): "
+                  + "; ".join(f"{c} {statistics.median(took[v, c]):.2f} s" for c in commands))
     finally:
         server.close()
         shutil.rmtree(tmp, ignore_errors=True)

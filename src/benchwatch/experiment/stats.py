@@ -1,4 +1,4 @@
-"""The statistics of an experiment, with scipy: how sure each figure is.
+"""The statistics of an experiment: how sure each figure is.
 
 Per cell: the median of the per-run figures with a 95 % interval (Student's t on the logs, the interval of the
 geometric mean: a bootstrap is degenerate at n = 3, and an order-statistics interval of the median needs n >= 6). Per
@@ -6,27 +6,26 @@ variant against the baseline: Welch's t-test on the logs of the per-run figures 
 in TPS is a share of it), the ratio of the geometric means with its interval, p-values adjusted by
 Holm across every comparison of the report, and a verdict that ignores a change smaller than
 --min-effect. Where no difference is shown: the repeats per variant that would show the observed
-change (80 % power at the adjusted level, noncentral t).
+change (80 % power at the adjusted level, noncentral t). The distributions and the test are
+:mod:`benchwatch.util.stattools`' (scipy.stats' figures, bit for bit, without its seconds of import).
 """
 
 from __future__ import annotations
 
 import math
 import statistics
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy import stats as sps
+from benchwatch.util import stattools
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
 POWER = 0.80
 MAX_REPEATS = 1000
 
-TEST_NAME = ("Welch's t-test on the logs of per-run values (scipy.stats.ttest_ind, equal_var=False), "
-             "Holm-adjusted across the report")
-INTERVAL_NAME = "95 % Student's t interval of the geometric mean (on the logs, scipy.stats.t), beside the median"
+TEST_NAME = "Welch's t-test on the logs of per-run values (unequal variances, two-sided), Holm-adjusted across the report"
+INTERVAL_NAME = "95 % Student's t interval of the geometric mean (on the logs), beside the median"
 RATIO_INTERVAL_NAME = "95 % interval of the ratio of geometric means (Welch's t on the logs)"
 
 
@@ -42,7 +41,7 @@ def median_ci(values: Sequence[float]) -> tuple[float | None, tuple[float, float
         return med, None
     logs = [math.log(x) for x in xs]
     centre = statistics.fmean(logs)
-    half = sps.t.ppf(0.5 + CONFIDENCE / 2, len(xs) - 1) * statistics.stdev(logs) / math.sqrt(len(xs))
+    half = stattools.t_ppf(0.5 + CONFIDENCE / 2, len(xs) - 1) * statistics.stdev(logs) / math.sqrt(len(xs))
     return med, (math.exp(centre - half), math.exp(centre + half))
 
 
@@ -74,14 +73,10 @@ def compare(baseline: Sequence[float], variant: Sequence[float]) -> Comparison:
     va, vb = statistics.variance(la), statistics.variance(lb)
     if va == 0 and vb == 0:
         return Comparison(ratio, (ratio, ratio), 0.0 if ratio != 1 else 1.0, note="no spread at all")
-    with warnings.catch_warnings():
-        # scipy's note that nearly identical values lose precision: a measure that is 0 in most runs of both
-        # sides (steadiness: seconds in dips) is that, and its p-value is still right to the figures shown
-        warnings.simplefilter("ignore", RuntimeWarning)
-        p = float(sps.ttest_ind(lb, la, equal_var=False).pvalue)
+    p = stattools.welch_ttest(lb, la).pvalue
     ga, gb = va / len(a), vb / len(b)
     df = (ga + gb) ** 2 / ((ga * ga / (len(a) - 1)) + (gb * gb / (len(b) - 1)))
-    half = sps.t.ppf(0.5 + CONFIDENCE / 2, df) * math.sqrt(ga + gb)
+    half = stattools.t_ppf(0.5 + CONFIDENCE / 2, df) * math.sqrt(ga + gb)
     return Comparison(ratio, (ratio * math.exp(-half), ratio * math.exp(half)), p)
 
 
@@ -110,9 +105,9 @@ def repeats_needed(baseline: Sequence[float], variant: Sequence[float], alpha: f
     d = diff / sd
     for n in range(2, MAX_REPEATS + 1):
         df = 2 * n - 2
-        crit = sps.t.ppf(1 - alpha / 2, df)
+        crit = stattools.t_ppf(1 - alpha / 2, df)
         nc = d * math.sqrt(n / 2)
-        power = sps.nct.sf(crit, df, nc) + sps.nct.cdf(-crit, df, nc)
+        power = stattools.nct_sf(crit, df, nc) + stattools.nct_cdf(-crit, df, nc)
         if power >= POWER:
             return n
     return None

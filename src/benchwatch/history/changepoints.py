@@ -2,9 +2,9 @@
 
 Method (chosen against Apache Otava on the same series: docs/history.md says why and with what):
 
-- **Where**: binary segmentation (``ruptures.Binseg``, cost ``l2`` on the ranks of the values) proposes
+- **Where**: binary segmentation (ruptures' ``Binseg``, cost ``l2`` on the ranks of the values) proposes
   the best split of a stretch of runs, each side at least :data:`MIN_RUNS` runs long.
-- **Whether**: a permutation test (``scipy.stats.permutation_test``) of that stretch: the statistic is the
+- **Whether**: a permutation test (as ``scipy.stats.permutation_test``'s) of that stretch: the statistic is the
   best split's gain over every split, so the test pays for having chosen the split (a split picked as the
   best of 40 is always "significant" by a plain two-sample test). Ranks make one wild run count as one
   lowest value, not as -30 %: a single noisy night is no change point. Significant at :data:`ALPHA`, the
@@ -12,9 +12,11 @@ Method (chosen against Apache Otava on the same series: docs/history.md says why
 - **Kept**: once no stretch splits further, each change point is tested again between its neighbours
   (Otava's merge step): the weakest that is no longer significant is dropped, until all are.
 - **How much**: the step in percent of the mean before it (the runs since the previous change point
-  against those up to the next one) with a 95 % bootstrap interval (``scipy.stats.bootstrap``).
+  against those up to the next one) with a 95 % bootstrap interval (percentile, as ``scipy.stats.bootstrap``'s).
 
-Every random draw comes from a generator seeded with :data:`SEED`: the same runs give the same answer.
+Every random draw comes from a generator seeded with :data:`SEED`: the same runs give the same answer. The
+search, the tests and the interval are :mod:`benchwatch.util.stattools`' (what ruptures and scipy.stats compute,
+bit for bit, without their seconds of import).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import ruptures
-from scipy import stats
+
+from benchwatch.util import stattools
 
 MIN_RUNS = 3            # runs on each side of a change point at the least
 ALPHA = 0.005           # significance of a split (permutation p-value)
@@ -66,7 +68,7 @@ def _split(values: np.ndarray) -> tuple[int, float] | None:
     n = len(values)
     if n < 2 * MIN_RUNS:
         return None
-    ranks = stats.rankdata(values)
+    ranks = stattools.rankdata(values)
     p = _p_value(ranks)
     return (_locate(ranks, 0, n) if p < ALPHA else -1), p  # located only when it is a step (it costs more)
 
@@ -81,9 +83,9 @@ def _p_value(ranks: np.ndarray, at: int | None = None) -> float:
     # there; only a likely step pays for PERMUTATIONS (a sequential Monte Carlo test, Besag and Clifford 1991).
     for resamples in (SCREEN, PERMUTATIONS):
         # One sample, 'pairings': each resample permutes the runs' order and the split is chosen afresh.
-        res = stats.permutation_test((ranks,), _best_gain, permutation_type="pairings", n_resamples=resamples,
-                                     vectorized=True, alternative="greater", rng=np.random.default_rng(SEED),
-                                     batch=max(1, 2_000_000 // max(n, 1)))  # memory bound for long stretches
+        res = stattools.permutation_test_pairings((ranks,), _best_gain, n_resamples=resamples, alternative="greater",
+                                                  rng=np.random.default_rng(SEED),
+                                                  batch=max(1, 2_000_000 // max(n, 1)))  # memory bound for long stretches
         if observed is None:
             p = float(res.pvalue)
         else:
@@ -108,10 +110,8 @@ def _step(before: np.ndarray, after: np.ndarray) -> tuple[float, tuple[float, fl
         return percent_step(np.mean(b, axis=axis), np.mean(a, axis=axis))
 
     step = float(pct(before, after))
-    res = stats.bootstrap((before, after), pct, n_resamples=BOOTSTRAP, confidence_level=CONFIDENCE,
-                          method="percentile", vectorized=True, rng=np.random.default_rng(SEED))
-    lo, hi = res.confidence_interval
-    return step, (float(lo), float(hi))
+    return step, stattools.bootstrap_percentile((before, after), pct, n_resamples=BOOTSTRAP,
+                                                confidence_level=CONFIDENCE, rng=np.random.default_rng(SEED))
 
 
 def step_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, tuple[float, float]]:
@@ -121,8 +121,8 @@ def step_interval(before: np.ndarray, after: np.ndarray) -> tuple[float, tuple[f
 
 
 def _locate(x: np.ndarray, lo: int, hi: int) -> int:
-    """The best split of the values ``x[lo:hi]`` (ruptures' binary segmentation, l2 cost)."""
-    return lo + int(ruptures.Binseg(model="l2", min_size=MIN_RUNS, jump=1).fit(x[lo:hi].reshape(-1, 1)).predict(n_bkps=1)[0])
+    """The best split of the values ``x[lo:hi]`` (ruptures' binary segmentation, l2 cost, one change point)."""
+    return lo + stattools.best_l2_split(x[lo:hi], MIN_RUNS)
 
 
 def detect(series: list[float] | np.ndarray) -> list[ChangePoint]:
@@ -153,7 +153,7 @@ def detect(series: list[float] | np.ndarray) -> list[ChangePoint]:
         if min(cut - bounds[i], bounds[i + 2] - cut) < MIN_RUNS:
             return 1.0
         if (lo, cut, hi) not in tested:
-            tested[lo, cut, hi] = _p_value(stats.rankdata(x[lo:hi]), cut - lo)
+            tested[lo, cut, hi] = _p_value(stattools.rankdata(x[lo:hi]), cut - lo)
         return tested[lo, cut, hi]
 
     # Merge: each change point tested between its neighbours; the weakest insignificant one goes first.

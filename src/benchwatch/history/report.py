@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from benchwatch.evidence import sentence
 from benchwatch.history import changed, changepoints, events, workload
 from benchwatch.history.index import Entry, Index, by_workload
 from benchwatch.record import outcome, rundir
 from benchwatch.stability import runs as stability_runs
+from benchwatch.util import stattools
 
 RECENT = 3             # --recent: the latest runs compared with those before them
 RECENT_ALPHA = 0.05    # how sure that comparison must be before it fails CI
@@ -143,7 +143,7 @@ def series(history: History, wid: str, metric: str, entries: list[Entry], why: W
             "change_points": cps, "name": next((n for n, w in history.names().items() if w == wid), None),
             "description": workload.describe(runs[0].key) if runs else None,
             "baseline": runs[baseline].run_id if baseline is not None else None,
-            "method": {"change_points": "ruptures Binseg (l2 on ranks) + scipy permutation test", "alpha": changepoints.ALPHA,
+            "method": {"change_points": "binary segmentation (l2 on ranks, as ruptures Binseg) + permutation test of the best split", "alpha": changepoints.ALPHA,
                        "min_runs": changepoints.MIN_RUNS, "window": changepoints.WINDOW}}
 
 
@@ -232,12 +232,12 @@ def recent_comparison(report: dict[str, Any], recent: int = RECENT) -> dict[str,
     before, after = np.asarray(values[start:end]), np.asarray(values[end:])
     step, ci = changepoints.step_interval(before, after)
     direction = outcome.METRICS[report["metric"]][1]
-    res = stats.permutation_test((before, after), lambda a, b, axis=-1: np.mean(b, axis=axis) - np.mean(a, axis=axis),
-                                 vectorized=True, n_resamples=9999, alternative="less" if direction > 0 else "greater",
-                                 rng=np.random.default_rng(changepoints.SEED))
+    res = stattools.permutation_test_independent(
+        (before, after), lambda a, b, axis=-1: np.mean(b, axis=axis) - np.mean(a, axis=axis), n_resamples=9999,
+        alternative="less" if direction > 0 else "greater", rng=np.random.default_rng(changepoints.SEED))
     return {"step_pct": step, "step_ci": [ci[0], ci[1]], "p_value": float(res.pvalue), "start": start, "end": end,
             "before_runs": end - start, "after_runs": len(values) - end, "from_run": report["runs"][start]["run_id"],
             "before_mean": float(before.mean()), "after_mean": float(after.mean()),
-            "test": "one-sided permutation test of the means (scipy.stats.permutation_test, 9999 resamples)",
+            "test": "one-sided permutation test of the means (9999 resamples)",
             "interval": f"{round(changepoints.CONFIDENCE * 100)} % bootstrap interval (percentile, "
                         f"{changepoints.BOOTSTRAP} resamples)"}

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from benchwatch.profile import window
+from benchwatch.util import stattools
 
 TOP = 10
 WORDS = 3
@@ -38,15 +39,13 @@ def _interval(a: Sequence[float], b: Sequence[float]) -> list[float] | None:
     """95 % Welch t interval of mean(b) - mean(a); None with fewer than two runs on a side."""
     if len(a) < 2 or len(b) < 2:
         return None
-    from scipy import stats
-
     va, vb = statistics.variance(a) / len(a), statistics.variance(b) / len(b)
     diff = statistics.mean(b) - statistics.mean(a)
     se = (va + vb) ** 0.5
     if se == 0:
         return [diff, diff]
     df = (va + vb) ** 2 / ((va ** 2 / (len(a) - 1) if len(a) > 1 else 0) + (vb ** 2 / (len(b) - 1) if len(b) > 1 else 0))
-    half = float(stats.t.ppf(0.975, df)) * se
+    half = stattools.t_ppf(0.975, df) * se
     return [diff - half, diff + half]
 
 
