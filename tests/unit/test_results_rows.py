@@ -1,0 +1,51 @@
+"""What the commands write to the results database's version 2 tables (sweep_verdicts from a report,
+history_change_points from a history): pure logic, on a report of a real sweep (tests/fixtures/gate) and a
+history of run directories."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from benchwatch.experiment.verdicts import verdict_rows
+from benchwatch.history import report as history_report
+from benchwatch.history.rows import change_point_rows
+from benchwatch.results.store import CHANGE_POINT_COLUMNS, VERDICT_COLUMNS
+from tests.unit.test_history import _history
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_a_report_s_verdicts_as_rows():
+    with open(os.path.join(ROOT, "tests", "fixtures", "gate", "sweep-regressed.json"), encoding="utf-8") as f:
+        model = json.load(f)
+    rows = verdict_rows(model)
+    assert all(set(r) <= set(VERDICT_COLUMNS) for r in rows)
+    by_metric = {r["metric"]: r for r in rows}
+    tps = by_metric["tps"]
+    assert tps["verdict"] == "slower" and tps["ratio"] == 0.0868 and (tps["ratio_ci_low"], tps["ratio_ci_high"]) == (0.043, 0.175)
+    assert tps["p_adjusted"] == 0.00326 and tps["n_baseline"] == tps["n_variant"] == 3 and tps["min_effect_pct"] == model["min_effect_pct"]
+    assert tps["why"].startswith("candidate at 1 client") and tps["cell"] == "clients=1,scale=1"
+    assert by_metric["latency_avg"]["verdict"] == "higher" and by_metric["latency_avg"]["ratio_ci_high"] == 23.206
+    assert by_metric["steadiness"]["verdict"] == "no difference shown"
+    # the stability measures no run had (this sweep's runs had no profile) are left out, not written as empty rows
+    assert not {"tps_cov", "dip_seconds"} & set(by_metric)
+    steady = model["differences"][0]["stability"]
+    steady["measures"]["tps_cov"].update(ratio=1.8, ratio_ci=[1.2, 2.7], p_value=0.01, p_adjusted=0.05,
+                                         verdict="higher", n_baseline=3, n_variant=3, note=None)
+    (cov,) = [r for r in verdict_rows(model) if r["metric"] == "tps_cov"]
+    assert (cov["ratio"], cov["ratio_ci_low"], cov["ratio_ci_high"], cov["p_adjusted"]) == (1.8, 1.2, 2.7, 0.05)
+    assert cov["verdict"] == "higher" and cov["test"] == steady["test"]
+
+
+def test_a_history_s_change_points_as_rows(tmp_path):
+    ids = _history(tmp_path)
+    hist = history_report.History.of_state(str(tmp_path), str(tmp_path / "runs"))
+    entries = hist.entries()
+    result = history_report.series(hist, entries[0].workload, "tps", entries)
+    (row,) = change_point_rows(result)
+    assert set(row) == set(CHANGE_POINT_COLUMNS)
+    assert row["run_id"] == ids[6] and row["verdict"] == "regression" and row["started_at"] == 1_760_000_000 + 6 * 86400
+    assert row["step_ci_low"] <= row["step_pct"] <= row["step_ci_high"] < -25 and row["p_value"] < 0.01
+    assert row["changed"]["synchronous_commit"] == ["off", "on"]
+    assert "synchronous_commit: off → on" in row["changed_text"] and row["accepted"] is False
