@@ -1,16 +1,20 @@
 """What the commands write to the results database's version 2 tables (sweep_verdicts from a report,
-history_change_points from a history): pure logic, on a report of a real sweep (tests/fixtures/gate) and a
-history of run directories."""
+history_change_points from a history), and how Grafana's data source finds the database: pure logic, on a
+report of a real sweep (tests/fixtures/gate) and a history of run directories."""
 
 from __future__ import annotations
 
 import json
 import os
 
+import yaml
+
 from benchwatch.experiment.verdicts import verdict_rows
 from benchwatch.history import report as history_report
 from benchwatch.history.rows import change_point_rows
+from benchwatch.results import dsn as results_dsn
 from benchwatch.results.store import CHANGE_POINT_COLUMNS, VERDICT_COLUMNS
+from benchwatch.util.private import write_private
 from tests.unit.test_history import _history
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -49,3 +53,46 @@ def test_a_history_s_change_points_as_rows(tmp_path):
     assert row["step_ci_low"] <= row["step_pct"] <= row["step_ci_high"] < -25 and row["p_value"] < 0.01
     assert row["changed"]["synchronous_commit"] == ["off", "on"]
     assert "synchronous_commit: off → on" in row["changed_text"] and row["accepted"] is False
+
+
+def test_grafana_s_data_source_reads_the_password_from_the_pgpass_file(tmp_path, monkeypatch):
+    passfile = str(tmp_path / "pgpass")
+    write_private(passfile, "# a comment\nother:*:*:postgres:no\n127.0.0.1:*:*:postgres:s3cr\\:et\n")
+    monkeypatch.delenv("PGPASSFILE", raising=False)
+    env = results_dsn.grafana_environment(results_dsn.local(19432, passfile))
+    assert env == {"BENCHWATCH_RESULTS_DB_ADDRESS": "127.0.0.1:19432", "BENCHWATCH_RESULTS_DB_NAME": "benchwatch_results",
+                   "BENCHWATCH_RESULTS_DB_USER": "postgres", "BENCHWATCH_RESULTS_DB_SSLMODE": "disable",
+                   "BENCHWATCH_RESULTS_DB_PASSWORD": "s3cr:et"}
+    team = results_dsn.grafana_environment(f"host=results.example dbname=bw user=bench passfile={passfile}")
+    assert team["BENCHWATCH_RESULTS_DB_ADDRESS"] == "results.example:5432" and "BENCHWATCH_RESULTS_DB_PASSWORD" not in team
+    assert results_dsn.grafana_environment(results_dsn.OFF) == {} and results_dsn.grafana_environment(None) == {}
+
+
+def test_the_provisioned_results_data_source_carries_no_secret():
+    with open(os.path.join(ROOT, "grafana", "provisioning", "datasources", "benchwatch.yml"), encoding="utf-8") as f:
+        sources = {s["uid"]: s for s in yaml.safe_load(f)["datasources"]}
+    results = sources["benchwatch-results"]
+    assert results["type"] in ("postgres", "grafana-postgresql-datasource")
+    assert results["secureJsonData"] == {"password": "$BENCHWATCH_RESULTS_DB_PASSWORD"}
+    assert results["url"] == "$BENCHWATCH_RESULTS_DB_ADDRESS" and results["jsonData"]["database"] == "$BENCHWATCH_RESULTS_DB_NAME"
+
+
+def test_every_column_of_every_table_is_documented():
+    """docs/results.md has a table of columns under each CREATE TABLE of schema.sql, every column in it."""
+    import re
+
+    from benchwatch.results.store import schema_sql
+
+    with open(os.path.join(ROOT, "docs", "results.md"), encoding="utf-8") as f:
+        doc = f.read()
+    tables = re.findall(r"CREATE TABLE IF NOT EXISTS (\w+) \((.*?)\n\);", schema_sql(), re.S)
+    assert {t for t, _ in tables} >= {"runs", "sweep_verdicts", "history_change_points"}
+    for table, body in tables:
+        section = doc.split(f"### `{table}`", 1)
+        assert len(section) == 2, f"docs/results.md has no section of {table}"
+        part = section[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+        for line in body.strip().splitlines():
+            column = line.split()[0]
+            if column in ("PRIMARY", "UNIQUE"):
+                continue
+            assert f"| `{column}` |" in part, f"{table}.{column} is not in docs/results.md"

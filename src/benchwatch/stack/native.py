@@ -502,6 +502,11 @@ class Stack(ProcessManager):
                    GF_PATHS_PROVISIONING=resources.path("grafana", "provisioning"),
                    BENCHWATCH_PROMETHEUS_URL=self.cfg.url("prometheus"),
                    BENCHWATCH_DASHBOARDS_DIR=resources.path("dashboards"))
+        # The results database's data source (the SQL panels): its address and the password, in the environment
+        # (Grafana's provisioning reads $VAR; the file would not be libpq's pgpass), never in argv.
+        from benchwatch.results.dsn import grafana_environment
+
+        env.update(grafana_environment(self.cfg.results_target()))
         argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
         self.spawn("grafana", argv + [f"--homepath={home}"], env=env)
 
