@@ -96,3 +96,15 @@ def test_every_column_of_every_table_is_documented():
             if column in ("PRIMARY", "UNIQUE"):
                 continue
             assert f"| `{column}` |" in part, f"{table}.{column} is not in docs/results.md"
+
+
+def test_commands_write_rows_to_a_given_database_or_to_the_stack_s_own_only_while_it_runs(tmp_path, monkeypatch):
+    from benchwatch.stack.config import load_config
+    from benchwatch.stack.native import Stack
+
+    monkeypatch.delenv("BENCHWATCH_RESULTS_DSN", raising=False)
+    own = Stack(load_config(str(tmp_path / "own")))
+    assert own.cfg.results_target() is not None and own.results_target_running() is None  # not up: no wait on it
+    team = "host=results.example dbname=bw user=bench"
+    assert Stack(load_config(str(tmp_path / "team"), results_dsn=team)).results_target_running().startswith(team)
+    assert Stack(load_config(str(tmp_path / "off"), results_dsn="off")).results_target_running() is None

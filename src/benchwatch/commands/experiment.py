@@ -482,7 +482,7 @@ def _write_verdicts(ctx: Context, stack, model: dict) -> None:
     from benchwatch.results.store import write_to
 
     rows = verdict_rows(model)
-    error = write_to(stack.cfg.results_target(), lambda store: store.write_verdicts(
+    error = write_to(stack.results_target_running(), lambda store: store.write_verdicts(
         stack.cfg.host, model["sweep"], model["baseline"], rows))
     if error:
         ctx.say(f"could not write the report's verdicts to {error} (the Experiment dashboard's SQL tables will "

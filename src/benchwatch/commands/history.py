@@ -132,7 +132,7 @@ def _write_change_points(ctx: Context, stack, result: dict) -> None:
     from benchwatch.results.store import write_to
 
     rows = change_point_rows(result)
-    error = write_to(stack.cfg.results_target(), lambda store: store.write_change_points(
+    error = write_to(stack.results_target_running(), lambda store: store.write_change_points(
         stack.cfg.host, result["workload"], result["metric"], rows))
     if error:
         ctx.say(f"could not write the change points to {error} (the History dashboard's SQL table does not "

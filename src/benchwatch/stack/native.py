@@ -558,6 +558,16 @@ class Stack(ProcessManager):
         except (psycopg.Error, RuntimeError) as e:
             raise StackError(f"the results database: {str(e).strip()}") from None
 
+    def results_target_running(self) -> str | None:
+        """Where a command writes what it computed (report's verdicts, history's change points): the DSN given
+        (a team's database, tried whatever its state), or the stack's own database while it runs; None when the
+        stack has none or its own is not running (a stack that is down, runs directories read alone), so that
+        no command waits on a connection that cannot be made."""
+        target = self.cfg.results_target()
+        if target is None or (self.cfg.own_results_db and self.pid(RESULTS_DB) is None):
+            return None
+        return target
+
     def _results_status(self) -> dict:
         from benchwatch.results import dsn
 
