@@ -98,9 +98,13 @@ def test_change_point_at_run_7_names_the_setting(history):
 
 def test_fail_on_regression_fails_on_it_and_not_on_the_first_six(history):
     live, ids, first6 = history
-    r = live.benchwatch("history", ids[0], "--fail-on-regression", "5")
+    comment = first6.parent / "history-comment.md"
+    r = live.benchwatch("history", ids[0], "--fail-on-regression", "5", "--comment", str(comment))
     assert r.returncode == 1, r.stderr.decode(errors="replace")
     assert "commit_delay (default) → 50000".encode() in r.stderr, r.stderr
+    # The gate's comment: failed, with the setting that differs between the runs around the change.
+    text = comment.read_text()
+    assert "**failed**" in text and "commit_delay" in text, text
     # The first six runs alone: the same run directories in a state dir of their own.
     for run_id in ids[:6]:
         shutil.copytree(os.path.join(live.state_dir, "runs", run_id), first6 / "runs" / run_id)

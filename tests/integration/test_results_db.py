@@ -59,6 +59,9 @@ def two_hosts():
         pending = Pending(a.stack.cfg.runs_dir)
         assert wait_until(lambda: (m := pending.get(down_id)) is not None and m.attempts >= 1, WRITTEN_WITHIN_S, 0.5), \
             "no pending marker with a failed attempt for the run made while the database was down"
+        said = a.benchwatch("status", "--json", timeout=60)
+        results = json.loads(said.stdout)["results"]
+        assert results["pending_runs"] == 1 and results["last_error"], results
         db.start()
         assert wait_until(lambda: down_id in db.run_hosts(), WRITTEN_WITHIN_S, 0.5), _exporter_log(a)
         assert wait_until(lambda: pending.get(down_id) is None, 10, 0.2)
@@ -103,7 +106,13 @@ def test_the_run_made_while_the_database_was_down_kept_its_output_and_exit_code(
 
 
 def test_history_all_hosts_on_a_shows_b_s_runs(two_hosts):
-    _, a, _, a_runs, b_runs, _ = two_hosts
+    _, a, b, a_runs, b_runs, _ = two_hosts
+    # Host B names its workload and notes an event (its stack is down; the database takes them at once).
+    named = b.benchwatch("history", b_runs[0], "--name", "nightly-b")
+    assert named.returncode == 0 and b"is named nightly-b" in named.stderr, named.stderr
+    assert b"not in the results database" not in named.stderr, named.stderr
+    noted = b.benchwatch("annotate", "host-b: remounted with noatime")
+    assert noted.returncode == 0, noted.stderr
     # host A's own history (in this process: each CLI start imports SciPy again): one workload, its two runs
     own = report.History.of_state(a.stack.cfg.state_dir, a.stack.cfg.runs_dir).workloads()
     assert [w["runs"] for w in own] == [2]
@@ -112,7 +121,9 @@ def test_history_all_hosts_on_a_shows_b_s_runs(two_hosts):
     pooled = json.loads(r.stdout)["workloads"]
     assert len(pooled) == 1 and pooled[0]["runs"] == 3 and pooled[0]["hosts"] == ["host-a", "host-b"]
     assert pooled[0]["workload"] != own[0]["workload"] and "host" not in pooled[0]["key"]
-    r = a.benchwatch("history", pooled[0]["workload"], "--all-hosts", "--json")
+    # B's name of its own workload names the pooled one on A (history_state read back, under pooled ids).
+    assert pooled[0]["name"] == "nightly-b", pooled[0]
+    r = a.benchwatch("history", "nightly-b", "--all-hosts", "--json")
     assert r.returncode == 0, r.stderr.decode(errors="replace")
     runs = json.loads(r.stdout)["runs"]
     assert [x["run_id"] for x in runs] == a_runs + b_runs

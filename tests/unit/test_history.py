@@ -216,3 +216,27 @@ def test_dates_in_file_names():
     assert name_date("/x/pgbench-20240105.log") == 1704412800.0
     assert name_date("run_2024-01-05_0230.txt") == 1704412800.0 + 2.5 * 3600
     assert name_date("/r/018_pgbench.txt") is None and name_date("2023-02-30.log") is None
+
+
+def test_all_hosts_pool_names_accepted_changes_and_annotations_of_every_host(tmp_path):
+    """history --all-hosts reads every host's state from the results database's history_state rows: names and
+    accepted runs under pooled workload ids, each annotation once; this host's own files first (newest)."""
+    from benchwatch.history import events
+
+    own = str(tmp_path / "history")
+    events.name(own, "w-a1", "nightly")
+    events.accept(own, "w-a1", "run-a7")
+    mine = events.annotate(own, "remounted /data noatime", None)
+    pooled_of = {"w-a1": "p-1", "w-b1": "p-1", "w-b2": "p-2"}
+    states = [
+        ("host-b", "names", {"nightly": "w-b2", "tpcb-b": "w-b1"}),  # "nightly" is this host's: its own wins
+        ("host-b", "accepted", {"w-b1": ["run-b3"]}),
+        ("host-b", "annotations", [{"at": 100.0, "text": "kernel 6.1.0-27"}, mine]),  # mine again: once
+        ("host-c", "names", {"pooled-name": "p-2"}),  # a name given under --all-hosts: already pooled
+        ("host-c", "accepted", "damaged"),
+        ("host-c", "unknown kind", {"x": 1}),
+    ]
+    shared = events.pool(states, own, pooled_of)
+    assert shared.names == {"nightly": "p-1", "tpcb-b": "p-1", "pooled-name": "p-2"}
+    assert shared.accepted == {"p-1": ["run-a7", "run-b3"]}
+    assert [e["text"] for e in shared.annotations] == ["kernel 6.1.0-27", "remounted /data noatime"]

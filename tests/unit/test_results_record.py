@@ -133,3 +133,32 @@ def test_the_pooled_workload_is_the_same_on_every_host():
     assert workload.workload_id(a) != workload.workload_id(b)
     assert workload.pooled_id(a) == workload.pooled_id(b) == workload.workload_id(workload.pooled_key(a))
     assert "host" not in workload.pooled_key(a)
+
+
+def test_status_says_how_many_runs_wait_since_when_and_why_without_dropping_any(tmp_path):
+    import io
+
+    from benchwatch.commands.lifecycle import print_status
+
+    runs = tmp_path / "runs"
+    (runs / "r1").mkdir(parents=True)
+    p = Pending(str(runs))
+    assert p.summary() == {"pending_runs": 0, "pending_since": None, "last_error": None}
+    p.mark("r1", now=1795870000.0)
+    p.mark("r1", "OperationalError: connection refused")
+    p.mark("gone", now=1795870100.0)  # its directory is gone: status reads, and drops nothing
+    assert p.summary() == {"pending_runs": 2, "pending_since": 1795870000.0,
+                           "last_error": "OperationalError: connection refused"}
+    assert p.get("gone") is not None
+    out = io.StringIO()
+    print_status({"state_dir": str(tmp_path), "engine": "postgresql", "components": {}, "runs_dir": str(runs),
+                  "postgres": {"dsn": "host=127.0.0.1", "embedded": False},
+                  "host": "bench-1", "grafana": {"installed": True, "hint": None},
+                  "results": {"dsn": "host=db dbname=results", "own": False, **p.summary(),
+                              "long_term": {"write_url": "http://vm:8428/api/v1/write",
+                                            "query_url": "http://vm:8428"}}}, out)
+    text = out.getvalue()
+    assert "results     host=db dbname=results  host bench-1" in text
+    assert ("2 run(s) not yet in it, waiting since 2026-11-28 12:46:40Z; last error: OperationalError: connection "
+            "refused") in text, text
+    assert "long-term   writes to http://vm:8428/api/v1/write, queries http://vm:8428" in text

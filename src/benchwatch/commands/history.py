@@ -92,6 +92,7 @@ def _answer(ctx: Context, hist, target: list[str], pooled_entries: list | None) 
         if args.name:
             events.name(hist.hdir, wid, args.name)
             say(f"workload {wid} is named {args.name}")
+            share_state(ctx, hist.hdir)
         result = report.series(hist, wid, args.metric, entries, _evidence(stack) if stack.healthy("prometheus")
                                or stack.cfg.long_term_query_url else None)
         if not result["runs"]:
@@ -108,7 +109,7 @@ def _answer(ctx: Context, hist, target: list[str], pooled_entries: list | None) 
     _write_change_points(ctx, stack, result)
     if stack.healthy("prometheus"):  # the History dashboard's series (and the annotations, sent again)
         error = series.send(stack.cfg.remote_write_url, series.history_samples(result)
-                            + series.annotation_samples(events.read_annotations(hist.hdir)))
+                            + series.annotation_samples(hist.annotations()))
         if error:
             say(f"{error}: the History dashboard does not show this yet")
     if args.fail_on_regression is not None:
@@ -141,7 +142,8 @@ def _write_change_points(ctx: Context, stack, result: dict) -> None:
 
 def _pooled(ctx: Context, hist):
     """(the results database, every host's entries pooled), or (None, []) with the reason said."""
-    from benchwatch.history.index import pooled
+    from benchwatch.history import events
+    from benchwatch.history.index import pooled, pooled_ids
     from benchwatch.results.store import Store
 
     cfg = ctx.stack.cfg
@@ -160,7 +162,14 @@ def _pooled(ctx: Context, hist):
         ctx.say(f"cannot read the results database ({public(dsn)}): {type(e).__name__}: {str(e).strip()}")
         return None, []
     hist.meta_of = lambda run_id: store.meta(run_id) or hist_meta(hist, run_id)
-    return store, pooled(stored, hist.entries(), cfg.host)
+    hist.stability_of = store.stability  # another host's run (this host's own are read from their directories)
+    local = hist.entries()
+    try:  # names, accepted changes and annotations of every host, under pooled workload ids
+        hist.shared = events.pool(store.history_states(), hist.hdir, pooled_ids(stored, local))
+    except Exception as e:  # a database that lost its connection since: the runs are read, this host's state stays
+        ctx.say(f"the other hosts' history state (names, accepted changes, annotations) is not read: "
+                f"{type(e).__name__}: {str(e).strip()}")
+    return store, pooled(stored, local, cfg.host)
 
 
 def hist_meta(hist, run_id: str) -> dict:
@@ -177,7 +186,8 @@ def _comment(ctx: Context, stack, hist, result: dict) -> int:
     from benchwatch.gate import history as history_gate
 
     args = ctx.args
-    assessed = history_gate.assess(result, args.fail_on_regression, args.recent, stack.cfg.runs_dir, hist.hdir,
+    assessed = history_gate.assess(result, args.fail_on_regression, args.recent, history_gate.Runs(hist.meta, hist.stability),
+                                   hist.annotations(),
                                    _evidence(stack) if stack.healthy("prometheus") else None)
     grafana = args.grafana_url or os.environ.get("BENCHWATCH_GRAFANA_URL") or stack.cfg.url("grafana")
     text = history_gate.markdown(result, assessed, {"grafana": grafana})
@@ -200,7 +210,28 @@ def _accept(ctx: Context, hist, rest: list[str]) -> int:
     events.accept(hist.hdir, run.workload, run.run_id)
     ctx.say(f"run {run.run_id} accepted as the new baseline of workload {run.workload}: "
             "--fail-on-regression no longer fails on changes up to it")
+    share_state(ctx, hist.hdir)
     return 0
+
+
+def share_state(ctx: Context, hdir: str) -> None:
+    """What history was just told, into the results database at once (other hosts' history --all-hosts reads
+    it); when the database cannot take it, said: the exporter writes it with the next run it records."""
+    from benchwatch.history import events
+    from benchwatch.results.dsn import public
+    from benchwatch.results.store import Store
+
+    cfg = ctx.stack.cfg
+    dsn = cfg.results_target()
+    if dsn is None:
+        return
+    try:
+        with Store(dsn) as store:
+            for kind, content in events.state(hdir):
+                store.write_history_state(cfg.host, kind, content)
+    except Exception as e:  # psycopg.OperationalError: down, refused; kept here, written with the next run
+        ctx.say(f"not in the results database ({public(dsn)}) yet: {type(e).__name__}: {str(e).strip()}; "
+                "kept here, and written with the next run this host records")
 
 
 def _print_workloads(ctx: Context, listing: list[dict]) -> None:
@@ -262,6 +293,7 @@ def cmd_annotate(ctx: Context) -> int:
         return 2
     event = events.annotate(events.history_dir(stack.cfg.state_dir), args.text, args.run)
     ctx.say(f"annotation recorded at {event['at']:.3f}")
+    share_state(ctx, events.history_dir(stack.cfg.state_dir))
     if not stack.healthy("prometheus"):
         ctx.say("not on the dashboards yet: the stack's Prometheus is not running (kept; benchwatch history "
                 "WORKLOAD sends it once it is)")

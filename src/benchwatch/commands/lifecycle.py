@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import TextIO
 
 from benchwatch import engines
@@ -67,6 +68,14 @@ def print_status(status: dict, out: TextIO) -> None:
         where = results.get("dsn") or "off (runs stay in their directories only)"
         own = " (the stack's own)" if results.get("own") else ""
         print(f"results     {where}{own}  host {status.get('host')}", file=out)
+        if results.get("pending_runs"):
+            since = time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(results["pending_since"] or 0))
+            error = f"; last error: {results['last_error']}" if results.get("last_error") else ""
+            print(f"            {results['pending_runs']} run(s) not yet in it, waiting since {since}{error} "
+                  f"(written by the exporter every 15 s; benchwatch flush waits for them)", file=out)
+        if results.get("long_term"):
+            print(f"long-term   writes to {results['long_term']['write_url']}, queries "
+                  f"{results['long_term']['query_url']}", file=out)
 
 
 @command("down", help="stop the native stack (data is kept)")

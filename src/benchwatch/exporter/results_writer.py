@@ -87,10 +87,8 @@ class ResultsWriter:
 
     def _write_history_state(self) -> None:
         hdir = events.history_dir(os.path.dirname(os.path.abspath(self.runs_dir)))
-        for kind, content in (("accepted", events.accepted(hdir)), ("names", events.names(hdir)),
-                              ("annotations", events.read_annotations(hdir))):
-            if content:
-                self.store.write_history_state(self.host, kind, content)
+        for kind, content in events.state(hdir):
+            self.store.write_history_state(self.host, kind, content)
 
     def write_pending(self) -> int:
         """Writes through every pending run, oldest first; stops at the first failure (the database is

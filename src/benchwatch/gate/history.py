@@ -6,17 +6,15 @@ what changed between the runs, the server measures and the dips by cause.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from benchwatch.experiment import steadiness
 from benchwatch.gate import FAILED, PASSED
 from benchwatch.gate.markdown import code, table
-from benchwatch.history import changed, changepoints, events
+from benchwatch.history import changed, changepoints
 from benchwatch.history import report as history
-from benchwatch.record import rundir
-from benchwatch.stability import runs as stability_runs
 
 HISTORY_DASHBOARD = "benchwatch-history"
 EVIDENCE_RUNS = history.EVIDENCE_RUNS
@@ -26,21 +24,23 @@ WHY_ROWS = 5
 Why = Callable[[list[str], list[str], "str | None"], list[dict[str, Any]]]
 
 
-def _meta(runs_dir: str, run_id: str) -> dict[str, Any]:
-    try:
-        return rundir.RunDir(os.path.join(runs_dir, run_id)).read_meta()
-    except (rundir.CorruptMeta, OSError):
-        return {}
+@dataclass(frozen=True)
+class Runs:
+    """How the gate reads a run it compares: its meta.json ({} when unknown) and its stability profile (None)."""
+
+    meta: Callable[[str], dict[str, Any]]
+    stability: Callable[[str], dict[str, Any] | None]
 
 
-def assess(result: Mapping[str, Any], pct: float, recent: int, runs_dir: str, history_dir: str,
+def assess(result: Mapping[str, Any], pct: float, recent: int, runs: Runs, annotations: Sequence[dict[str, Any]],
            why: Why | None = None) -> dict[str, Any]:
     """The gate's answer: ``failed`` (history's own verdict), ``reason``, and the ``comparison`` the comment
     shows — the failing change point, else the latest runs against those before them — with what changed
-    between the two sides, the server measures and the dips by cause. ``comparison`` None: too few runs."""
+    between the two sides, the server measures and the dips by cause. ``comparison`` None: too few runs.
+    ``runs`` reads a run's meta.json and stability profile (from any host's, under --all-hosts);
+    ``annotations``: what history was told (benchwatch.history.events)."""
     reason = history.regression(dict(result), pct, recent)
-    runs = result["runs"]
-    ids = [r["run_id"] for r in runs]
+    ids = [r["run_id"] for r in result["runs"]]
     cp = history.failing_change_point(dict(result), pct)
     comparison: dict[str, Any] | None = None
     if cp is not None:
@@ -61,9 +61,9 @@ def assess(result: Mapping[str, Any], pct: float, recent: int, runs_dir: str, hi
         return out
     before, after = ids[comparison["start"]:comparison["end"]], ids[comparison["end"]:]
     comparison["before_ids"], comparison["after_ids"] = before, after
-    last, first = _meta(runs_dir, before[-1]), _meta(runs_dir, after[0])
+    last, first = runs.meta(before[-1]), runs.meta(after[0])
     what = changed.diff(last, first) if last and first else {}
-    said = changed.between(events.read_annotations(history_dir),
+    said = changed.between(list(annotations),
                            {**last, "started_at": last.get("started_at")},
                            {**first, "run_id": after[0], "started_at": first.get("started_at")})
     if said:
@@ -76,17 +76,12 @@ def assess(result: Mapping[str, Any], pct: float, recent: int, runs_dir: str, hi
     elif why is not None:
         rows = why(before[-EVIDENCE_RUNS:], after[:EVIDENCE_RUNS], first.get("engine"))
     out["evidence"] = rows
-    out["dips_by_cause"] = steadiness.causes_why(_causes(runs_dir, before[-CAUSE_RUNS:]), _causes(runs_dir, after[:CAUSE_RUNS]))
+    out["dips_by_cause"] = steadiness.causes_why(_causes(runs, before[-CAUSE_RUNS:]), _causes(runs, after[:CAUSE_RUNS]))
     return out
 
 
-def _causes(runs_dir: str, run_ids: Sequence[str]) -> dict[str, dict[str, float]] | None:
-    profiles = []
-    for run_id in run_ids:
-        path = os.path.join(runs_dir, run_id)
-        if os.path.isdir(path):
-            profiles.append(stability_runs.stability_of(rundir.RunDir(path)))
-    return steadiness.by_cause(profiles)
+def _causes(runs: Runs, run_ids: Sequence[str]) -> dict[str, dict[str, float]] | None:
+    return steadiness.by_cause([runs.stability(run_id) for run_id in run_ids])
 
 
 def exit_code(assessed: Mapping[str, Any]) -> int:

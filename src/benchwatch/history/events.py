@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 ANNOTATIONS = "annotations.jsonl"
@@ -97,3 +99,51 @@ def name(hdir: str, workload: str, given: str) -> None:
     data = {k: v for k, v in names(hdir).items() if v != workload}  # one name per workload: the newest
     data[given] = workload
     _write_json(os.path.join(hdir, NAMES), data)
+
+
+def state(hdir: str) -> list[tuple[str, Any]]:
+    """(kind, content) of each state file that has something: what a results database keeps of a host's history
+    (its ``history_state`` rows), written by the exporter with every run and by the commands that change it."""
+    found = (("accepted", accepted(hdir)), ("names", names(hdir)), ("annotations", read_annotations(hdir)))
+    return [(kind, content) for kind, content in found if content]
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What people told history on every host, pooled (``history --all-hosts``): names and accepted changes
+    under pooled workload ids, every annotation once, oldest first."""
+
+    names: dict[str, str]
+    accepted: dict[str, list[str]]
+    annotations: list[dict[str, Any]]
+
+
+def pool(states: Iterable[tuple[str, str, Any]], own: str, pooled_of: Mapping[str, str]) -> Shared:
+    """Every host's state (``(host, kind, content)``: the results database's ``history_state`` rows) and this
+    host's own files in ``own`` (read first: they are newer than its rows when its writes wait), each host's
+    workload ids mapped to pooled ones by ``pooled_of`` (an id it lacks is kept: one already pooled, a name
+    given under --all-hosts). A name given to two workloads: this host's wins, else the first host's by name."""
+    rows: dict[str, list[Any]] = {"names": [names(own)], "accepted": [accepted(own)], "annotations": [read_annotations(own)]}
+    for _host, kind, content in states:
+        if kind in rows:
+            rows[kind].append(content)
+    pooled_names: dict[str, str] = {}
+    for content in rows["names"]:
+        for name, wid in (content.items() if isinstance(content, dict) else ()):
+            pooled_names.setdefault(str(name), pooled_of.get(str(wid), str(wid)))
+    pooled_accepted: dict[str, list[str]] = {}
+    for content in rows["accepted"]:
+        for wid, run_ids in (content.items() if isinstance(content, dict) else ()):
+            if isinstance(run_ids, list):
+                runs = pooled_accepted.setdefault(pooled_of.get(str(wid), str(wid)), [])
+                runs.extend(str(r) for r in run_ids if str(r) not in runs)
+    seen: set[str] = set()
+    notes = []
+    for content in rows["annotations"]:
+        for event in content if isinstance(content, list) else ():
+            if isinstance(event, dict) and isinstance(event.get("at"), (int, float)) and "text" in event:
+                key = json.dumps(event, sort_keys=True)
+                if key not in seen:
+                    seen.add(key)
+                    notes.append(event)
+    return Shared(pooled_names, pooled_accepted, sorted(notes, key=lambda e: e["at"]))

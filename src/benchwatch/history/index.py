@@ -156,6 +156,18 @@ def pooled(stored: Iterable[StoredRun], local: Iterable[Entry], host: str) -> li
                                                rundir.sort_key(e.run_id)))
 
 
+def pooled_ids(stored: Iterable[StoredRun], local: Iterable[Entry]) -> dict[str, str]:
+    """Each host's workload id (the database's runs' and this host's own) -> its pooled workload id."""
+    out: dict[str, str] = {}
+    for r in stored:
+        if r.workload and r.key and r.workload not in out:
+            out[r.workload] = workload.workload_id(workload.pooled_key(r.key))
+    for e in local:
+        if e.workload not in out:
+            out[e.workload] = workload.workload_id(workload.pooled_key(e.key))
+    return out
+
+
 def by_workload(entries: Iterable[Entry]) -> dict[str, list[Entry]]:
     out: dict[str, list[Entry]] = {}
     for e in entries:

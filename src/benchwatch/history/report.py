@@ -16,6 +16,7 @@ from benchwatch.evidence import sentence
 from benchwatch.history import changed, changepoints, events, workload
 from benchwatch.history.index import Entry, Index, by_workload
 from benchwatch.record import outcome, rundir
+from benchwatch.stability import runs as stability_runs
 
 RECENT = 3             # --recent: the latest runs compared with those before them
 RECENT_ALPHA = 0.05    # how sure that comparison must be before it fails CI
@@ -35,6 +36,27 @@ class History:
     hdir: str
     # A run's meta.json by its id when the runs are not all in runs_dir (history --all-hosts: the results database's).
     meta_of: Callable[[str], dict[str, Any]] | None = None
+    # What people told history on every host (history --all-hosts: events.Shared from the results database);
+    # None: this state directory's own files.
+    shared: events.Shared | None = None
+
+    # A run's stability profile by its id when the runs are not all in runs_dir (as meta_of).
+    stability_of: Callable[[str], dict[str, Any] | None] | None = None
+
+    def stability(self, run_id: str) -> dict[str, Any] | None:
+        path = os.path.join(self.runs_dir, run_id)
+        if os.path.isdir(path):
+            return stability_runs.stability_of(rundir.RunDir(path))
+        return self.stability_of(run_id) if self.stability_of is not None else None
+
+    def names(self) -> dict[str, str]:
+        return self.shared.names if self.shared is not None else events.names(self.hdir)
+
+    def accepted(self) -> dict[str, list[str]]:
+        return self.shared.accepted if self.shared is not None else events.accepted(self.hdir)
+
+    def annotations(self) -> list[dict[str, Any]]:
+        return self.shared.annotations if self.shared is not None else events.read_annotations(self.hdir)
 
     def meta(self, run_id: str) -> dict[str, Any]:
         if self.meta_of is not None:
@@ -50,7 +72,7 @@ class History:
 
     def workloads(self, entries: list[Entry] | None = None) -> list[dict[str, Any]]:
         """``history --json``'s list: each workload with its number of runs and date range."""
-        named = {w: n for n, w in events.names(self.hdir).items()}
+        named = {w: n for n, w in self.names().items()}
         out = []
         for wid, runs in by_workload(self.entries() if entries is None else entries).items():
             starts = [e.started_at for e in runs if e.started_at is not None]
@@ -63,7 +85,7 @@ class History:
 
     def resolve(self, given: str, entries: list[Entry]) -> str | None:
         """A workload from its name, its id or the id of any of its runs."""
-        named = events.names(self.hdir)
+        named = self.names()
         if given in named:
             return named[given]
         ids = {e.workload for e in entries}
@@ -94,7 +116,7 @@ def series(history: History, wid: str, metric: str, entries: list[Entry], why: W
     values = [float(e.value(metric)) for e in runs]  # type: ignore[arg-type]
     direction = outcome.METRICS[metric][1]
     baseline = _baseline(history, wid, runs)
-    notes = events.read_annotations(history.hdir)
+    notes = history.annotations()
     cps = []
     for cp in changepoints.detect(values):
         before, after = history.meta(runs[cp.index - 1].run_id), history.meta(runs[cp.index].run_id)
@@ -118,7 +140,7 @@ def series(history: History, wid: str, metric: str, entries: list[Entry], why: W
     return {"workload": wid, "metric": metric,
             "runs": [{"run_id": e.run_id, "started_at": when(e.started_at), "value": v, **({"host": e.host} if e.host else {})}
                      for e, v in zip(runs, values, strict=True)],
-            "change_points": cps, "name": next((n for n, w in events.names(history.hdir).items() if w == wid), None),
+            "change_points": cps, "name": next((n for n, w in history.names().items() if w == wid), None),
             "description": workload.describe(runs[0].key) if runs else None,
             "baseline": runs[baseline].run_id if baseline is not None else None,
             "method": {"change_points": "ruptures Binseg (l2 on ranks) + scipy permutation test", "alpha": changepoints.ALPHA,
@@ -127,7 +149,7 @@ def series(history: History, wid: str, metric: str, entries: list[Entry], why: W
 
 def _baseline(history: History, wid: str, runs: list[Entry]) -> int | None:
     """Index of the newest accepted run of the workload."""
-    ok = set(events.accepted(history.hdir).get(wid, []))
+    ok = set(history.accepted().get(wid, []))
     found = [i for i, e in enumerate(runs) if e.run_id in ok]
     return found[-1] if found else None
 

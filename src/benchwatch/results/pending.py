@@ -85,3 +85,16 @@ class Pending:
                 continue
             out.append(run_id)
         return sorted(out)
+
+    def summary(self) -> dict:
+        """What ``status`` says of the runs waiting, read only (nothing dropped): how many, since when (epoch
+        seconds of the oldest marker), and the error of the most recent failed attempt."""
+        try:
+            names = sorted(n for n in os.listdir(self.dir) if n.endswith(".json"))
+        except FileNotFoundError:
+            names = []
+        markers = [m for n in names if (m := self.get(n[:-len(".json")])) is not None]
+        failed = [m for m in markers if m.error]
+        return {"pending_runs": len(markers),
+                "pending_since": min((m.since for m in markers), default=None),
+                "last_error": max(failed, key=lambda m: (m.attempts, m.since)).error if failed else None}

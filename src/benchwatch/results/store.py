@@ -152,6 +152,13 @@ class Store:
 
     # -- reading -----------------------------------------------------------------------
 
+    def history_states(self) -> list[tuple[str, str, Any]]:
+        """Every host's history state as the database has it: (host, kind, content), by host and kind."""
+        conn = self.connect()
+        rows = conn.execute("SELECT host, kind, content::text FROM history_state ORDER BY host, kind").fetchall()
+        conn.commit()
+        return [(r[0], r[1], json.loads(r[2])) for r in rows]
+
     def runs(self, host: str | None = None) -> list[StoredRun]:
         """Every run (of ``host``, or of all hosts), oldest first, with the figures history reads."""
         conn = self.connect()
@@ -179,6 +186,14 @@ class Store:
         row = conn.execute("SELECT meta::text FROM runs WHERE run_id = %s", (run_id,)).fetchone()
         conn.commit()
         return json.loads(row[0]) if row else {}
+
+    def stability(self, run_id: str) -> dict[str, Any] | None:
+        """A run's stability profile as the database has it (summary.json's "stability"); None without one."""
+        conn = self.connect()
+        row = conn.execute("SELECT stability::text FROM runs WHERE run_id = %s", (run_id,)).fetchone()
+        conn.commit()
+        found = json.loads(row[0]) if row and row[0] else None
+        return found if isinstance(found, dict) else None
 
     def run_ids(self) -> set[str]:
         conn = self.connect()

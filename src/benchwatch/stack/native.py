@@ -570,9 +570,13 @@ class Stack(ProcessManager):
 
     def _results_status(self) -> dict:
         from benchwatch.results import dsn
+        from benchwatch.results.pending import Pending
 
         target = self.cfg.results_target()
-        return {"dsn": dsn.public(target) if target else None, "own": self.cfg.own_results_db and target is not None}
+        return {"dsn": dsn.public(target) if target else None, "own": self.cfg.own_results_db and target is not None,
+                **Pending(self.cfg.runs_dir).summary(),
+                "long_term": {"write_url": self.cfg.long_term_write_url, "query_url": self.cfg.long_term_query_url}
+                if self.cfg.long_term_write_url else None}
 
     # -- down -------------------------------------------------------------------
 
