@@ -35,7 +35,7 @@ DS = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
 # The results database (docs/results.md) through Grafana's built-in PostgreSQL data source, provisioned with
 # this uid (grafana/provisioning/datasources/benchwatch.yml); its panels take it from the ``results`` variable.
 RESULTS_UID = "benchwatch-results"
-RESULTS_TYPE = "grafana-postgresql-datasource"  # the plugin's id since Grafana 10.3 ("postgres" before, an alias now)
+RESULTS_TYPE = "grafana-postgresql-datasource"  # the plugin's id since Grafana 10.2.3 ("postgres" before, an alias since: grafana#77444)
 RESULTS_DS = dash_m.DataSourceRef(type_val=RESULTS_TYPE, uid="${results}")
 
 # The matchers every dashboard's queries share: the picked run, the selected targets, disks.
