@@ -19,7 +19,7 @@ from benchwatch.history import report
 from benchwatch.results.pending import Pending
 from benchwatch.util.processes import wait_until
 from tests.helpers import throwaway
-from tests.helpers.stores import ResultsServer
+from tests.helpers.results_db import ResultsServer
 
 pytestmark = pytest.mark.integration
 

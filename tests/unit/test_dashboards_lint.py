@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from benchwatch.grafana.panels import ON_TARGET_HOSTS
+from benchwatch.grafana.panels import ON_TARGET_HOSTS, RESULTS_TYPE
 from benchwatch.query import grafana as gq
 from benchwatch.query import promql
 
@@ -68,6 +68,13 @@ def test_every_panel_is_complete(name):
             continue
         assert p.get("description"), where
         assert p["fieldConfig"]["defaults"].get("unit"), where
+        if p["datasource"]["type"] == RESULTS_TYPE:
+            # a SQL panel (the results database): the results variable's data source, raw SQL in code mode
+            assert p["datasource"] == {"type": RESULTS_TYPE, "uid": "${results}"}, where
+            assert "results" in variables, where
+            for t in p["targets"]:
+                assert t["datasource"] == p["datasource"] and t["rawSql"] and t["format"] == "table", where
+            continue
         assert p["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, where
         for t in p["targets"]:
             assert t["datasource"]["uid"] == "${datasource}", where

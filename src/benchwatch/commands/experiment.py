@@ -391,6 +391,7 @@ def cmd_report(ctx: Context) -> int:
         profile_part = model["profile"] = variants.report_part(profile_groups)
     if not figures:
         say(f"sweep {args.name}: no finished run yet")
+    _write_verdicts(ctx, stack, model)
     _write_series(ctx, stack, model)  # (labelled with the baseline: a report against another one adds its own)
     if args.json:
         print(json.dumps(model, indent=2), file=ctx.stdout)
@@ -472,6 +473,20 @@ def _profile_groups(plan, figures: dict, runs_dir: str) -> list[dict] | None:
                "baseline_runs": paths.get((plan.baseline, ci), []), "variant_runs": paths.get((v.name, ci), [])}
               for v in plan.variants[1:] for ci, cell in enumerate(plan.cells)]
     return groups
+
+
+def _write_verdicts(ctx: Context, stack, model: dict) -> None:
+    """The report's verdicts to the results database's sweep_verdicts, where there is one (said, not fatal,
+    when it is down: the next report writes them)."""
+    from benchwatch.experiment.verdicts import verdict_rows
+    from benchwatch.results.store import write_to
+
+    rows = verdict_rows(model)
+    error = write_to(stack.results_target_running(), lambda store: store.write_verdicts(
+        stack.cfg.host, model["sweep"], model["baseline"], rows))
+    if error:
+        ctx.say(f"could not write the report's verdicts to {error} (the Experiment dashboard's SQL tables will "
+                "not show them)")
 
 
 def _write_series(ctx: Context, stack, model: dict) -> None:

@@ -106,6 +106,7 @@ def _answer(ctx: Context, hist, target: list[str], pooled_entries: list | None) 
         print(json.dumps(result, indent=2), file=ctx.stdout)
     else:
         _print_series(ctx, result)
+    _write_change_points(ctx, stack, result)
     if stack.healthy("prometheus"):  # the History dashboard's series (and the annotations, sent again)
         error = series.send(stack.cfg.remote_write_url, series.history_samples(result)
                             + series.annotation_samples(hist.annotations()))
@@ -123,6 +124,20 @@ def _answer(ctx: Context, hist, target: list[str], pooled_entries: list | None) 
         say(f"no regression of more than {args.fail_on_regression:g} % in {args.metric} "
             f"({len(result['runs'])} runs, {len(result['change_points'])} change points)")
     return 0
+
+
+def _write_change_points(ctx: Context, stack, result: dict) -> None:
+    """The change points to the results database's history_change_points, where there is one (said, not fatal,
+    when it is down: the next history of the workload writes them)."""
+    from benchwatch.history.rows import change_point_rows
+    from benchwatch.results.store import write_to
+
+    rows = change_point_rows(result)
+    error = write_to(stack.results_target_running(), lambda store: store.write_change_points(
+        stack.cfg.host, result["workload"], result["metric"], rows))
+    if error:
+        ctx.say(f"could not write the change points to {error} (the History dashboard's SQL table does not "
+                "show them)")
 
 
 def _pooled(ctx: Context, hist):

@@ -13,11 +13,21 @@ from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dash_m
 
 from benchwatch.grafana import panels as P
-from benchwatch.grafana.board import dashboard, datasource_variable
+from benchwatch.grafana.board import dashboard, datasource_variable, results_variable
 from benchwatch.grafana.panels import DS, Layout
 
 EXPERIMENT = ("benchwatch-experiment", "experiment.json", "Experiment")
 SEL = 'experiment="$experiment"'
+# The verdicts of the experiment's reports in the time range, from the results database (sweep_verdicts,
+# docs/results.md): each report replaces its own rows, so these are the latest report's per host and baseline.
+VERDICTS_SQL = """SELECT variant, cell, metric, verdict, ratio, ratio_ci_low AS "95 % low", ratio_ci_high AS "95 % high",
+  p_value AS "p", p_adjusted AS "p (Holm)", n_baseline AS "n baseline", n_variant AS "n variant", why,
+  baseline, host, reported_at AS "reported"
+FROM sweep_verdicts
+WHERE sweep = '$experiment' AND $__timeFilter(reported_at)
+ORDER BY host, baseline, variant, cell,
+  CASE metric WHEN 'tps' THEN 0 WHEN 'latency_avg' THEN 1 WHEN 'latency_p95' THEN 2 WHEN 'steadiness' THEN 3 ELSE 4 END,
+  metric"""
 
 
 def _last(metric: str) -> str:
@@ -114,13 +124,21 @@ def experiment_dashboard() -> dict:
               .x_field("le\\variant").show_value(common.VisibilityMode.NEVER).min(0)
               .legend(common_b.VizLegendOptions().display_mode(common.LegendDisplayMode.LIST)
                       .placement(common.LegendPlacement.BOTTOM).show_legend(True)))
+    L.new_row()
+    verdicts = P.sql_table(L, "Verdicts with intervals (results database)", "Every verdict of the experiment's latest "
+                           "report (per host and baseline) from the results database's sweep_verdicts: per variant, "
+                           "cell and measure against the baseline (tps, latency_avg, latency_p95, steadiness and each "
+                           "stability measure), the ratio variant / baseline with its 95 % interval, the p-value and "
+                           "its Holm adjustment, the runs on each side, and the why. Ratios and p-values have no unit.",
+                           "none", VERDICTS_SQL, h=12)
     uid, _, title = EXPERIMENT
     return _dashboard(uid, title, "An experiment's report (benchwatch sweep, benchwatch report NAME): TPS per cell "
                        "and variant with 95 % intervals, each variant against the baseline, the steadiness of each "
                        "with its intervals and verdict, and the spread of per-interval TPS.",
-                      [chart, cells, diffs, steady, steady_verdicts, spread])
+                      [chart, cells, diffs, steady, steady_verdicts, spread, verdicts])
 
 
 def _dashboard(uid: str, title: str, description: str, items: list) -> dict:
 
-    return dashboard(uid, title, description, items, [datasource_variable(), experiment_variable(), cell_variable()], [])
+    return dashboard(uid, title, description, items,
+                     [datasource_variable(), results_variable(), experiment_variable(), cell_variable()], [])

@@ -8,8 +8,8 @@ from grafana_foundation_sdk.builders import dashboard as dash_b
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as dash_m
 
-from benchwatch.grafana.board import dashboard, datasource_variable
-from benchwatch.grafana.panels import DS, Layout, PrometheusAnnotation, table, timeseries
+from benchwatch.grafana.board import dashboard, datasource_variable, results_variable
+from benchwatch.grafana.panels import DS, Layout, PrometheusAnnotation, sql_table, table, timeseries
 from benchwatch.history.series import ANNOTATION, CHANGE_POINT, VALUE
 
 UID, FILE, TITLE = "benchwatch-history", "history.json", "History"
@@ -17,6 +17,14 @@ SELECTED = 'workload="$workload", metric="$metric"'
 # Annotations are read at a fixed step: last_over_time over the step itself sees each sample once, whatever
 # the time range (one hour: a year's range stays under Prometheus' 11,000 points a query).
 ANNOTATION_STEP = "1h"
+# The workload's change points whose first run after started in the time range, from the results database
+# (history_change_points, docs/results.md): as the latest benchwatch history of the workload found them, per host.
+CHANGE_POINTS_SQL = """SELECT started_at AS "first run after, at", run_id AS "first run after", verdict,
+  step_pct AS "step %", step_ci_low AS "95 % low %", step_ci_high AS "95 % high %", p_value AS "p",
+  mean_before AS "before", mean_after AS "after", accepted, changed_text AS "what changed", host
+FROM history_change_points
+WHERE workload = '$workload' AND metric = '$metric' AND $__timeFilter(started_at)
+ORDER BY started_at, host"""
 
 
 def _variable(name: str, label: str, series: str, description: str) -> dash_b.QueryVariable:
@@ -56,6 +64,13 @@ def history_dashboard() -> dict:
                     "between the runs around it (versions, settings, argv, host, filesystem, annotations).", "short",
                     f"last_over_time({CHANGE_POINT}{{{SELECTED}}}[$__range])",
                     {"run_id": "first run after", "verdict": "verdict", "step": "step", "changed": "what changed"})
+    sql_changes = sql_table(L, "Change points with what changed (results database)", "The workload's change points "
+                            "from the results database's history_change_points, as the latest benchwatch history of "
+                            "the workload found them on each host: the first run after the change, regression or "
+                            "improvement, the step in percent with its 95 % interval and p-value, the mean before and "
+                            "after (in the metric's unit), whether it was accepted, and what differs between the runs "
+                            "around it, whole (the table above cuts it at 1,000 characters).", "none",
+                            CHANGE_POINTS_SQL)
     workload = _variable("workload", "Workload", VALUE,
                          "A workload: runs that did the same work (benchwatch history lists them).")
     metric = _variable("metric", "Metric", f'{VALUE}{{workload="$workload"}}',
@@ -63,5 +78,5 @@ def history_dashboard() -> dict:
     return dashboard(UID, TITLE, "Runs of one workload over calendar time, one point per run, with their change points "
                      "(regressions and improvements, how sure, what changed) and external events (benchwatch annotate). "
                      "benchwatch history WORKLOAD writes these series.",
-                     [runs, changes], [datasource_variable(), workload, metric],
+                     [runs, changes, sql_changes], [datasource_variable(), results_variable(), workload, metric],
                      [change_point_annotation(), event_annotation()])

@@ -30,6 +30,13 @@ def datasource_variable() -> dash_b.DatasourceVariable:
             .hide(dash_m.VariableHide.DONT_HIDE).regex(""))
 
 
+def results_variable() -> dash_b.DatasourceVariable:
+    """The PostgreSQL data source of the SQL panels: the provisioned results database by default, or a team's."""
+    return (dash_b.DatasourceVariable("results").label("Results database").type(P.RESULTS_TYPE)
+            .current(dash_m.VariableOption(selected=True, text=P.RESULTS_UID, value=P.RESULTS_UID))
+            .hide(dash_m.VariableHide.DONT_HIDE).regex(""))
+
+
 def target_variable() -> dash_b.QueryVariable:
     query = f"label_values({TARGET_VALUES_SELECTOR}, target)"
     return (dash_b.QueryVariable("target").label("Target").datasource(DS)

@@ -32,6 +32,11 @@ from benchwatch.record.host import DISKS as DISKS  # the disks' matcher, beside 
 
 DATASOURCE_UID = "benchwatch-prometheus"
 DS = dash_m.DataSourceRef(type_val="prometheus", uid="${datasource}")
+# The results database (docs/results.md) through Grafana's built-in PostgreSQL data source, provisioned with
+# this uid (grafana/provisioning/datasources/benchwatch.yml); its panels take it from the ``results`` variable.
+RESULTS_UID = "benchwatch-results"
+RESULTS_TYPE = "grafana-postgresql-datasource"  # the plugin's id since Grafana 10.2.3 ("postgres" before, an alias since: grafana#77444)
+RESULTS_DS = dash_m.DataSourceRef(type_val=RESULTS_TYPE, uid="${results}")
 
 # The matchers every dashboard's queries share: the picked run, the selected targets, disks.
 RUN = 'run_id="$run_id"'
@@ -158,6 +163,43 @@ def table(layout: Layout, title: str, description: str, unit: str, expr: str, re
             .show_header(True).sort_by([common_b.TableSortByFieldState().display_name("latency").desc(True)])
             .with_transformation(dash_m.DataTransformerConfig(id_val="organize", options={
                 "excludeByName": {"Time": True, "__name__": True, "run_id": True}, "renameByName": rename})))
+
+
+class SqlDataquery(cog_variants.Dataquery):
+    """A query of Grafana's SQL data sources (rawSql, code mode): the SDK's models of the Grafana 10.4 schema
+    have none, so it is written here, in the shape Grafana saves it."""
+
+    def __init__(self, raw_sql: str, fmt: str = "table") -> None:
+        self.raw_sql = raw_sql
+        self.format = fmt
+        self.ref_id = "A"
+
+    def to_json(self) -> dict[str, object]:
+        return {"datasource": to_json(RESULTS_DS), "editorMode": "code", "format": self.format, "rawQuery": True,
+                "rawSql": self.raw_sql, "refId": self.ref_id}
+
+
+class SqlQuery(cog_b.Builder[cog_variants.Dataquery]):
+    """Builder of a :class:`SqlDataquery` on the results database."""
+
+    _internal: SqlDataquery
+
+    def __init__(self, raw_sql: str, fmt: str = "table") -> None:
+        self._internal = SqlDataquery(raw_sql, fmt)
+
+    def build(self) -> SqlDataquery:
+        return self._internal
+
+    def ref_id(self, ref_id: str) -> typing.Self:
+        self._internal.ref_id = ref_id
+        return self
+
+
+def sql_table(layout: Layout, title: str, description: str, unit: str, raw_sql: str, w: int = 24,
+              h: int = 10) -> table_b.Panel:
+    """A table of one SQL query on the results database, its columns as the query names them."""
+    return (table_b.Panel().id(layout.take_id()).title(title).description(description).unit(unit)
+            .datasource(RESULTS_DS).grid_pos(layout.place(w, h)).targets([SqlQuery(raw_sql)]).show_header(True))
 
 
 def row(layout: Layout, title: str, repeat: str | None = None) -> dash_b.Row:

@@ -14,6 +14,7 @@ import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
+from benchwatch.history.rows import changed_text
 from benchwatch.model.samples import Sample, sample
 from benchwatch.sink.remote_write import RemoteWriteError, RemoteWriter
 
@@ -50,7 +51,7 @@ def history_samples(report: dict[str, Any]) -> list[Sample]:
         labels = {**base, "run_id": cp["run_id"], "verdict": cp["verdict"],
                   "step": f"{cp['step_pct']:+.1f} % ({round(cp['confidence'] * 100)} % CI {lo:+.1f} … {hi:+.1f} %, "
                           f"p = {cp['p_value']:.2g})",
-                  "changed": _cut(", ".join(f"{k}: {v[0]} → {v[1]}" for k, v in cp["changed"].items()) or "nothing recorded")}
+                  "changed": _cut(changed_text(cp["changed"]))}
         out.append(sample(CHANGE_POINT, labels, 1.0, _ms(runs[cp["run_id"]]["started_at"])))
     return out
 

@@ -68,3 +68,61 @@ def local(port: int, passfile: str, user: str = "postgres", dbname: str = "bench
 
     return conninfo.make_conninfo(host="127.0.0.1", port=str(port), user=user, dbname=dbname, passfile=passfile,
                                   sslmode="disable")
+
+
+def pgpass_password(passfile: str, host: str, port: str, dbname: str, user: str) -> str | None:
+    """The password libpq would take from a pgpass file for these connection parts: the first line whose
+    fields (hostname:port:database:username:password, ``*`` for any, ``\\:`` and ``\\\\`` escaped) match; None."""
+    try:
+        with open(passfile, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    wanted = (host, port, dbname, user)
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        fields: list[str] = []
+        field: list[str] = []
+        escaped = False
+        for ch in line:
+            if escaped:
+                field.append(ch)
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == ":" and len(fields) < 4:
+                fields.append("".join(field))
+                field = []
+            else:
+                field.append(ch)
+        fields.append("".join(field))
+        if len(fields) == 5 and all(f in ("*", w) for f, w in zip(fields[:4], wanted)):
+            return fields[4]
+    return None
+
+
+def grafana_environment(dsn: str | None) -> dict[str, str]:
+    """What the provisioned PostgreSQL data source of Grafana reads (grafana/provisioning/datasources/
+    benchwatch.yml: BENCHWATCH_RESULTS_DB_*), for the results database at ``dsn``: its address, database, user,
+    sslmode, and the password libpq would find in its pgpass file (for Grafana's environment only: Grafana has
+    no libpq to read the file itself). Empty without a database."""
+    if not dsn or dsn == OFF:
+        return {}
+    import getpass
+
+    params = _parse(dsn)
+    host = params.get("hostaddr") or params.get("host") or "localhost"
+    if host.startswith("/"):  # a socket directory: Grafana connects over TCP
+        host = "localhost"
+    port = params.get("port") or "5432"
+    user = params.get("user") or getpass.getuser()
+    dbname = params.get("dbname") or user
+    passfile = params.get("passfile") or os.environ.get("PGPASSFILE") or os.path.expanduser("~/.pgpass")
+    env = {"BENCHWATCH_RESULTS_DB_ADDRESS": f"{host}:{port}", "BENCHWATCH_RESULTS_DB_NAME": dbname,
+           "BENCHWATCH_RESULTS_DB_USER": user,
+           "BENCHWATCH_RESULTS_DB_SSLMODE": params.get("sslmode") or "prefer"}
+    password = pgpass_password(passfile, params.get("host") or "localhost", port, dbname, user)
+    if password is not None:
+        env["BENCHWATCH_RESULTS_DB_PASSWORD"] = password
+    return env

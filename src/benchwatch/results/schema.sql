@@ -1,4 +1,4 @@
--- benchwatch's results database (PostgreSQL), schema version 1. docs/results.md describes every column.
+-- benchwatch's results database (PostgreSQL), schema version 2. docs/results.md describes every column.
 -- Applied by benchwatch.results.store.Store.ensure_schema: every statement may run again (IF NOT EXISTS).
 
 CREATE TABLE IF NOT EXISTS benchwatch_schema (
@@ -49,3 +49,59 @@ CREATE TABLE IF NOT EXISTS history_state (
 );
 
 INSERT INTO benchwatch_schema (version) VALUES (1) ON CONFLICT (version) DO NOTHING;
+
+-- Version 2: the tables Grafana's SQL panels read (the Experiment and History dashboards). A version 1
+-- database gets them on its next connection; nothing of version 1 changes.
+
+-- A sweep's verdicts, as its latest `benchwatch report` on that host decided them: one row per variant, cell
+-- and measure against the baseline.
+CREATE TABLE IF NOT EXISTS sweep_verdicts (
+    host            text NOT NULL,
+    sweep           text NOT NULL,
+    baseline        text NOT NULL,
+    variant         text NOT NULL,
+    cell            text NOT NULL,
+    metric          text NOT NULL,
+    clients         integer,
+    scale           integer,
+    verdict         text,
+    ratio           double precision,
+    ratio_ci_low    double precision,
+    ratio_ci_high   double precision,
+    p_value         double precision,
+    p_adjusted      double precision,
+    n_baseline      integer,
+    n_variant       integer,
+    min_effect_pct  double precision,
+    test            text,
+    why             text,
+    reported_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (host, sweep, baseline, variant, cell, metric)
+);
+CREATE INDEX IF NOT EXISTS sweep_verdicts_sweep ON sweep_verdicts (sweep, reported_at);
+
+-- A workload's change points, as the latest `benchwatch history WORKLOAD` on that host found them.
+CREATE TABLE IF NOT EXISTS history_change_points (
+    host            text NOT NULL,
+    workload        text NOT NULL,
+    metric          text NOT NULL,
+    run_id          text NOT NULL,
+    workload_name   text,
+    started_at      timestamptz,
+    verdict         text NOT NULL,
+    step_pct        double precision,
+    step_ci_low     double precision,
+    step_ci_high    double precision,
+    confidence      double precision,
+    p_value         double precision,
+    mean_before     double precision,
+    mean_after      double precision,
+    accepted        boolean NOT NULL DEFAULT false,
+    changed         jsonb,
+    changed_text    text,
+    written_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (host, workload, metric, run_id)
+);
+CREATE INDEX IF NOT EXISTS history_change_points_started ON history_change_points (workload, metric, started_at);
+
+INSERT INTO benchwatch_schema (version) VALUES (2) ON CONFLICT (version) DO NOTHING;

@@ -4,7 +4,7 @@ at it. The schema is ``schema.sql`` beside this file; docs/results.md describes 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from typing import Any
@@ -12,12 +12,17 @@ from typing import Any
 from benchwatch.results import record as rec
 from benchwatch.results.dsn import check
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: sweep_verdicts and history_change_points (a version 1 database gets them in place)
 CONNECT_TIMEOUT_S = 5
 
 _RUN_COLUMNS = ("run_id", "host", "started_at", "ended_at", "state", "tool", "engine", "exit_code", "workload",
                 "pooled_workload", "workload_key", "figures", "meta", "summary", "settings", "stability", "profile")
 _TIMES = ("started_at", "ended_at")
+# The columns of the version 2 tables as their writers give them (every one but the key may be None).
+VERDICT_COLUMNS = ("variant", "cell", "metric", "clients", "scale", "verdict", "ratio", "ratio_ci_low", "ratio_ci_high",
+                   "p_value", "p_adjusted", "n_baseline", "n_variant", "min_effect_pct", "test", "why")
+CHANGE_POINT_COLUMNS = ("run_id", "workload_name", "started_at", "verdict", "step_pct", "step_ci_low", "step_ci_high",
+                        "confidence", "p_value", "mean_before", "mean_after", "accepted", "changed", "changed_text")
 _JSONB = ("workload_key", "figures", "meta", "summary", "settings", "stability", "profile")
 
 
@@ -118,6 +123,33 @@ class Store:
                          "ON CONFLICT (host, kind) DO UPDATE SET content = EXCLUDED.content, written_at = now()",
                          (host, kind, json.dumps(content)))
 
+    def write_verdicts(self, host: str, sweep: str, baseline: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """A report's verdicts of ``sweep`` against ``baseline`` on ``host`` (rows of :data:`VERDICT_COLUMNS`),
+        replacing the ones an earlier report wrote: the table holds the latest report, as the dashboard shows."""
+        conn = self.connect()
+        columns = ("host", "sweep", "baseline", *VERDICT_COLUMNS)
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("DELETE FROM sweep_verdicts WHERE host = %s AND sweep = %s AND baseline = %s",
+                        (host, sweep, baseline))
+            cur.executemany(f"INSERT INTO sweep_verdicts ({', '.join(columns)}) "
+                            f"VALUES ({', '.join(['%s'] * len(columns))})",
+                            [(host, sweep, baseline, *(r.get(c) for c in VERDICT_COLUMNS)) for r in rows])
+
+    def write_change_points(self, host: str, workload: str, metric: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """History's change points of ``workload`` in ``metric`` as found on ``host`` (rows of
+        :data:`CHANGE_POINT_COLUMNS`; ``started_at`` in epoch seconds, ``changed`` JSON-able), replacing the
+        earlier ones: as runs come an estimate moves, and the table holds the latest answer."""
+        conn = self.connect()
+        columns = ("host", "workload", "metric", *CHANGE_POINT_COLUMNS)
+        values = ", ".join("to_timestamp(%s)" if c == "started_at" else "%s::jsonb" if c == "changed" else "%s"
+                           for c in columns)
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute("DELETE FROM history_change_points WHERE host = %s AND workload = %s AND metric = %s",
+                        (host, workload, metric))
+            cur.executemany(f"INSERT INTO history_change_points ({', '.join(columns)}) VALUES ({values})",
+                            [(host, workload, metric, *(json.dumps(r.get(c)) if c == "changed" else r.get(c)
+                                                        for c in CHANGE_POINT_COLUMNS)) for r in rows])
+
     # -- reading -----------------------------------------------------------------------
 
     def history_states(self) -> list[tuple[str, str, Any]]:
@@ -183,6 +215,22 @@ class Store:
         if not files:
             return None
         return rec.materialize(files, runs_dir, run_id)
+
+
+def write_to(dsn: str | None, write: Callable[[Store], None]) -> str | None:
+    """Runs ``write`` on the results database at ``dsn`` (nothing when there is none); why it could not, else None.
+    For the commands that write what they computed (report's verdicts, history's change points): a database
+    that is down costs the rows of this answer, which the next answer writes again, never the command's own."""
+    if not dsn:
+        return None
+    try:
+        with Store(dsn) as store:
+            write(store)
+    except Exception as e:  # psycopg.OperationalError (down), RuntimeError (a newer schema): said by the caller
+        from benchwatch.results.dsn import public
+
+        return f"the results database ({public(dsn)}): {type(e).__name__}: {str(e).strip()[:300]}"
+    return None
 
 
 def fetch_run(dsn: str | None, run_id: str, into: str):

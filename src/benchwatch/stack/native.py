@@ -502,6 +502,11 @@ class Stack(ProcessManager):
                    GF_PATHS_PROVISIONING=resources.path("grafana", "provisioning"),
                    BENCHWATCH_PROMETHEUS_URL=self.cfg.url("prometheus"),
                    BENCHWATCH_DASHBOARDS_DIR=resources.path("dashboards"))
+        # The results database's data source (the SQL panels): its address and the password, in the environment
+        # (Grafana's provisioning reads $VAR; the file would not be libpq's pgpass), never in argv.
+        from benchwatch.results.dsn import grafana_environment
+
+        env.update(grafana_environment(self.cfg.results_target()))
         argv = [exe, "server"] if os.path.basename(exe) == "grafana" else [exe]
         self.spawn("grafana", argv + [f"--homepath={home}"], env=env)
 
@@ -552,6 +557,16 @@ class Stack(ProcessManager):
                 store.connect()  # creates the schema
         except (psycopg.Error, RuntimeError) as e:
             raise StackError(f"the results database: {str(e).strip()}") from None
+
+    def results_target_running(self) -> str | None:
+        """Where a command writes what it computed (report's verdicts, history's change points): the DSN given
+        (a team's database, tried whatever its state), or the stack's own database while it runs; None when the
+        stack has none or its own is not running (a stack that is down, runs directories read alone), so that
+        no command waits on a connection that cannot be made."""
+        target = self.cfg.results_target()
+        if target is None or (self.cfg.own_results_db and self.pid(RESULTS_DB) is None):
+            return None
+        return target
 
     def _results_status(self) -> dict:
         from benchwatch.results import dsn

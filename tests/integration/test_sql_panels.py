@@ -1,0 +1,169 @@
+"""Issue 31's SQL panels against a real results database: a PostgreSQL started for the test, first given the
+version 1 schema (with a run in it) so that benchwatch upgrades it in place; a stack pointed at it runs a short
+sweep (two variants, two runs each) and its report, which writes the verdicts (sweep_verdicts); a second
+state directory's history of a workload, whose change point history writes (history_change_points). Then every
+SQL panel query of the provisioned History and Experiment dashboards, its macros and variables expanded as
+Grafana would (benchwatch.query.grafana_sql), must return rows from that database.
+
+The history's twelve runs are run directories written with benchwatch's own record API, as tests/unit/
+test_history.py makes them (six at 1000 TPS, six at 700 after a setting changed): a change point needs twelve
+runs, which real runs would cost a minute of this test's budget; what is proven here is the database side."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+
+import numpy as np
+import psycopg
+import pytest
+
+from benchwatch.query import grafana_sql as gs
+from benchwatch.results.store import SCHEMA_VERSION, schema_sql
+from tests.helpers import throwaway
+from tests.helpers.results_db import ResultsServer
+from tests.unit.test_history import _run as planted_run
+
+pytestmark = pytest.mark.integration
+
+SWEEP = "sqlpanels"
+HISTORY_HOST = "history-host"
+DAY = 86400
+
+
+def _version_1(db: ResultsServer) -> None:
+    """The schema as benchwatch's version 1 created it (schema.sql up to version 2's tables), and one run."""
+    v1 = schema_sql().split("-- Version 2:")[0]
+    with psycopg.connect(db.dsn, autocommit=True) as conn:
+        conn.execute(v1)
+        conn.execute("INSERT INTO runs (run_id, host, meta) VALUES ('20261101T000000.000Z-v1v1', 'old-host', '{}')")
+        assert conn.execute("SELECT max(version) FROM benchwatch_schema").fetchone()[0] == 1
+        assert conn.execute("SELECT to_regclass('sweep_verdicts')").fetchone()[0] is None
+
+
+def _history_dir(tmp_path_factory) -> tuple[str, list[str], float]:
+    """Twelve runs of one workload, a day apart up to yesterday, the last six 30 % slower with another setting."""
+    state = str(tmp_path_factory.mktemp("history-host"))
+    rng = np.random.default_rng(31)
+    first = time.time() - 13 * DAY
+    ids = []
+    for i in range(12):
+        slow = i >= 6
+        ids.append(planted_run(os.path.join(state, "runs"), first + i * DAY,
+                               1000 * (0.7 if slow else 1.0) * (1 + 0.01 * rng.standard_normal()),
+                               {"synchronous_commit": "on" if slow else "off"}))
+    return state, ids, first
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    started = time.monotonic()
+    db = ResultsServer()
+    db.start()
+    live = None
+    try:
+        _version_1(db)
+        live = throwaway.start(scale=1, results_dsn=db.dsn, host="sql-host")
+        r = live.benchwatch("sweep", "--name", SWEEP, "--variant", "on", "--variant", "off:synchronous_commit=off",
+                            "--repeat", "2", "--", "pgbench", "-c", "1", "-T", "2", "-P", "1", timeout=600)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        r = live.benchwatch("report", SWEEP, "--json", "--no-why", timeout=300)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        model = json.loads(r.stdout)
+        assert b"could not write the report's verdicts" not in r.stderr, r.stderr
+        state, ids, first = _history_dir(tmp_path_factory)
+        env = dict(os.environ, BENCHWATCH_STATE_DIR=state, BENCHWATCH_RESULTS_DSN=db.dsn, BENCHWATCH_HOST=HISTORY_HOST)
+        h = subprocess.run([throwaway.BENCHWATCH, "history", ids[0], "--json"], env=env, capture_output=True, timeout=300)
+        assert h.returncode == 0, h.stderr.decode(errors="replace")
+        assert b"could not write the change points" not in h.stderr, h.stderr
+        history = json.loads(h.stdout)
+        print(f"results database, sweep, report and history in {time.monotonic() - started:.1f} s")
+        yield db, live, model, history, ids, first
+    finally:
+        if live is not None:
+            assert not live.close()
+        db.close()
+
+
+def rows(db: ResultsServer, sql: str, params: tuple | None = None) -> list[tuple]:
+    """The rows of ``sql``; without ``params`` the text goes as it is, as Grafana sends it (its "%" are not
+    placeholders)."""
+    with psycopg.connect(db.dsn) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def test_a_version_1_database_is_upgraded_in_place(world):
+    db = world[0]
+    assert SCHEMA_VERSION == 2
+    assert [r[0] for r in rows(db, "SELECT version FROM benchwatch_schema ORDER BY version")] == [1, 2]
+    assert rows(db, "SELECT host FROM runs WHERE run_id = '20261101T000000.000Z-v1v1'") == [("old-host",)]
+
+
+def test_report_writes_its_verdicts_with_intervals(world):
+    db, live, model, *_ = world
+    (diff,) = model["differences"]
+    got = rows(db, "SELECT host, baseline, variant, cell, verdict, ratio, ratio_ci_low, ratio_ci_high, p_adjusted, "
+               "n_baseline, n_variant FROM sweep_verdicts WHERE sweep = %s AND metric = 'tps'", (SWEEP,))
+    assert got == [("sql-host", "on", "off", diff["cell"], diff["verdict"], diff["ratio"], *diff["ratio_ci"],
+                    diff["p_adjusted"], 2, 2)]
+    metrics = {r[0] for r in rows(db, "SELECT metric FROM sweep_verdicts WHERE sweep = %s", (SWEEP,))}
+    # (runs of 2 s are too short for a stability profile: the steadiness verdict's row says so, no measure's row)
+    assert {"tps", "latency_avg", "steadiness"} <= metrics
+    # a report again replaces its rows: the table holds the latest report, never two of one
+    before = len(rows(db, "SELECT 1 FROM sweep_verdicts"))
+    r = live.benchwatch("report", SWEEP, "--json", "--no-why", timeout=300)
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert len(rows(db, "SELECT 1 FROM sweep_verdicts")) == before
+
+
+def test_history_writes_its_change_points_with_what_changed(world):
+    db, _, _, history, ids, first = world
+    (cp,) = history["change_points"]
+    got = rows(db, "SELECT host, workload, metric, run_id, verdict, step_pct, extract(epoch FROM started_at), "
+               "changed->'synchronous_commit', changed_text FROM history_change_points")
+    assert len(got) == 1
+    host, workload, metric, run_id, verdict, step, started, setting, text = got[0]
+    assert (host, workload, metric, run_id, verdict) == (HISTORY_HOST, history["workload"], "tps", ids[6], "regression")
+    assert step == cp["step_pct"] < -25 and abs(float(started) - (first + 6 * DAY)) < 0.01
+    assert setting == ["off", "on"] and "synchronous_commit: off → on" in text
+
+
+def _dashboard(name: str) -> dict:
+    with open(os.path.join(throwaway.REPO_ROOT, "dashboards", name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+def test_every_sql_panel_query_returns_rows(world):
+    """The issue's acceptance: every SQL panel query of the provisioned dashboards, as Grafana sends it, returns
+    rows: the Experiment dashboard over its default range (the last 15 minutes: the report was just made),
+    the History dashboard over the last 30 days."""
+    db, _, _, history, *_ = world
+    now_ms = int(time.time() * 1000)
+    cases = {"experiment.json": ({"experiment": SWEEP}, now_ms - 15 * 60 * 1000),
+             "history.json": ({"workload": history["workload"], "metric": "tps"}, now_ms - 30 * DAY * 1000)}
+    checked = 0
+    for name, (variables, from_ms) in cases.items():
+        dash = _dashboard(name)
+        queries = gs.dashboard_sql_queries(dash)
+        assert queries, f"{name} has no SQL panel"
+        for q in queries:
+            sql = gs.expand(q.raw_sql, variables, from_ms, now_ms, gs.multi_variables(dash))
+            assert "$" not in sql, f"{name} {q.source}: left unexpanded: {sql}"
+            got = rows(db, sql)
+            assert got, f"{name} {q.source}: no rows for\n{sql}"
+            checked += 1
+    assert checked >= 2
+
+
+def test_a_panel_of_another_workload_or_an_earlier_range_has_no_rows(world):
+    """The check above can fail: the same queries select by the variables and the time range."""
+    db, _, _, history, _, first = world
+    dash = _dashboard("history.json")
+    (q,) = gs.dashboard_sql_queries(dash)
+    before_ms = int((first - DAY) * 1000)
+    assert rows(db, gs.expand(q.raw_sql, {"workload": "no-such-workload", "metric": "tps"}, before_ms,
+                              int(time.time() * 1000))) == []
+    assert rows(db, gs.expand(q.raw_sql, {"workload": history["workload"], "metric": "tps"}, before_ms - DAY * 1000,
+                              before_ms)) == []
