@@ -22,6 +22,7 @@ import pytest
 
 from benchwatch.query import grafana_sql as gs
 from benchwatch.results.store import SCHEMA_VERSION, schema_sql
+from benchwatch.util.processes import wait_until
 from tests.helpers import throwaway
 from tests.helpers.results_db import ResultsServer
 from tests.unit.test_history import _run as planted_run
@@ -167,3 +168,23 @@ def test_a_panel_of_another_workload_or_an_earlier_range_has_no_rows(world):
                               int(time.time() * 1000))) == []
     assert rows(db, gs.expand(q.raw_sql, {"workload": history["workload"], "metric": "tps"}, before_ms - DAY * 1000,
                               before_ms)) == []
+
+
+def test_report_reads_a_run_whose_directory_is_gone_from_the_results_database(world, tmp_path):
+    """`report` takes runs from any host: a sweep's run whose directory is gone here is read from the results
+    database (materialized under <state>/results/fetched/), not only from the state file's copy of its figures."""
+    db, live, model, *_ = world
+    runs_dir = os.path.join(live.state_dir, "runs")
+    run_ids = [r for c in model["cells"] for r in c["run_ids"]]
+    assert wait_until(lambda: set(run_ids) <= set(db.run_hosts()), 90, 0.5), "the sweep's runs never reached the database"
+    gone = run_ids[0]
+    os.rename(os.path.join(runs_dir, gone), tmp_path / gone)
+    try:
+        r = live.benchwatch("report", SWEEP, "--json", "--no-why", timeout=300)
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        again = json.loads(r.stdout)
+    finally:
+        os.rename(tmp_path / gone, os.path.join(runs_dir, gone))
+    assert os.path.isfile(os.path.join(live.state_dir, "results", "fetched", gone, "meta.json"))
+    assert [(c["variant"], c["n"], c["tps_median"]) for c in again["cells"]] == \
+        [(c["variant"], c["n"], c["tps_median"]) for c in model["cells"]]

@@ -375,7 +375,7 @@ def cmd_report(ctx: Context) -> int:
         # The baseline is the first variant: the report reads the same runs with another one first.
         plan.variants = [plan.variant(args.baseline)] + [v for v in plan.variants if v.name != args.baseline]
     events = sdir.events()
-    figures = report.collect(plan, events, stack.cfg.runs_dir)
+    figures = report.collect(plan, events, stack.cfg.runs_dir, fetch=lambda run_id: _fetched_path(stack, run_id))
     why = None if args.no_why else _why(ctx, stack)
     dips_why = None
     if why is not None:
@@ -521,3 +521,12 @@ def _why(ctx: Context, stack):
     from benchwatch.experiment.figures import run_figures
 
     return experiment_why(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name, run_figures)
+
+
+def _fetched_path(stack, run_id: str) -> str | None:
+    """A run of the sweep whose directory is gone here, from the results database (its figures and stability
+    profile as recorded), or None."""
+    from benchwatch.commands.share import from_results
+
+    found = from_results(stack, run_id)
+    return found.path if found is not None else None

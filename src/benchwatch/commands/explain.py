@@ -25,11 +25,9 @@ def cmd_explain(ctx: Context) -> int:
     args, stack = ctx.args, ctx.stack
     run = rundir.find_run(stack.cfg.runs_dir, args.run_id)
     if run is None and args.run_id:  # a run of another host, from the results database (docs/results.md)
-        import os
+        from benchwatch.commands.share import from_results
 
-        from benchwatch.results.store import fetch_run
-
-        run = fetch_run(stack.cfg.results_target(), args.run_id, os.path.join(stack.cfg.state_dir, "results", "fetched"))
+        run = from_results(stack, args.run_id)
     if run is None:
         ctx.say(f"no run {args.run_id} in {stack.cfg.runs_dir}" if args.run_id else f"no run yet in {stack.cfg.runs_dir}")
         return 2

@@ -80,14 +80,21 @@ def _out_dir(args, stack) -> str:
     return out
 
 
+def from_results(stack, run_id: str) -> rundir.RunDir | None:
+    """A run this host does not have, from the results database (docs/results.md), materialized under
+    ``<state dir>/results/fetched/`` (not the runs directory: the exporter does not follow it, and this host's
+    history does not list it); None without a database, while it is down, or when it has no such run."""
+    from benchwatch.results.store import fetch_run
+
+    return fetch_run(stack.cfg.results_target(), run_id, os.path.join(stack.cfg.state_dir, "results", "fetched"))
+
+
 def _find(stack, ref: str | None) -> rundir.RunDir | None:
     if ref and os.path.isfile(os.path.join(ref, rundir.META)):
         return rundir.RunDir(os.path.abspath(ref))
     found = rundir.find_run(stack.cfg.runs_dir, ref)
-    if found is None and ref:  # a run of another host, from the results database (docs/results.md)
-        from benchwatch.results.store import fetch_run
-
-        found = fetch_run(stack.cfg.results_target(), ref, os.path.join(stack.cfg.state_dir, "results", "fetched"))
+    if found is None and ref:  # a run of another host
+        found = from_results(stack, ref)
     return found
 
 

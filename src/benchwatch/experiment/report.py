@@ -25,15 +25,18 @@ Why = Callable[[list[str], list[str], Cell, bool], list[dict[str, Any]]]
 DipsWhy = Callable[[list[str], bool], list[dict[str, Any]]]
 
 
-def collect(plan: Plan, events: list[dict[str, Any]], runs_dir: str) -> dict[int, dict[str, Any]]:
-    """Planned index -> the figures of its run that counts, read from the run's saved record (the state
-    file's copy when the run directory is gone)."""
+def collect(plan: Plan, events: list[dict[str, Any]], runs_dir: str,
+            fetch: Callable[[str], str | None] | None = None) -> dict[int, dict[str, Any]]:
+    """Planned index -> the figures of its run that counts, read from the run's saved record; when the run
+    directory is gone, from ``fetch(run_id)``'s copy (the results database's, materialized: a path) if it has
+    one, else the state file's copy of the figures."""
     state = progress(events)
     recorded = {e.get("run_id"): e.get("figures") for e in events if e.get("event") == "finished" and e.get("ok")}
     out: dict[int, dict[str, Any]] = {}
     for index, run_id in state.done.items():
-        path = os.path.join(runs_dir, run_id)
-        figures = run_figures(path) if os.path.exists(os.path.join(path, "meta.json")) else recorded.get(run_id)
+        local = os.path.join(runs_dir, run_id)
+        path = local if os.path.exists(os.path.join(local, "meta.json")) else fetch(run_id) if fetch is not None else None
+        figures = run_figures(path) if path is not None else recorded.get(run_id)
         if figures:
             out[index] = figures
     return out
