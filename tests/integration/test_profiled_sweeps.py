@@ -66,6 +66,18 @@ def test_synchronous_commit_off_profiled_names_wal_flushing_falling(live, tmp_pa
     text = _report(live, "syncprof").stderr.decode()
     assert any(f"`{f['function']}`" in text for f in falling), text
 
+    # compare of two of those runs, one a side: the same functions in words, no interval (one run a side).
+    on_run = next(c for c in model["cells"] if c["variant"] == "on")["run_ids"][0]
+    off_run = next(c for c in model["cells"] if c["variant"] == "off")["run_ids"][0]
+    r = live.benchwatch("compare", on_run, off_run, "--names", "on,off", "--out", str(tmp_path / "cmp"), timeout=300)
+    assert r.returncode == 0, r.stderr.decode()
+    directory = r.stdout.decode().split()[0]
+    with open(os.path.join(directory, "profile.json"), encoding="utf-8") as f:
+        (pair,) = json.load(f)["differences"]
+    flushing = [f for f in pair["functions"] if f["function"] in WAL_FLUSHING and f["change"] < 0]
+    assert flushing and flushing[0]["change_ci"] is None, json.dumps(pair["functions"][:8], indent=1)
+    assert "one run a side" in r.stderr.decode(), r.stderr.decode()
+
 
 def test_a_run_piped_into_attach_profile_keeps_its_profile(live):
     pgbench = subprocess.Popen([os.path.join(throwaway.pg_bindir(), "pgbench"), "-n", "-c", "2", "-j", "2", "-P", "1",
