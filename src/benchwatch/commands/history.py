@@ -222,7 +222,7 @@ def share_state(ctx: Context, hdir: str) -> None:
     from benchwatch.results.store import Store
 
     cfg = ctx.stack.cfg
-    dsn = cfg.results_target()
+    dsn = ctx.stack.results_target_running()  # not the stack's own database while it is stopped: nothing to wait on
     if dsn is None:
         return
     try:
