@@ -109,6 +109,17 @@ def test_report_writes_its_verdicts_with_intervals(world):
                "n_baseline, n_variant FROM sweep_verdicts WHERE sweep = %s AND metric = 'tps'", (SWEEP,))
     assert got == [("sql-host", "on", "off", diff["cell"], diff["verdict"], diff["ratio"], *diff["ratio_ci"],
                     diff["p_adjusted"], 2, 2)]
+    # The report whole beside its verdicts: the sweep's plan as described, its runs, its cells and medians.
+    ((runs_planned, runs_done, whole),) = rows(db, "SELECT runs_planned, runs_done, report FROM sweep_reports "
+                                                   "WHERE host = 'sql-host' AND sweep = %s AND baseline = 'on'", (SWEEP,))
+    assert (runs_planned, runs_done) == (4, 4) and whole["argv"] == model["argv"], whole
+    assert [(v["name"], v["what"]) for v in whole["variants"]] == [(v["name"], v["what"]) for v in model["variants"]]
+    assert [(c["variant"], c["n"], c["tps_median"]) for c in whole["cells"]] == \
+        [(c["variant"], c["n"], c["tps_median"]) for c in model["cells"]]
+    # docs/results.md's example query over it: each cell's TPS median with its interval
+    cells = rows(db, "SELECT host, c->>'variant' AS variant, (c->>'tps_median')::float8 AS tps, c->'tps_ci' AS interval "
+                     "FROM sweep_reports, jsonb_array_elements(report->'cells') AS c WHERE sweep = %s", (SWEEP,))
+    assert sorted(r[1] for r in cells) == ["off", "on"] and all(r[2] > 0 for r in cells), cells
     metrics = {r[0] for r in rows(db, "SELECT metric FROM sweep_verdicts WHERE sweep = %s", (SWEEP,))}
     # (runs of 2 s are too short for a stability profile: the steadiness verdict's row says so, no measure's row)
     assert {"tps", "latency_avg", "steadiness"} <= metrics

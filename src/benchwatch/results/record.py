@@ -95,16 +95,17 @@ class RunRecord:
             "engine": _text(meta.get("engine")) or key.get("engine"),
             "exit_code": meta.get("exit_code") if _is_int32(meta.get("exit_code")) else None,
             "workload": self.workload, "pooled_workload": self.pooled_workload,
-            "workload_key": _json(self.workload_key), "figures": _json(self.figures),
-            "meta": _json(meta), "summary": _json(self.summary),
-            "settings": _json(meta.get("settings") if isinstance(meta.get("settings"), dict) else None),
-            "stability": _json(stability),
-            "profile": _json(meta.get("profile") if isinstance(meta.get("profile"), dict) else None),
+            "workload_key": jsonb_text(self.workload_key), "figures": jsonb_text(self.figures),
+            "meta": jsonb_text(meta), "summary": jsonb_text(self.summary),
+            "settings": jsonb_text(meta.get("settings") if isinstance(meta.get("settings"), dict) else None),
+            "stability": jsonb_text(stability),
+            "profile": jsonb_text(meta.get("profile") if isinstance(meta.get("profile"), dict) else None),
         }
 
 
-def _json(value: Any) -> str | None:
-    # allow_nan=False would refuse a run whose summary says NaN; PostgreSQL's jsonb refuses NaN too: null it.
+def jsonb_text(value: Any) -> str | None:
+    """JSON text PostgreSQL's jsonb takes: NaN and infinities as null (allow_nan=False would refuse a run
+    whose summary says NaN; jsonb refuses NaN too)."""
     return None if value is None else json.dumps(_finite(value), separators=(",", ":"), sort_keys=True)
 
 

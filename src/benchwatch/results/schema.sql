@@ -104,4 +104,20 @@ CREATE TABLE IF NOT EXISTS history_change_points (
 );
 CREATE INDEX IF NOT EXISTS history_change_points_started ON history_change_points (workload, metric, started_at);
 
+-- A sweep's latest report against its baseline on that host, whole: `benchwatch report NAME --json`'s object,
+-- which holds the sweep's plan as the report describes it (tool, argv, engine, order, seed, repeat, the
+-- variants, a dsn= variant as "dsn=(given)"), the runs planned and done, every cell with its medians,
+-- intervals and run ids, and the differences. Written with the verdicts, in their transaction; not written
+-- when it would carry one of the stack's secrets (report says so).
+CREATE TABLE IF NOT EXISTS sweep_reports (
+    host            text NOT NULL,
+    sweep           text NOT NULL,
+    baseline        text NOT NULL,
+    runs_planned    integer,
+    runs_done       integer,
+    report          jsonb NOT NULL,
+    reported_at     timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (host, sweep, baseline)
+);
+
 INSERT INTO benchwatch_schema (version) VALUES (2) ON CONFLICT (version) DO NOTHING;

@@ -123,9 +123,11 @@ class Store:
                          "ON CONFLICT (host, kind) DO UPDATE SET content = EXCLUDED.content, written_at = now()",
                          (host, kind, json.dumps(content)))
 
-    def write_verdicts(self, host: str, sweep: str, baseline: str, rows: Sequence[Mapping[str, Any]]) -> None:
+    def write_verdicts(self, host: str, sweep: str, baseline: str, rows: Sequence[Mapping[str, Any]],
+                       report: Mapping[str, Any] | None = None) -> None:
         """A report's verdicts of ``sweep`` against ``baseline`` on ``host`` (rows of :data:`VERDICT_COLUMNS`),
-        replacing the ones an earlier report wrote: the table holds the latest report, as the dashboard shows."""
+        replacing the ones an earlier report wrote: the table holds the latest report, as the dashboard shows;
+        with ``report`` (the report's whole model), that too, in sweep_reports, in the same transaction."""
         conn = self.connect()
         columns = ("host", "sweep", "baseline", *VERDICT_COLUMNS)
         with conn.transaction(), conn.cursor() as cur:
@@ -134,6 +136,15 @@ class Store:
             cur.executemany(f"INSERT INTO sweep_verdicts ({', '.join(columns)}) "
                             f"VALUES ({', '.join(['%s'] * len(columns))})",
                             [(host, sweep, baseline, *(r.get(c) for c in VERDICT_COLUMNS)) for r in rows])
+            if report is not None:
+                runs = report.get("runs")
+                if not isinstance(runs, dict):
+                    runs = {}
+                cur.execute("INSERT INTO sweep_reports (host, sweep, baseline, runs_planned, runs_done, report) "
+                            "VALUES (%s, %s, %s, %s, %s, %s::jsonb) ON CONFLICT (host, sweep, baseline) DO UPDATE SET "
+                            "runs_planned = EXCLUDED.runs_planned, runs_done = EXCLUDED.runs_done, "
+                            "report = EXCLUDED.report, reported_at = now()",
+                            (host, sweep, baseline, runs.get("planned"), runs.get("done"), rec.jsonb_text(report)))
 
     def write_change_points(self, host: str, workload: str, metric: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """History's change points of ``workload`` in ``metric`` as found on ``host`` (rows of
