@@ -355,3 +355,13 @@ def test_a_secret_in_any_file_stops_the_bundle(tmp_path):
     with pytest.raises(bundle.SecretFound, match=r"raw/stderr\.log"):
         bundle.check_secrets(str(target), ["s3cr3t-pw"])
     assert not target.exists()
+
+
+def test_a_text_carries_a_secret_by_the_bundles_rule():
+    """The one rule for a comment or a report leaving the host (commands' write_comment, report's results row)
+    and for the bundle's files: a secret of 4 characters or more, anywhere in the text."""
+    from benchwatch.share.bundle import carries_secret
+
+    assert carries_secret("| dsn | host=db password=s3cr3t-é |", ["s3cr3t-é"])
+    assert not carries_secret("| note | abc |", ["abc", "", "s3cr3t"])  # 3 characters: not looked for
+    assert not carries_secret("nothing here", [])

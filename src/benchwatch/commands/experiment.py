@@ -482,14 +482,14 @@ def _write_verdicts(ctx: Context, stack, model: dict) -> None:
 
     from benchwatch.experiment.verdicts import verdict_rows
     from benchwatch.results.store import write_to
+    from benchwatch.share.bundle import carries_secret
 
     target = stack.results_target_running()
     if target is None:
         return
     rows = verdict_rows(model)
     whole: dict | None = model
-    text = json.dumps(model)
-    if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):  # as the bundle refuses one: the verdicts alone
+    if carries_secret(json.dumps(model), _secrets(stack)):  # as the bundle refuses one: the verdicts alone
         whole = None
         ctx.say("the report is not written whole to the results database: it would carry one of the stack's "
                 "secrets (its verdicts are)")

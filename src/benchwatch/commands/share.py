@@ -60,8 +60,9 @@ def write_comment(ctx, stack, path: str, text: str) -> int:
     """A gate's Markdown comment (report --comment, history --comment) written whole, or refused when it
     would carry one of the stack's secrets: 0, or 2 said why."""
     from benchwatch import gate
+    from benchwatch.share.bundle import carries_secret
 
-    if any(s and len(s) >= 4 and s in text for s in _secrets(stack)):
+    if carries_secret(text, _secrets(stack)):
         ctx.say(f"the comment would contain a secret (a password or token): {path} is not written")
         return 2
     try:

@@ -91,10 +91,22 @@ def copy_raw(run: rundir.RunDir, directory: str) -> list[str]:
     return written
 
 
+def _needles(secrets: list[str]) -> list[bytes]:
+    # A secret shorter than 4 characters would match by chance in any text: not looked for.
+    return [s.encode() for s in secrets if s and len(s) >= 4]
+
+
+def carries_secret(text: str, secrets: list[str]) -> bool:
+    """Whether ``text`` (a comment, a report leaving the host) contains one of the secrets, by the rule of
+    :func:`check_secrets`."""
+    data = text.encode()
+    return any(n in data for n in _needles(secrets))
+
+
 def check_secrets(directory: str, secrets: list[str]) -> None:
     """Fail if any file under directory contains one of the secrets (passwords, tokens);
     the directory is removed then, so nothing with a secret is left to share."""
-    needles = [s.encode() for s in secrets if s and len(s) >= 4]
+    needles = _needles(secrets)
     if not needles:
         return
     for root, _, files in os.walk(directory):
