@@ -133,6 +133,25 @@ def test_agent_runs_the_central_jobs_as_written(tmp_path):
         assert jobs[name]["static_configs"]
 
 
+def test_the_postgres_job_drops_only_the_exporters_own_runtime_series():
+    """postgres_exporter's Go runtime and process series (45 of its 85 a scrape) are dropped at the scrape,
+    centrally and on agents (which run the job as written); every pg_* series, and pg_up, is kept."""
+    import re
+
+    from benchwatch.engines.postgresql import ENGINE
+    from benchwatch.stack.agent import central_scrape_jobs
+
+    relabel = central_scrape_jobs()[ENGINE.scrape_job]["metric_relabel_configs"]
+    dropped = [re.compile(r["regex"]) for r in relabel if r.get("action") == "drop" and r.get("source_labels") == ["__name__"]]
+    assert len(dropped) == 1 and len(relabel) == 1
+    for name in ("go_goroutines", "go_memstats_alloc_bytes", "process_cpu_seconds_total", "promhttp_metric_handler_requests_total"):
+        assert dropped[0].fullmatch(name), name
+    queries = yaml.safe_load(_read("exporters/postgres_exporter/queries.yaml"))
+    kept = ["pg_up", "pg_exporter_last_scrape_error", "pg_stat_bgwriter_checkpoints_timed_total",
+            *(f"{ns}_{col}" for ns, q in queries.items() for m in q["metrics"] for col in m)]
+    assert not [n for n in kept if dropped[0].fullmatch(n)]
+
+
 def test_the_exporter_scrape_drops_every_series_it_remote_writes():
     """Run series reach Prometheus by remote write at their own times; scraped from /metrics as well they
     would be a second series with job/instance labels, which a query picking one series may pick."""

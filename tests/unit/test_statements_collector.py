@@ -39,6 +39,8 @@ class Server:
         self.text_rows = dict(TEXTS)
         self.down = False
         self.opened = 0
+        self.readings = 0
+        self.on_read = None  # called before each reading: the test's server at work
 
     def open(self):
         if self.down:
@@ -49,6 +51,9 @@ class Server:
     def statements(self):
         if self.down:
             raise OSError("server closed the connection unexpectedly")
+        self.readings += 1
+        if self.on_read is not None:
+            self.on_read()
         return list(self.rows)
 
     def texts(self, queryids):
@@ -300,3 +305,55 @@ def test_between_runs_the_loop_looks_again_within_a_second_so_a_run_is_read_from
     c.schedule.taken()
     clock.t += statements.EVERY_S
     assert c.tick() == statements.FAST_S  # not due: no reading (reader=None would raise), a look in a second
+
+
+def test_where_no_run_is_followed_the_pace_follows_the_servers_own_work():
+    """An agent's follower sees no runs: its readings tell it whether the server works (other sessions in
+    flight, or more statement calls than a monitoring scrape makes); idle, a reading every IDLE_EVERY_S."""
+    clock, server = Clock(), Server()
+    c = statements.StatementsCollector(lambda samples: None, server, clock=clock)
+    readings = []
+
+    def run(seconds: float) -> None:
+        end = clock.t + seconds
+        while clock.t < end:
+            before = server.readings
+            clock.t += c.tick()
+            if server.readings > before:
+                readings.append(clock.t)
+
+    # A daemon just started knows nothing of the server: the full pace for BUSY_HOLD_S.
+    server.rows = [("-101", 100.0, 5.0)]
+    run(statements.BUSY_HOLD_S)
+    assert len(readings) >= statements.BUSY_HOLD_S / statements.EVERY_S - 1
+    # Only a monitoring scrape's calls (10 a second): a reading every IDLE_EVERY_S.
+    readings.clear()
+
+    def calls_grow(per_s: float):
+        last = [clock.t]
+
+        def grow():
+            qid, calls, ms = server.rows[0]
+            server.rows = [(qid, calls + per_s * (clock.t - last[0]), ms + 1.0)]
+            last[0] = clock.t
+        return grow
+    server.on_read = calls_grow(10.0)
+    run(3 * statements.IDLE_EVERY_S)
+    assert 2 <= len(readings) <= 4, readings
+    # A benchmark starts (hundreds of calls a second): found at the next reading, the full pace from then.
+    readings.clear()
+    server.on_read = calls_grow(500.0)
+    run(statements.IDLE_EVERY_S + 30)
+    assert len(readings) >= 30 / statements.EVERY_S, readings
+    # A session in flight (a statement that runs for minutes, few calls) keeps the full pace too.
+    server.on_read = None
+    server.active_rows = [("-101", "CPU", "CPU", 1.0, 40.0, TEXTS["-101"])]
+    readings.clear()
+    run(2 * statements.BUSY_HOLD_S)
+    assert len(readings) >= 2 * statements.BUSY_HOLD_S / statements.EVERY_S - 1
+    # It ends: BUSY_HOLD_S more at the full pace, then the slow one.
+    server.active_rows = []
+    run(statements.BUSY_HOLD_S)
+    readings.clear()
+    run(2 * statements.IDLE_EVERY_S)
+    assert 1 <= len(readings) <= 3, readings

@@ -128,8 +128,9 @@ class PostgreSQLAgentPart(AgentPart):
         if followers:
             # The agent's own job, not the central "benchwatch" one (which scrapes the exporter that also
             # follows runs): only the checkpoint followers' health, the checkpoint series come by remote
-            # write at the log's timestamps.
-            out.append({"job_name": "benchwatch", "scrape_interval": "5s", "static_configs": [
+            # write at the log's timestamps. Every 15 s, as the central job: each scrape renders the
+            # follower's whole /metrics (about 150 lines) for the two series kept.
+            out.append({"job_name": "benchwatch", "scrape_interval": "15s", "static_configs": [
                 {"targets": [self.agent.address(FOLLOWER + i.name)],
                  "labels": {"target": i.name, "host": cfg.host, "component": "benchwatch_exporter"}} for i in followers],
                 "metric_relabel_configs": [{"source_labels": ["__name__"], "action": "keep", "regex": FOLLOWER_HEALTH}]})

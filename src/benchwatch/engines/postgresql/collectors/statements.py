@@ -27,7 +27,11 @@ queryids; the first reading only sets the starting point):
 ``?``, whitespace collapsed, cut at TEXT_CHARS. It samples every EVERY_S seconds, every FAST_S while
 a followed run's progress line is possibly low (the exporter's ``on_possibly_low``: as the dips
 collector decides to look) and FAST_HOLD_S after: pg_stat_statements records the slow calls when
-they end, after the dip; every IDLE_EVERY_S while no followed run is live (``ExporterOptions.run_live``). Queries run in a thread of their own: a server that does not answer never
+they end, after the dip; every IDLE_EVERY_S while no followed run is live (``ExporterOptions.run_live``).
+A daemon that follows no runs (an agent's log follower) judges by the server instead, from the readings
+it takes anyway: the full pace while other sessions are in flight or the statements are called more
+than BUSY_CALLS_PER_S times a second (a monitoring scrape is about 10), and BUSY_HOLD_S after; every
+IDLE_EVERY_S otherwise. Queries run in a thread of their own: a server that does not answer never
 holds up the progress lines. A connection that fails is logged once and tried again RETRY_S later.
 """
 
@@ -53,7 +57,8 @@ METRICS_DOC_SECTION = """
 The benchmark database's top statements, read from `pg_stat_statements` (time per call: the rate of
 `pg_statement_exec_seconds_total` over the rate of `pg_statement_calls_total`) and `pg_stat_activity`
 (the statements in flight and what they wait on) every 5 s while a run is live (every 30 s between
-runs), every second while a run's TPS line is possibly low and 10 s after, remote-written at each sample's time: `benchwatch explain`'s `statement`
+runs; in an agent's follower, which sees no runs: every 5 s while other sessions are in flight or
+statements are called more than 50 times a second, and a minute after, else every 30 s), every second while a run's TPS line is possibly low and 10 s after, remote-written at each sample's time: `benchwatch explain`'s `statement`
 cause ([explain.md](explain.md)). Only the 8 statements run most often and the 8 that took most time since the previous sample
 (each kept 60 s after, at most 16 at once). They carry the exporter's `target` and `host` labels,
 `queryid` and `statement` (its normalized text: constants as `$n` or `?`, cut at 100 characters).
@@ -85,6 +90,11 @@ EVERY_S = 5.0        # a quiet run: the baseline per call, at a few ms of the se
 IDLE_EVERY_S = 30.0  # no followed run is live (ExporterOptions.run_live): nothing to explain, starting points only
 FAST_S = 1.0         # while a progress line is possibly low
 FAST_HOLD_S = 10.0   # ... and this long after: the slow calls are recorded when they end
+# A daemon that follows no runs: the server counts as busy (full pace) while a reading finds other sessions
+# in flight or more statement calls a second than this since the previous reading (postgres_exporter's
+# scrape makes about 10 at 1 s), and BUSY_HOLD_S after the last such reading (and after the daemon starts).
+BUSY_CALLS_PER_S = 50.0
+BUSY_HOLD_S = 60.0
 TOP = 8              # statements written per sample by time, and as many by calls (pgbench's tpcb-like has 7)
 TRACK_S = 60.0       # a statement stays written this long after it left the top, so its counters go on
 MAX_TRACKED = 16     # at most this many queryids written at once (the series budget)
@@ -138,6 +148,9 @@ class Tracker:
     tracked: dict[str, float] = field(default_factory=dict)   # queryid -> when last among the top
     active: set[tuple[tuple[str, str], ...]] = field(default_factory=set)  # in-flight label sets last written
     started: bool = False  # a first reading (the starting point) was taken
+    read_at: float | None = None  # when the last reading was taken
+    calls_per_s: float = 0.0  # statement calls a second between the last two readings (ours left out)
+    in_flight: bool = False  # the last reading found other sessions running a statement
     keys: dict[str, str] = field(default_factory=dict)  # text -> sqltext.key(text)
 
     def choose(self, rows: Sequence[StatementRow], now: float) -> list[str]:
@@ -145,6 +158,7 @@ class Tracker:
         reading only sets the starting point: what ran before (a pgbench -i, yesterday's benchmark) is
         not what runs now."""
         first, self.started = not self.started, True
+        since, self.read_at = (now - self.read_at if self.read_at is not None else 0.0), now
         spent, called = [], []
         for qid, calls, ms in rows:
             before = self.last.get(qid)
@@ -154,6 +168,7 @@ class Tracker:
                 spent.append((ms - ms0, qid))
                 called.append((calls - calls0, qid))
         self.last = {qid: (calls, ms) for qid, calls, ms in rows}
+        self.calls_per_s = sum(n for n, _ in called) / since if not first and since > 0 else 0.0
         if first:
             return []
         # The statements that took most time, and those run most often: a benchmark's cheap statements (an
@@ -239,6 +254,7 @@ class Tracker:
         out += [Sample(name, key, STALE_NAN, ts) for key in self.active - now_active
                 for name in ("pg_statement_active_sessions", "pg_statement_active_seconds_max")]
         self.active = now_active
+        self.in_flight = bool(now_active)
         return out
 
 
@@ -253,6 +269,9 @@ class Schedule:
         self.wake = wake  # called when the pace turns fast, so the wait for a slow step ends
         self.run_live = run_live
         self.fast_until = 0.0
+        # Where no run is followed (run_live None): until when the server counts as busy; a daemon that
+        # starts knows nothing of it yet (an agent started for a benchmark about to begin).
+        self.busy_until = clock() + BUSY_HOLD_S
         self.last_sample = -float("inf")  # clock() of the last sample taken
         self.lock = threading.Lock()
 
@@ -267,10 +286,16 @@ class Schedule:
         """Seconds until the next sample after one taken now."""
         return FAST_S if self.clock() < self.fast_until else EVERY_S
 
+    def busy(self) -> None:
+        """A reading found the server at work (where no run is followed): the full pace BUSY_HOLD_S more."""
+        self.busy_until = self.clock() + BUSY_HOLD_S
+
     def due(self) -> bool:
-        """Whether a sample is due now: always while a followed run is live (or the daemon follows none),
-        else IDLE_EVERY_S after the last (the loop still wakes every FAST_S to see a run start)."""
-        if self.run_live is None or self.run_live() or self.clock() < self.fast_until:
+        """Whether a sample is due now: always while a followed run is live (where the daemon follows none:
+        while the server is busy), else IDLE_EVERY_S after the last (the loop still wakes every FAST_S to
+        see a run start)."""
+        live = self.run_live() if self.run_live is not None else self.clock() < self.busy_until
+        if live or self.clock() < self.fast_until:
             return True
         return self.clock() - self.last_sample >= IDLE_EVERY_S - FAST_S / 2
 
@@ -380,7 +405,10 @@ class StatementsCollector:
         if missing:
             self.tracker.learn_texts(self.reader.texts(missing))
         active = self.reader.active()
-        return self.tracker.samples(before, rows, active, now)
+        got = self.tracker.samples(before, rows, active, now)
+        if self.tracker.in_flight or self.tracker.calls_per_s > BUSY_CALLS_PER_S:
+            self.schedule.busy()
+        return got
 
     def tick(self) -> float:
         """One reading into the outbox; returns the seconds until the next. A failure is logged once
