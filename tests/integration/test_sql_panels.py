@@ -258,6 +258,25 @@ def test_report_on_another_host_reads_the_sweep_from_the_results_database(world,
     assert rows(db, "SELECT host, reported_at FROM sweep_verdicts ORDER BY 1, 2") == verdicts_before
 
 
+def test_docker_compose_s_secret_script_gives_benchwatch_a_pgpass_that_connects(world, tmp_path, monkeypatch):
+    """docker/results-secret.sh (docker-compose's benchwatch service) turns the password file into a pgpass that
+    libpq reads, through a DSN naming it, with the benchmark server's PGPASSWORD in the environment."""
+    from benchwatch.results.dsn import local, pgpass_password
+    from benchwatch.results.store import Store
+
+    db = world[0]
+    secret = tmp_path / "results_db_password"
+    secret.write_text(pgpass_password(db.pgpass, "127.0.0.1", str(db.port), "postgres", "postgres") + "\n")
+    pgpass = tmp_path / "pgpass"
+    env = dict(os.environ, RESULTS_DB_SECRET=str(secret), BENCHWATCH_RESULTS_PGPASS=str(pgpass))
+    r = subprocess.run(["sh", os.path.join(throwaway.REPO_ROOT, "docker", "results-secret.sh"), "pgpass", "true"],
+                       env=env, capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("PGPASSWORD", "the-benchmark-servers-password")
+    with Store(local(db.port, str(pgpass), dbname="postgres")) as store:
+        assert store.connect().execute("SELECT current_user").fetchone() == ("postgres",)
+
+
 def test_two_hosts_sweeps_of_one_name_are_told_apart_by_host(world, tmp_path):
     from benchwatch.results.store import Store
 
