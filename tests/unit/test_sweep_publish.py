@@ -31,6 +31,10 @@ def _plan(secret_settings: bool = True) -> plans.Plan:
 def _events(p: plans.Plan, done: int) -> list[dict]:
     out = [{"event": "planned", "at": 1.0, "runs": len(p.runs), "seed": p.seed},
            {"event": "watched", "at": 1.5, "variant": "other", "target": "sweep-pr-other", "scope": f"server {DSN}"}]
+    tuned = p.variant("tuned").settings
+    out += [{"event": "settings_applying", "at": 1.6, "variant": "tuned", "settings": tuned},
+            {"event": "settings_applied", "at": 1.7, "variant": "tuned",
+             "done": [f"ALTER SYSTEM SET {k} = '{v}'" for k, v in tuned.items()]}]
     for run in p.runs[:done]:
         tps = 1000.0 * (0.8 if run.variant == "other" else 1.0) + run.repeat + run.cell
         out.append({"event": "started", "at": 2.0, "index": run.index, "attempt": 1, "prepared": ["CHECKPOINT"]})
@@ -45,6 +49,7 @@ def test_the_row_holds_the_plan_without_a_secret():
     events = _events(p, 5)
     row = publish.sweep_row(p, events, "bench-1", rows.RUNNING, publish.needles(p, [STACK_SECRET]))
     text = json.dumps(row)
+    assert "ssl_passphrase_command" in text  # (the events with the secret settings are in it)
     for secret in ("hunter2-dsn", DSN, STACK_SECRET, "in-argv", "echo old", "echo x"):
         assert secret not in text, secret
     assert set(row) == set(rows.COLUMNS)

@@ -29,8 +29,15 @@ CLOSE_WAIT_S = 10.0
 
 
 def needles(plan: Plan, stack_secrets: list[str]) -> list[str]:
-    """What must not leave the host in the row: the stack's secrets and every dsn= variant's DSN whole."""
-    return [s for s in [*stack_secrets, *(v.dsn for v in plan.variants if v.dsn)] if s and len(s) >= 4]
+    """What must not leave the host in the row: the stack's secrets, every dsn= variant's DSN whole, and the values
+    of the settings that are secrets (as a variant sets them and as they were: the state file's "settings
+    applied" lines quote them)."""
+    values = [*stack_secrets, *(v.dsn for v in plan.variants if v.dsn)]
+    values += [x for v in plan.variants for k, x in v.settings.items() if _secret_setting(k)]
+    values += [str(x) for k, facts in plan.originals.items() if _secret_setting(k) and isinstance(facts, dict)
+               for x in facts.values() if isinstance(x, str)]
+    # the longest first: a secret inside another is replaced as part of it
+    return sorted({s for s in values if s and len(s) >= 4}, key=len, reverse=True)
 
 
 def _scrub(value: Any, hidden: list[str]) -> Any:
