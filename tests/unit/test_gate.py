@@ -209,3 +209,26 @@ def test_report_gate_refuses_bad_words_and_a_sweep_without_runs(tmp_path, capsys
     code = cli.main(["report", "empty", "--state-dir", str(tmp_path), "--no-why", "--comment", str(tmp_path / "c.md")])
     assert code == 2 and "give --fail-on slower[,less-steady] with it" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "c.md")
+
+
+def test_flush_waits_for_the_runs_the_results_database_has_not_got(tmp_path):
+    """A runner's flush counts the runs (and sweeps) whose markers say they are not in the results
+    database yet: deleting the runner first would lose them (issue 31)."""
+    from types import SimpleNamespace
+
+    from benchwatch.results.pending import Pending
+    from benchwatch.stack import pending
+
+    runs, state = tmp_path / "runs", tmp_path / "state"
+    runs.mkdir()
+    state.mkdir()
+    target: list = ["host=127.0.0.1 port=9 dbname=results"]
+    stack = SimpleNamespace(cfg=SimpleNamespace(results_target=lambda: target[0], runs_dir=str(runs),
+                                                state_dir=str(state)))
+    assert pending.SOURCES["the results database"] is pending.results_backlog
+    assert pending.results_backlog(stack).done  # type: ignore[arg-type, union-attr]
+    Pending(str(runs)).mark("20261129T010000.000Z-1", error="connection refused")
+    left = pending.results_backlog(stack)  # type: ignore[arg-type]
+    assert left is not None and left.left == 1 and "connection refused" in str(left)
+    target[0] = None
+    assert pending.results_backlog(stack) is None  # type: ignore[arg-type]  # no results database here

@@ -46,7 +46,7 @@ class Outstanding:
     def __str__(self) -> str:
         if self.left is None:
             return f"{self.what}: unknown ({self.why})"
-        return f"{self.what}: {self.left:,} {self.unit} left"
+        return f"{self.what}: {self.left:,} {self.unit} left" + (f" ({self.why})" if self.why else "")
 
 
 Source = Callable[["Stack"], "Outstanding | None"]
@@ -136,3 +136,20 @@ def exporter_backlog(stack: Stack) -> Outstanding | None:
     if value is None:
         return Outstanding(what, None, why=f"its /metrics has no {EXPORTER_PENDING}")
     return Outstanding(what, int(value))
+
+
+@source("the results database")
+def results_backlog(stack: Stack) -> Outstanding | None:
+    """Runs and sweeps written on this disk and not yet in the results database (their markers: the
+    exporter writes them through every 15 s while it runs), so a runner deleted first would lose them."""
+    from benchwatch.results.pending import Pending
+    from benchwatch.results.sweeps import PendingSweeps
+
+    if stack.cfg.results_target() is None:
+        return None  # no results database: nothing is written to one
+    runs = Pending(stack.cfg.runs_dir).summary()
+    sweeps = PendingSweeps(stack.cfg.state_dir).summary()
+    left = runs["pending_runs"] + sweeps["pending_sweeps"]
+    error = runs["last_error"] or sweeps["sweeps_last_error"]
+    return Outstanding("the results database", left, unit="runs and sweeps",
+                       why=f"last error: {error}" if left and error else "")
