@@ -81,6 +81,9 @@ VARIANTS = {
     "lean-norules": "lean without rule_files: the floor without recording rules and alerts",
     "gogc": "ours with GOGC=400 for the Go daemons (Prometheus, Alertmanager, the exporters): less garbage "
             "collection for more memory",
+    "procs1": "ours with GOMAXPROCS=1 for Alertmanager and the two exporters: one scheduler thread for "
+              "daemons that do one small thing at a time",
+    "procs1all": "procs1 and Prometheus under GOMAXPROCS=1 too",
 }
 GO_COMPONENTS = ("prometheus", "alertmanager", "node_exporter", "postgres_exporter")
 DEFAULT_VARIANTS = "bare,ours,stock"
@@ -177,6 +180,9 @@ class VariantStack(Stack):
             argv = lean_argv(component, argv)
         elif self.variant.startswith("gogc") and component in GO_COMPONENTS:
             env = dict(env if env is not None else os.environ, GOGC="400")
+        elif self.variant.startswith("procs1") and component in GO_COMPONENTS and (
+                component != "prometheus" or self.variant == "procs1all"):
+            env = dict(env if env is not None else os.environ, GOMAXPROCS="1")
         return super().spawn(component, argv, env=env, user=user)
 
     def _write_prometheus_config(self) -> str:

@@ -5,6 +5,11 @@ state directory's history of a workload, whose change point history writes (hist
 SQL panel query of the provisioned History and Experiment dashboards, its macros and variables expanded as
 Grafana would (benchwatch.query.grafana_sql), must return rows from that database.
 
+The same sweep is in the database as its host ran it (table sweeps, written by the sweep itself), and
+`report` in a state directory that never ran it ("another host") reads it from there with its runs and gives
+the same report; two hosts' sweeps of one name are told apart by NAME@HOST; a sweep's row written while the
+database is down waits as a marker until the exporter's writer writes it through.
+
 The history's twelve runs are run directories written with benchwatch's own record API, as tests/unit/
 test_history.py makes them (six at 1000 TPS, six at 700 after a setting changed): a change point needs twelve
 runs, which real runs would cost a minute of this test's budget; what is proven here is the database side."""
@@ -199,3 +204,140 @@ def test_report_reads_a_run_whose_directory_is_gone_from_the_results_database(wo
     assert os.path.isfile(os.path.join(live.state_dir, "results", "fetched", gone, "meta.json"))
     assert [(c["variant"], c["n"], c["tps_median"]) for c in again["cells"]] == \
         [(c["variant"], c["n"], c["tps_median"]) for c in model["cells"]]
+
+
+def _sweep_row(db: ResultsServer, host: str, name: str = SWEEP) -> dict | None:
+    from benchwatch.results.store import Store
+
+    with Store(db.dsn) as store:
+        return store.read_sweep(host, name)
+
+
+def test_the_sweep_is_in_the_results_database_as_its_host_ran_it(world):
+    from benchwatch.results.sweeps import PendingSweeps
+
+    """Written by the sweep itself (its start, each run's end, its end), without waiting on a report."""
+    db, live, model, *_ = world
+    row = _sweep_row(db, "sql-host")
+    assert row is not None
+    assert (row["state"], row["tool"], row["engine"], row["baseline"], row["repeat"]) == \
+        ("completed", "pgbench", "postgresql", "on", 2)
+    assert (row["runs_planned"], row["runs_done"]) == (4, 4)
+    assert sorted(row["run_ids"]) == sorted(r for c in model["cells"] for r in c["run_ids"])
+    assert row["variants"] == [{"name": "on", "what": "the server as it is"},
+                               {"name": "off", "what": "synchronous_commit=off"}]
+    assert row["plan"]["argv"] == model["argv"] and row["plan"]["name"] == SWEEP
+    assert [e["event"] for e in row["events"]][0] == "planned" and row["events"][-1]["event"] == "completed"
+    assert PendingSweeps(live.state_dir).names() == []  # nothing left waiting
+
+
+def _elsewhere(db: ResultsServer, tmp_path, host: str, *args: str) -> subprocess.CompletedProcess:
+    """benchwatch in a state directory that never ran the sweep (another host: no stack, only the database)."""
+    # PGPASSWORD is the benchmark server's (as under docker-compose): the DSN's passfile must win over it
+    env = dict(os.environ, BENCHWATCH_STATE_DIR=str(tmp_path / host), BENCHWATCH_RESULTS_DSN=db.dsn,
+               BENCHWATCH_HOST=host, PGPASSWORD="the-benchmark-servers-password")
+    return subprocess.run([throwaway.BENCHWATCH, *args], env=env, capture_output=True, timeout=300)
+
+
+def test_report_on_another_host_reads_the_sweep_from_the_results_database(world, tmp_path):
+    """The same report (cells with medians and intervals, verdicts with theirs) on a host that never ran it."""
+    db, _, model, *_ = world
+    run_ids = [r for c in model["cells"] for r in c["run_ids"]]
+    assert wait_until(lambda: set(run_ids) <= set(db.run_hosts()), 90, 0.5), "the sweep's runs never reached the database"
+    verdicts_before = rows(db, "SELECT host, reported_at FROM sweep_verdicts ORDER BY 1, 2")
+    r = _elsewhere(db, tmp_path, "other-host", "report", SWEEP, "--json", "--no-why")
+    assert r.returncode == 0, r.stderr.decode(errors="replace")
+    assert f"sweep {SWEEP} of host sql-host, from the results database (completed, 4/4 runs)".encode() in r.stderr
+    there = json.loads(r.stdout)
+    assert there["differences"] == model["differences"] and there["cells"] == model["cells"]
+    assert there == model
+    assert not os.path.exists(tmp_path / "other-host" / "sweeps" / SWEEP)  # read, not copied as a sweep of its own
+    for run_id in run_ids:
+        assert os.path.isfile(tmp_path / "other-host" / "results" / "fetched" / run_id / "meta.json")
+    # the sweep is sql-host's: its verdicts stay as sql-host's report wrote them
+    assert rows(db, "SELECT host, reported_at FROM sweep_verdicts ORDER BY 1, 2") == verdicts_before
+
+
+def test_docker_compose_s_secret_script_gives_benchwatch_a_pgpass_that_connects(world, tmp_path, monkeypatch):
+    """docker/results-secret.sh (docker-compose's benchwatch service) turns the password file into a pgpass that
+    libpq reads, through a DSN naming it, with the benchmark server's PGPASSWORD in the environment."""
+    from benchwatch.results.dsn import local, pgpass_password
+    from benchwatch.results.store import Store
+
+    db = world[0]
+    secret = tmp_path / "results_db_password"
+    secret.write_text(pgpass_password(db.pgpass, "127.0.0.1", str(db.port), "postgres", "postgres") + "\n")
+    pgpass = tmp_path / "pgpass"
+    env = dict(os.environ, RESULTS_DB_SECRET=str(secret), BENCHWATCH_RESULTS_PGPASS=str(pgpass))
+    r = subprocess.run(["sh", os.path.join(throwaway.REPO_ROOT, "docker", "results-secret.sh"), "pgpass", "true"],
+                       env=env, capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    monkeypatch.setenv("PGPASSWORD", "the-benchmark-servers-password")
+    with Store(local(db.port, str(pgpass), dbname="postgres")) as store:
+        assert store.connect().execute("SELECT current_user").fetchone() == ("postgres",)
+
+
+def test_two_hosts_sweeps_of_one_name_are_told_apart_by_host(world, tmp_path):
+    from benchwatch.results.store import Store
+
+    db, _, model, *_ = world
+    row = _sweep_row(db, "sql-host")
+    assert row is not None
+    with Store(db.dsn) as store:
+        store.write_sweep(dict(row, host="second-host", state="running"))
+    try:
+        r = _elsewhere(db, tmp_path, "third-host", "report", SWEEP, "--json", "--no-why")
+        assert r.returncode == 2 and r.stdout == b"", r
+        assert (f"sweep {SWEEP} was run on 2 hosts (second-host (running), sql-host (completed)): say which, "
+                f"e.g. benchwatch report {SWEEP}@second-host").encode() in r.stderr, r.stderr
+        r = _elsewhere(db, tmp_path, "third-host", "report", f"{SWEEP}@sql-host", "--json", "--no-why")
+        assert r.returncode == 0, r.stderr.decode(errors="replace")
+        assert json.loads(r.stdout)["differences"] == model["differences"]
+        r = _elsewhere(db, tmp_path, "third-host", "report", f"{SWEEP}@no-such-host", "--json", "--no-why")
+        assert r.returncode == 2
+        assert f"nor of host 'no-such-host' in the results database (hosts with a sweep {SWEEP}: second-host, " \
+               f"sql-host)".encode() in r.stderr, r.stderr
+        r = _elsewhere(db, tmp_path, "third-host", "report", "no-such-sweep", "--json", "--no-why")
+        assert r.returncode == 2 and b"nor in the results database" in r.stderr, r.stderr
+    finally:
+        rows(db, "DELETE FROM sweeps WHERE host = 'second-host' RETURNING host")
+
+
+def test_a_sweep_goes_on_while_the_database_is_down_and_is_written_once_it_is_back(world, tmp_path):
+    """The sweep's publisher against the test's database stopped (a real refusal), then the exporter's writer
+    once it is back: the latest row, nothing lost. (Last in the module: the database stops for it.)"""
+    from benchwatch.experiment import plan as plans
+    from benchwatch.experiment import publish
+    from benchwatch.exporter.results_writer import ResultsWriter
+    from benchwatch.results import sweeps as sweep_rows
+
+    db, live, *_ = world
+    source = plans.SweepDir(os.path.join(live.state_dir, "sweeps", SWEEP))
+    plan = source.read_plan()
+    plan.name = "while-down"
+    state = str(tmp_path / "runner")
+    sdir = plans.SweepDir(os.path.join(state, "sweeps", plan.name))
+    sdir.write_plan(plan)
+    said: list[str] = []
+    publisher = publish.Publisher(sdir, plan, "runner-host", db.dsn, state, [], said.append)
+    sdir.listener = publisher.event
+    publisher.update()
+    assert wait_until(lambda: (_sweep_row(db, "runner-host", plan.name) or {}).get("state") == "running", 30, 0.2)
+    db.stop()
+    try:
+        for e in source.events():
+            sdir.append(e.pop("event"), **{k: v for k, v in e.items() if k != "at"})
+        assert publisher.close(sweep_rows.COMPLETED) is False
+    finally:
+        db.start()
+    assert len(said) == 1 and "the sweep goes on" in said[0], said
+    assert sweep_rows.PendingSweeps(state).names() == [plan.name]
+    os.makedirs(os.path.join(state, "runs"))
+    writer = ResultsWriter(os.path.join(state, "runs"), db.dsn, "runner-host", retry_s=0.5)
+    try:
+        assert wait_until(lambda: not sweep_rows.PendingSweeps(state).names(), 60, 0.2), "never written through"
+    finally:
+        writer.store.close()
+    row = _sweep_row(db, "runner-host", plan.name)
+    assert row is not None and (row["state"], row["runs_done"]) == ("completed", 4)
+    assert row["run_ids"] == (_sweep_row(db, "sql-host") or {})["run_ids"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 
 import pytest
 import yaml
@@ -12,7 +13,14 @@ import yaml
 from tests.helpers.tools import require_tool
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ENV = dict(os.environ, POSTGRES_PASSWORD="test-only-pg", GRAFANA_ADMIN_PASSWORD="test-only-grafana")
+SCRIPT = os.path.join(ROOT, "docker", "results-secret.sh")
+RESULTS_PASSWORD = "test-only-results:pass\\word"
+# The results database's password is a file (a compose secret): its path is given, its content never read by compose.
+SECRET_FILE = os.path.join(tempfile.mkdtemp(prefix="benchwatch-test-compose-"), "results_db_password")
+with open(SECRET_FILE, "w", encoding="utf-8") as _f:
+    _f.write(RESULTS_PASSWORD + "\n")
+ENV = dict(os.environ, POSTGRES_PASSWORD="test-only-pg", GRAFANA_ADMIN_PASSWORD="test-only-grafana",
+           RESULTS_DB_PASSWORD_FILE=SECRET_FILE)
 
 
 def compose(*args, env=ENV):
@@ -32,7 +40,7 @@ def test_config_is_valid():
     assert r.returncode == 0, r.stderr
 
 
-@pytest.mark.parametrize("missing", ["POSTGRES_PASSWORD", "GRAFANA_ADMIN_PASSWORD"])
+@pytest.mark.parametrize("missing", ["POSTGRES_PASSWORD", "GRAFANA_ADMIN_PASSWORD", "RESULTS_DB_PASSWORD_FILE"])
 def test_refuses_to_start_without_passwords(missing):
     env = {k: v for k, v in ENV.items() if k != missing}
     r = compose("config", "-q", env=env)
@@ -49,11 +57,93 @@ def test_images_are_pinned(config):
         assert repo and tag and tag != "latest" and any(c.isdigit() for c in tag), f"{name}: {image}"
 
 
-def test_only_grafana_is_published_on_loopback(config):
+def test_only_grafana_and_the_results_database_are_published_on_loopback(config):
     published = {n: s.get("ports") for n, s in config["services"].items() if s.get("ports")}
-    assert list(published) == ["grafana"]
-    for port in published["grafana"]:
-        assert port.get("host_ip") == "127.0.0.1" if isinstance(port, dict) else str(port).startswith("127.0.0.1:")
+    assert sorted(published) == ["grafana", "results-db"]
+    for ports in published.values():
+        for port in ports:
+            assert port.get("host_ip") == "127.0.0.1" if isinstance(port, dict) else str(port).startswith("127.0.0.1:")
+
+
+def _environment(service: dict) -> dict[str, str]:
+    env = service.get("environment") or {}
+    return dict(e.split("=", 1) for e in env) if isinstance(env, list) else {k: str(v) for k, v in env.items()}
+
+
+def test_the_results_database_is_its_own_server_its_password_a_secret_file(config):
+    """docs/results.md: the stack's results database is never the server under test; its password is a file
+    given as a compose secret, in no service's environment, and every reader takes it from there."""
+    from benchwatch.results import dsn
+
+    services = config["services"]
+    assert config["secrets"]["results_db_password"]["file"] == SECRET_FILE
+    db = services["results-db"]
+    assert db["image"].startswith("postgres:") and db["volumes"] != services["postgres"]["volumes"]
+    env = _environment(db)
+    assert env["POSTGRES_PASSWORD_FILE"] == "/run/secrets/results_db_password" and "POSTGRES_PASSWORD" not in env
+    assert "healthcheck" in db
+    for name, service in services.items():
+        for value in _environment(service).values():
+            assert RESULTS_PASSWORD not in value, f"{name}: the results database's password in its environment"
+    bench = services["benchwatch"]
+    assert bench["depends_on"]["results-db"]["condition"] == "service_healthy"
+    benv = _environment(bench)
+    params = dsn._parse(dsn.check(benv["BENCHWATCH_RESULTS_DSN"]))  # no password in it
+    assert (params["host"], params["port"], params["dbname"], params["user"]) == \
+        ("results-db", "5432", env["POSTGRES_DB"], env["POSTGRES_USER"])
+    assert params["passfile"] == benv["BENCHWATCH_RESULTS_PGPASS"]
+    assert bench["entrypoint"][1:3] == ["/usr/local/lib/benchwatch/results-secret.sh", "pgpass"]
+    grafana = services["grafana"]
+    genv = _environment(grafana)
+    assert (genv["BENCHWATCH_RESULTS_DB_ADDRESS"], genv["BENCHWATCH_RESULTS_DB_NAME"], genv["BENCHWATCH_RESULTS_DB_USER"]) \
+        == ("results-db:5432", env["POSTGRES_DB"], env["POSTGRES_USER"])
+    assert grafana["entrypoint"][1:] == ["/usr/local/lib/benchwatch/results-secret.sh", "env", "/run.sh"]
+    for name in ("results-db", "benchwatch", "grafana"):
+        assert [s if isinstance(s, str) else s["source"] for s in services[name]["secrets"]] == ["results_db_password"]
+    for name in ("benchwatch", "grafana"):
+        mounts = [v if isinstance(v, str) else f"{v['source']}:{v['target']}" for v in services[name]["volumes"]]
+        assert any(m.startswith(f"{SCRIPT}:/usr/local/lib/benchwatch/results-secret.sh") for m in mounts), name
+
+
+def test_the_benchwatch_service_runs_the_images_command_behind_the_secret(config):
+    """An entrypoint given in the compose file replaces the image's command too: the one given is the Dockerfile's,
+    and the entrypoint ends in the Dockerfile's."""
+    with open(os.path.join(ROOT, "Dockerfile"), encoding="utf-8") as f:
+        lines = {w.split(None, 1)[0]: json.loads(w.split(None, 1)[1]) for w in f if w.startswith(("CMD ", "ENTRYPOINT "))}
+    bench = config["services"]["benchwatch"]
+    assert bench["command"] == lines["CMD"]
+    assert bench["entrypoint"][3:] == lines["ENTRYPOINT"]
+
+
+def _secret_script(tmp_path, mode: str, *command: str, secret: str | None = RESULTS_PASSWORD):
+    path = tmp_path / "secret"
+    if secret is not None:
+        path.write_text(secret + "\n")
+    env = dict(os.environ, RESULTS_DB_SECRET=str(path), BENCHWATCH_RESULTS_PGPASS=str(tmp_path / "pgpass"))
+    return subprocess.run(["sh", SCRIPT, mode, *command], env=env, capture_output=True, text=True)
+
+
+def test_the_secret_becomes_a_0600_pgpass_for_libpq(tmp_path):
+    from benchwatch.results.dsn import pgpass_password
+
+    r = _secret_script(tmp_path, "pgpass", "sh", "-c", "echo started")
+    assert r.returncode == 0 and r.stdout == "started\n", r.stderr
+    pgpass = tmp_path / "pgpass"
+    assert oct(pgpass.stat().st_mode & 0o777) == "0o600"
+    # ":" and "\\" escaped as libpq reads them: the password comes back whole
+    assert pgpass_password(str(pgpass), "results-db", "5432", "benchwatch_results", "benchwatch") == RESULTS_PASSWORD
+
+
+def test_the_secret_becomes_grafanas_environment_alone(tmp_path):
+    r = _secret_script(tmp_path, "env", "sh", "-c", 'printf %s "$BENCHWATCH_RESULTS_DB_PASSWORD"')
+    assert r.returncode == 0 and r.stdout == RESULTS_PASSWORD, r.stderr
+    assert not (tmp_path / "pgpass").exists()
+
+
+@pytest.mark.parametrize("secret, said", [(None, "cannot read"), ("", "is empty"), ("a\nb", "more than one line")])
+def test_a_missing_or_odd_secret_is_refused_saying_why(tmp_path, secret, said):
+    r = _secret_script(tmp_path, "pgpass", "sh", "-c", "echo started", secret=secret)
+    assert r.returncode == 2 and "started" not in r.stdout and said in r.stderr, r.stderr
 
 
 def test_bind_mounts_exist_and_are_the_native_stack_files(config):
@@ -86,10 +176,11 @@ def test_every_scrape_job_has_compose_targets(config):
 
 def test_healthchecks_and_dependencies(config):
     services = config["services"]
-    for name in ("postgres", "prometheus", "alertmanager", "grafana"):
+    for name in ("postgres", "results-db", "prometheus", "alertmanager", "grafana"):
         assert "healthcheck" in services[name], name
     assert services["grafana"]["depends_on"]["prometheus"]["condition"] == "service_healthy"
     assert services["benchwatch"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert services["grafana"]["depends_on"]["results-db"]["condition"] == "service_healthy"
 
 
 def test_exporter_flags_are_the_native_stacks(config):

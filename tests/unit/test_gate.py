@@ -90,6 +90,7 @@ def test_the_comment_is_written_whole(tmp_path):
 
 def test_the_exporter_gauge_name_is_the_exporters():
     assert pending.EXPORTER_PENDING == self_metrics.RW_PENDING
+    assert pending.EXPORTER_FINISHING == self_metrics.RUNS_FINISHING
     text = f"# HELP x\n{self_metrics.RW_PENDING}_created 1\n{self_metrics.RW_PENDING} 17.0\n"
     assert pending.metric_value(text, self_metrics.RW_PENDING) == 17.0
     assert pending.metric_value("", self_metrics.RW_PENDING) is None
@@ -210,3 +211,59 @@ def test_report_gate_refuses_bad_words_and_a_sweep_without_runs(tmp_path, capsys
     code = cli.main(["report", "empty", "--state-dir", str(tmp_path), "--no-why", "--comment", str(tmp_path / "c.md")])
     assert code == 2 and "give --fail-on slower[,less-steady] with it" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "c.md")
+
+
+def test_flush_waits_for_the_runs_the_results_database_has_not_got(tmp_path):
+    """A runner's flush counts the runs (and sweeps) whose markers say they are not in the results
+    database yet: deleting the runner first would lose them (issue 31)."""
+    from types import SimpleNamespace
+
+    from benchwatch.results.pending import Pending
+    from benchwatch.stack import pending
+
+    runs, state = tmp_path / "runs", tmp_path / "state"
+    runs.mkdir()
+    state.mkdir()
+    target: list = ["host=127.0.0.1 port=9 dbname=results"]
+    stack = SimpleNamespace(cfg=SimpleNamespace(results_target=lambda: target[0], runs_dir=str(runs),
+                                                state_dir=str(state)))
+    assert pending.SOURCES["the results database"] is pending.results_backlog
+    assert pending.results_backlog(stack).done  # type: ignore[arg-type, union-attr]
+    Pending(str(runs)).mark("20261129T010000.000Z-1", error="connection refused")
+    left = pending.results_backlog(stack)  # type: ignore[arg-type]
+    assert left is not None and left.left == 1 and "connection refused" in str(left)
+    target[0] = None
+    assert pending.results_backlog(stack) is None  # type: ignore[arg-type]  # no results database here
+
+
+def test_a_run_counts_as_finishing_until_its_record_is_written_and_its_completion_done(tmp_path):
+    """What flush's source "the exporter's finishing runs" reads (issue 31): a run handed to the archiver
+    counts until its results record is written, and a long-term completion until it is done or given up."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from benchwatch.exporter.run_archiver import LongTermCompleter, RunArchiver
+    from benchwatch.query import longterm
+
+    release, writing = threading.Event(), threading.Event()
+
+    class SlowResults:  # the results writer's one call the archiver makes, held until released
+        def run_ended(self, path):
+            writing.set()
+            release.wait(30)
+
+    archiver = RunArchiver("http://127.0.0.1:9", results=SlowResults())  # type: ignore[arg-type]  # no Prometheus: not archived
+    assert archiver.finishing() == 0
+    archiver(SimpleNamespace(path=str(tmp_path), run_id="r1"))
+    assert archiver.finishing() == 1
+    assert writing.wait(30) and archiver.finishing() == 1  # its series failed; its record is being written
+    release.set()
+    deadline = time.monotonic() + 30
+    while archiver.finishing() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert archiver.finishing() == 0 and archiver.failed == 1
+    completer = LongTermCompleter("http://127.0.0.1:9", longterm.Store("http://127.0.0.1:9/api/v1/write",
+                                                                        "http://127.0.0.1:9"))
+    completer.add(str(tmp_path), "r1", delay_s=3600)  # the store was away: again in an hour
+    assert completer.pending() == 1

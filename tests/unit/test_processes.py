@@ -112,3 +112,36 @@ def test_between_runs_the_scan_slows_down_and_a_run_that_starts_is_scanned_at_on
     d.poll()
     now[0] += processes.EVERY_S
     assert d.poll() > 0
+
+
+def test_a_steady_live_run_is_scanned_every_live_every_s_and_a_possibly_low_line_speeds_it_up(tmp_path):
+    sent: list[Sample] = []
+    now = [1000.0]
+    hooks: list = []
+    root = tmp_path / "proc"
+    proc_tree(root, {1: ("postgres", 100), 2: ("python3", 0)}, uptime_s=1000, started_s=10)
+    c = processes.ProcessesCollector(sent.extend, clock=lambda: now[0], root=str(root), database={"postgres"},
+                                     load_generator={"pgbench"}, run_live=lambda: True,
+                                     on_possibly_low=hooks.append)
+    assert len(hooks) == 1  # the collector asked for the dips' judgement
+
+    def scans_over(seconds: int) -> list[bool]:
+        out = []
+        for _ in range(seconds):
+            now[0] += 1.0
+            out.append(c.poll() > 0)
+        return out
+
+    c.poll()  # the starting point
+    steady = scans_over(int(processes.LIVE_EVERY_S) * 3)
+    assert sum(steady) == 3 and steady[int(processes.LIVE_EVERY_S) - 1]  # every LIVE_EVERY_S, not EVERY_S
+    now[0] += 1.0
+    c.poll()  # wherever the slow pace stands, a low line turns it fast at once:
+    hooks[0]()
+    now[0] += 1.0
+    assert c.poll() > 0
+    fast = scans_over(int(processes.FAST_HOLD_S) - 2)
+    assert sum(fast) >= (processes.FAST_HOLD_S - 2) // processes.EVERY_S - 1  # every EVERY_S while it holds
+    scans_over(int(processes.EVERY_S))
+    after = scans_over(int(processes.LIVE_EVERY_S) * 2)
+    assert sum(after) == 2  # the hold over: the live pace again

@@ -54,9 +54,8 @@ def _sweep_arguments(p: argparse.ArgumentParser) -> None:
 @command("sweep", help="run an experiment: --variant A --variant B [--clients 1,8] [--repeat 3] -- pgbench ARGS",
          arguments=_sweep_arguments)
 def cmd_sweep(ctx: Context) -> int:
-    from benchwatch.engines import ServerControl, SettingsError, VariantServer
+    from benchwatch.engines import ServerControl, VariantServer
     from benchwatch.experiment import plan as plans
-    from benchwatch.experiment.runner import Sweep
     from benchwatch.experiment.spec import SpecError
     from benchwatch.util.errors import StackError
 
@@ -127,6 +126,41 @@ def cmd_sweep(ctx: Context) -> int:
         say(f"sweep {name}: {len(plan.runs)} runs ({len(plan.variants)} variants x {len(plan.cells)} cells x "
             f"{plan.repeat} rounds), order {plan.order}" + (f", seed {plan.seed}" if plan.order == "interleaved" else "")
             + f"; plan and state in {sdir.path}")
+    publisher = _publisher(ctx, stack, sdir, plan)
+    code = 1
+    try:
+        code = _run_planned(ctx, stack, sdir, plan, control, servers)
+    finally:
+        if publisher is not None:
+            from benchwatch.results import sweeps as rows
+
+            # (the runner's last word, "ended", is a sweep whose failed runs are left out; anything else stopped it)
+            events = sdir.events()
+            last = events[-1].get("event") if events else None
+            publisher.close(rows.INTERRUPTED if code == 130 else rows.COMPLETED if code == 0
+                            else rows.FAILED if last == "ended" else rows.STOPPED)
+    return code
+
+
+def _publisher(ctx: Context, stack, sdir, plan):
+    """The sweep's row in the results database as it runs (experiment.publish), where the stack has one."""
+    from benchwatch.experiment.publish import Publisher
+
+    target = stack.results_target_running()
+    if target is None:
+        return None
+    publisher = Publisher(sdir, plan, stack.cfg.host, target, stack.cfg.state_dir, _secrets(stack), ctx.say)
+    sdir.listener = publisher.event
+    publisher.update()
+    return publisher
+
+
+def _run_planned(ctx: Context, stack, sdir, plan, control, servers) -> int:
+    from benchwatch.engines import SettingsError
+    from benchwatch.experiment.runner import Sweep
+    from benchwatch.util.errors import StackError
+
+    say, name = ctx.say, plan.name
     try:
         try:
             for v in plan.variants:
@@ -323,7 +357,8 @@ def _hooks(ctx: Context, stack, control, own_env: dict[str, dict[str, str]], lat
 
 
 def _report_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("name", help="the sweep's name")
+    p.add_argument("name", help="the sweep's name; NAME@HOST: the sweep HOST ran, read from the results database "
+                   "(a sweep this host has no directory of is looked for there by NAME alone too)")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object instead of writing the bundle")
     p.add_argument("-o", "--out", metavar="DIR", help="where to write the directory sweep-NAME and its .tar.gz "
                    "(default: <state dir>/shares/)")
@@ -362,19 +397,25 @@ def cmd_report(ctx: Context) -> int:
             say(str(e))
             return 2
     stack = ctx.stack
-    sdir = plans.SweepDir(os.path.join(sweeps_dir(stack.cfg.state_dir), args.name))
-    if not sdir.exists():
-        say(f"no sweep {args.name!r} in {sweeps_dir(stack.cfg.state_dir)}")
-        return 2
-    plan = sdir.read_plan()
+    from benchwatch.results.sweeps import split_name
+
+    name, host = split_name(args.name)
+    sdir = plans.SweepDir(os.path.join(sweeps_dir(stack.cfg.state_dir), name))
+    local = sdir.exists() and host in (None, stack.cfg.host)
+    if local:
+        plan, events = sdir.read_plan(), sdir.events()
+    else:
+        found = _stored_sweep(ctx, stack, name, host)
+        if isinstance(found, int):
+            return found
+        plan, events, host = found.plan, found.events, found.host
     if args.baseline is not None:
         names = [v.name for v in plan.variants]
         if args.baseline not in names:
-            say(f"sweep {args.name} has no variant {args.baseline!r} (its variants: {', '.join(names)})")
+            say(f"sweep {name} has no variant {args.baseline!r} (its variants: {', '.join(names)})")
             return 2
         # The baseline is the first variant: the report reads the same runs with another one first.
         plan.variants = [plan.variant(args.baseline)] + [v for v in plan.variants if v.name != args.baseline]
-    events = sdir.events()
     figures = report.collect(plan, events, stack.cfg.runs_dir, fetch=lambda run_id: _fetched_path(stack, run_id))
     why = None if args.no_why else _why(ctx, stack)
     dips_why = None
@@ -383,22 +424,24 @@ def cmd_report(ctx: Context) -> int:
 
         dips_why = dips_evidence(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name)
     model = report.build(plan, events, figures, why, dips_why)
-    profile_groups = _profile_groups(plan, figures, stack.cfg.runs_dir)
+    profile_groups = _profile_groups(plan, figures, lambda run_id: _run_path(stack, run_id))
     profile_part = None
     if profile_groups is not None:
         from benchwatch.profile import variants
 
         profile_part = model["profile"] = variants.report_part(profile_groups)
     if not figures:
-        say(f"sweep {args.name}: no finished run yet")
-    _write_verdicts(ctx, stack, model)
-    _write_series(ctx, stack, model)  # (labelled with the baseline: a report against another one adds its own)
+        say(f"sweep {name}: no finished run yet")
+    if local:  # (another host's sweep is that host's to write: its report there writes its verdicts)
+        _write_verdicts(ctx, stack, model)
+        _write_series(ctx, stack, model)  # (labelled with the baseline: a report against another one adds its own)
     if args.json:
         print(json.dumps(model, indent=2), file=ctx.stdout)
         return _gate(ctx, stack, model, fail_on, [])
     from benchwatch.share import experiment as bundle
 
-    out_dir = os.path.join(os.path.abspath(args.out or os.path.join(stack.cfg.state_dir, "shares")), f"sweep-{args.name}")
+    shown = name if local else f"{name}@{host}".replace("/", "_")
+    out_dir = os.path.join(os.path.abspath(args.out or os.path.join(stack.cfg.state_dir, "shares")), f"sweep-{shown}")
     try:
         flames = None
         if profile_groups is not None:
@@ -408,12 +451,12 @@ def cmd_report(ctx: Context) -> int:
         paths = bundle.write_report(model, out_dir, _secrets(stack), flames=flames)
     except bundle.bundle.SecretFound as e:
         # 2, not 1: with --fail-on, 1 means the verdict and nothing else
-        say(f"{e} (the report of sweep {args.name} is not written: remove the secret from what the sweep recorded)")
+        say(f"{e} (the report of sweep {shown} is not written: remove the secret from what the sweep recorded)")
         return 2
     # The verdicts and their why on the terminal (stderr: stdout keeps the bundle's paths, as compare's)
     for line in bundle.verdict_lines(model):
         say(line)
-    say(f"report of sweep {args.name} in {out_dir}")
+    say(f"report of sweep {shown} in {out_dir}")
     if profile_part is not None:
         from benchwatch.profile import variants
 
@@ -457,14 +500,14 @@ def _gate(ctx: Context, stack, model: dict, fail_on: tuple[str, ...], paths: lis
     return gate.PASSED
 
 
-def _profile_groups(plan, figures: dict, runs_dir: str) -> list[dict] | None:
+def _profile_groups(plan, figures: dict, path_of) -> list[dict] | None:
     """The comparisons of the report's "profile" (a sweep --profile), each variant and cell against the baseline
-    with its profiled runs' directories; None when no run of the sweep was profiled."""
+    with its profiled runs' directories (``path_of(run_id)``); None when no run of the sweep was profiled."""
     paths: dict[tuple[str, int], list[str]] = {}
     for run in plan.runs:
         f = figures.get(run.index)
         if f is not None and f.get("run_id"):
-            path = os.path.join(runs_dir, f["run_id"])
+            path = path_of(f["run_id"])
             if os.path.isdir(os.path.join(path, "profile")):
                 paths.setdefault((run.variant, run.cell), []).append(path)
     if not paths:
@@ -532,6 +575,54 @@ def _why(ctx: Context, stack):
     from benchwatch.experiment.figures import run_figures
 
     return experiment_why(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name, run_figures)
+
+
+def _run_path(stack, run_id: str) -> str:
+    """Where a run of the sweep is here: the runs directory, else the copy fetched from the results database."""
+    local = os.path.join(stack.cfg.runs_dir, run_id)
+    if os.path.isdir(local):
+        return local
+    return os.path.join(stack.cfg.state_dir, "results", "fetched", run_id)
+
+
+def _stored_sweep(ctx: Context, stack, name: str, host: str | None):
+    """A sweep this host has no directory of, from the results database (``NAME`` or ``NAME@HOST``): what
+    experiment.publish reads back of its row, or the exit code, said why (2: none such, or which host is meant
+    is not said; 1: the database could not be read)."""
+    from benchwatch.experiment.publish import stored
+    from benchwatch.results.dsn import public
+    from benchwatch.results.store import Store
+
+    here = sweeps_dir(stack.cfg.state_dir)
+    target = stack.cfg.results_target()
+    if target is None:
+        ctx.say(f"no sweep {name!r} in {here} (and no results database to look in)")
+        return 2
+    try:
+        with Store(target) as store:
+            hosts = store.sweep_hosts(name)
+            chosen = [h for h in hosts if host is None or h[0] == host]
+            row = store.read_sweep(chosen[0][0], name) if len(chosen) == 1 else None
+    except Exception as e:  # psycopg.OperationalError (down), RuntimeError (a newer schema)
+        ctx.say(f"no sweep {name!r} in {here}, and the results database ({public(target)}) could not be read: "
+                f"{type(e).__name__}: {str(e).strip()[:300]}")
+        return 1
+    if not chosen:
+        where = f" of host {host!r}" if host is not None else ""
+        others = f" (hosts with a sweep {name}: {', '.join(h[0] for h in hosts)})" if hosts else ""
+        ctx.say(f"no sweep {name!r} in {here}, nor{where} in the results database{others}")
+        return 2
+    if len(chosen) > 1:
+        ctx.say(f"sweep {name} was run on {len(chosen)} hosts ({', '.join(f'{h} ({state})' for h, state, _ in chosen)}): "
+                f"say which, e.g. benchwatch report {name}@{chosen[0][0]}")
+        return 2
+    if row is None:  # deleted between the two reads
+        ctx.say(f"no sweep {name!r} in {here}, nor in the results database")
+        return 2
+    found = stored(row)
+    ctx.say(f"sweep {name} of host {found.host}, from the results database ({found.state}, "
+            f"{row.get('runs_done')}/{row.get('runs_planned')} runs)")
+    return found
 
 
 def _fetched_path(stack, run_id: str) -> str | None:

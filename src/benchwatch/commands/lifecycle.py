@@ -73,6 +73,10 @@ def print_status(status: dict, out: TextIO) -> None:
             error = f"; last error: {results['last_error']}" if results.get("last_error") else ""
             print(f"            {results['pending_runs']} run(s) not yet in it, waiting since {since}{error} "
                   f"(written by the exporter every 15 s; benchwatch flush waits for them)", file=out)
+        if results.get("pending_sweeps"):
+            error = f"; last error: {results['sweeps_last_error']}" if results.get("sweeps_last_error") else ""
+            print(f"            {results['pending_sweeps']} sweep(s) whose latest plan and state are not yet in it{error} "
+                  "(written by the exporter every 15 s)", file=out)
         if results.get("long_term"):
             print(f"long-term   writes to {results['long_term']['write_url']}, queries "
                   f"{results['long_term']['query_url']}", file=out)

@@ -121,6 +121,8 @@ class SweepDir:
 
     def __init__(self, path: str):
         self.path = path
+        # Told of each event once it is on the disk (the sweep's row in the results database: experiment.publish)
+        self.listener: Callable[[dict[str, Any]], None] | None = None
 
     @property
     def name(self) -> str:
@@ -141,6 +143,8 @@ class SweepDir:
         """One event, on a line of its own, on the disk before this returns."""
         record = {"event": event, "at": time.time(), **fields}
         append_private(os.path.join(self.path, STATE), json.dumps(record, default=str) + "\n", fsync=True)
+        if self.listener is not None:
+            self.listener(record)
         return record
 
     def events(self) -> list[dict[str, Any]]:

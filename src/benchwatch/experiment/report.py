@@ -129,7 +129,7 @@ def build(plan: Plan, events: list[dict[str, Any]], figures: dict[int, dict[str,
         diffs.append(entry)
     state = progress(events)
     return {
-        "sweep": plan.name, "baseline": base, "tool": os.path.basename(plan.argv[0]), "argv": _shown(plan.argv),
+        "sweep": plan.name, "baseline": base, "tool": os.path.basename(plan.argv[0]), "argv": shown_argv(plan.argv),
         "engine": plan.engine, "order": plan.order, "seed": plan.seed, "repeat": plan.repeat,
         "min_effect_pct": plan.min_effect_pct, "test": stats.TEST_NAME, "tps_interval": stats.INTERVAL_NAME,
         "ratio_interval": stats.RATIO_INTERVAL_NAME, "stability_test": steadiness.TEST_NAME,
@@ -214,7 +214,7 @@ def _histograms(cells_out: list[dict[str, Any]], pooled: dict[tuple[str, int], l
             c["interval_tps"]["histogram"] = {"le": edges, "count": counts}
 
 
-def _shown(argv: list[str]) -> list[str]:
+def shown_argv(argv: list[str]) -> list[str]:
     """The tool's argv as it may be shown and shared: a password given as an option replaced."""
     generator = loadgens.for_program(argv[0])
     return secrets.redact_argv([os.path.basename(argv[0]), *generator.redact_argv(list(argv[1:]))])

@@ -3,9 +3,10 @@
 Linux's pressure stall information (node_exporter's ``pressure`` collector) says when runnable
 tasks waited for a CPU, not whose tasks ran instead: a database that is CPU-bound on its own and
 a busy loop beside it look the same there. This collector reads ``/proc/<pid>/stat`` of every
-process it can see, every ``EVERY_S`` seconds while a followed run is live (about 1 ms of CPU per 100
-processes; every ``IDLE_EVERY_S`` otherwise, and always every ``EVERY_S`` where the daemon follows no
-runs, as an agent's), and
+process it can see (about 1 ms of CPU per 100 processes): every ``LIVE_EVERY_S`` seconds while a followed
+run is live and steady, every ``EVERY_S`` from a possibly low TPS line on and ``FAST_HOLD_S`` after,
+every ``IDLE_EVERY_S`` between runs, and always every ``EVERY_S`` where the daemon follows no runs (an
+agent's), and
 remote-writes
 
 - ``benchmark_host_cpu_seconds_total{group}``: CPU time of the ``database`` (the engines' server
@@ -36,7 +37,14 @@ from collections.abc import Callable, Iterable, Mapping
 from benchwatch.collector import ORDER_AFTER_DIPS, ExporterOptions, MetricsDoc, register_collector
 from benchwatch.model.samples import Sample, sample
 
-EVERY_S = 2.0          # a CPU hog of a few seconds still gets 2-4 samples; a scan costs ~1 ms per 100 processes
+# A scan costs ~1 ms of CPU per 100 processes. While a run is live and steady a scan every LIVE_EVERY_S
+# gives the dips their baseline; from a possibly low TPS line on (ExporterOptions.on_possibly_low, the
+# dips collector's judgement, the statements collector's pace too) and FAST_HOLD_S after, every EVERY_S,
+# so a CPU hog of a few seconds still gets 2-4 samples (issue 32: 5 s instead of 2 s on a steady run
+# halves the collector's cost where watching is measured).
+EVERY_S = 2.0
+LIVE_EVERY_S = 5.0
+FAST_HOLD_S = 10.0
 # While no followed run is live (ExporterOptions.run_live): what other processes do matters only against a
 # run, so the scan is this far apart (the counters stay right: a rate over the gap is its mean).
 IDLE_EVERY_S = 30.0
@@ -48,10 +56,11 @@ GROUPS = ("database", "load_generator", "new", "other")
 METRICS: dict[str, tuple[str, str]] = {
     "benchmark_host_cpu_seconds_total": (
         "counter", "CPU time (user + system) used by the host's processes of a group (database, load_generator, "
-                   "new: any other started in the last 30 s, other) since the exporter started, from /proc every 2 s while a run is live (every 30 s otherwise)."),
+                   "new: any other started in the last 30 s, other) since the exporter started, from /proc every 5 s while a run is live, every 2 s from a possibly low line on "
+                   "(every 30 s between runs)."),
     "benchmark_host_top_process_cpu_ratio": (
         "gauge", "CPU seconds per second of one of the 3 busiest new and 3 busiest other processes (comm, pid, group) "
-                 "over the last 2 s, written only when at least 0.1."),
+                 "since the scan before (2-5 s), written only when at least 0.1."),
     "benchmark_host_cpus": ("gauge", "CPUs of the host (what a share of the machine is counted against)."),
 }
 
@@ -60,7 +69,8 @@ METRICS_DOC_SECTION = """
 
 CPU time of the database's processes (the engines' servers: {servers}, ...), the load
 generators' ({tools}) and every other process the exporter can see, read from
-`/proc/<pid>/stat` every 2 s while a run is live (every 30 s between runs) and remote-written: `benchwatch explain` tells "something else used the
+`/proc/<pid>/stat` every 5 s while a run is live and steady, every 2 s from a possibly low TPS line on (every 30 s
+between runs) and remote-written: `benchwatch explain` tells "something else used the
 CPU" (`cpu_contention`) from the database being busy (`database_cpu_bound`, [explain.md](explain.md)). They carry the
 exporter's `target` and `host` labels; the processes are told apart by name.
 
@@ -173,9 +183,14 @@ class ProcessesCollector:
     def __init__(self, sink: Callable[[list[Sample]], None], clock: Callable[[], float] = time.time,
                  labels: Mapping[str, str] | None = None, root: str = "/proc",
                  database: Iterable[str] | None = None, load_generator: Iterable[str] | None = None,
-                 run_live: Callable[[], bool] | None = None):
+                 run_live: Callable[[], bool] | None = None,
+                 on_possibly_low: Callable[[Callable[[], None]], None] | None = None):
         self.sink = sink
         self.run_live = run_live
+        # A daemon that follows no runs (an agent's log follower) has no TPS line to judge: every EVERY_S.
+        self.fast_until = float("inf") if on_possibly_low is None or run_live is None else 0.0
+        if on_possibly_low is not None:
+            on_possibly_low(self.hurry)
         self.clock = clock
         self.labels = dict(labels or {})
         self.root = root
@@ -184,13 +199,18 @@ class ProcessesCollector:
         self.cpus = os.cpu_count() or 1
         self.next_at = 0.0
 
+    def hurry(self) -> None:
+        """A possibly low TPS line: scan at the fast pace from the next poll, for FAST_HOLD_S."""
+        self.fast_until = max(self.fast_until, self.clock() + FAST_HOLD_S)
+
     def poll(self) -> int:
         now = self.clock()
         live = self.run_live is None or self.run_live()
-        # A run that starts while the idle pace waits: scanned at once (within a second).
-        if now < self.next_at and not (live and self.next_at - now > EVERY_S):
+        step = IDLE_EVERY_S if not live else EVERY_S if now < self.fast_until else LIVE_EVERY_S
+        # A run that starts, or a line that turns low, while a slower pace waits: scanned within a second.
+        if now < self.next_at and self.next_at - now <= step:
             return 0
-        self.next_at = now + (EVERY_S if live else IDLE_EVERY_S)
+        self.next_at = now + step
         first = self.groups.last is None
         top = self.groups.feed(read_proc(self.root), now, uptime(self.root))
         if first:
@@ -214,7 +234,7 @@ def _build(options: ExporterOptions) -> ProcessesCollector | None:
     if not os.path.isdir("/proc"):
         return None
     return ProcessesCollector(options.sink, clock=options.clock, labels=options.database_labels,
-                              run_live=options.run_live)
+                              run_live=options.run_live, on_possibly_low=options.on_possibly_low)
 
 
 def metrics_doc() -> MetricsDoc:

@@ -23,6 +23,7 @@ from benchwatch.record import rundir
 from benchwatch.results import dsn as results_dsn
 from benchwatch.results.pending import Pending
 from benchwatch.results.store import Store
+from benchwatch.results.sweeps import PendingSweeps
 
 log = logging.getLogger("benchwatch.exporter")
 
@@ -34,6 +35,8 @@ class ResultsWriter:
         self.runs_dir, self.host, self.retry_s = runs_dir, host, retry_s
         self.store = Store(dsn)
         self.pending = Pending(runs_dir)
+        # a sweep's rows the sweep could not write (benchwatch.results.sweeps), in the state dir of these runs
+        self.sweeps = PendingSweeps(os.path.dirname(os.path.abspath(runs_dir)))
         self.written = 0
         self.failed = 0
         self._lock = threading.Lock()
@@ -91,13 +94,35 @@ class ResultsWriter:
             self.store.write_history_state(self.host, kind, content)
 
     def write_pending(self) -> int:
-        """Writes through every pending run, oldest first; stops at the first failure (the database is
-        still away). Returns how many are still pending."""
+        """Writes through every pending run, oldest first, then every sweep's pending row (a sweep that ran
+        while the database was down); stops at the first failure (the database is still away). Returns how
+        many runs and sweeps are still pending."""
         left = self.pending.run_ids()
         for i, run_id in enumerate(left):
             if not self._write(run_id):
-                return len(left) - i
+                return len(left) - i + len(self.sweeps.names())
+        names = self.sweeps.names()
+        for i, name in enumerate(names):
+            if not self._write_sweep(name):
+                return len(names) - i
         return 0
+
+    def _write_sweep(self, name: str) -> bool:
+        with self._lock:
+            row = self.sweeps.row(name)
+            if row is None:  # unreadable (cut by a crash): the sweep writes a whole one with its next event
+                return True
+            try:
+                self.store.write_sweep(row)
+            except Exception as e:  # the database is down: the marker stays
+                self.failed += 1
+                self.store.close()
+                log.warning("sweep %s not written to the results database yet (%s: %s); kept pending", name,
+                            type(e).__name__, str(e).strip()[:300])
+                return False
+            self.sweeps.clear(row)
+            log.info("sweep %s written to the results database", name)
+            return True
 
     def _retry_loop(self) -> None:
         while True:

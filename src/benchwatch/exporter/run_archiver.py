@@ -39,24 +39,42 @@ class RunArchiver:
         self.saved = 0
         self.failed = 0
         self.completer: LongTermCompleter | None = None
+        # Runs handed over and not yet through _work (queued or in hand): with the completer's, what
+        # RUNS_FINISHING says, so that a runner's flush does not return between a run's end and its record.
+        self.in_hand = 0
+        self.count_lock = threading.Lock()
         threading.Thread(target=self._work, daemon=True, name="run-archiver").start()
 
     def __call__(self, run) -> None:
+        with self.count_lock:
+            self.in_hand += 1
         self.queue.put(run)
+
+    def finishing(self) -> int:
+        with self.count_lock:
+            mine = self.in_hand
+        return mine + (self.completer.pending() if self.completer is not None else 0)
 
     def _work(self) -> None:
         while True:
             run = self.queue.get()
-            if self._archive(run):
-                store = longterm.store_of(self.prometheus_url)
-                if store is not None:
-                    if self.completer is None:
-                        self.completer = LongTermCompleter(self.prometheus_url, store)
-                    self.completer.add(run.path, run.run_id)
-            if self.results is not None:
-                # Last: the record then holds the archived series and the completed summary. Without series (Prometheus
-                # away) the record is written all the same, with what the run directory has.
-                self.results.run_ended(run.path)
+            try:
+                self._finish(run)
+            finally:
+                with self.count_lock:
+                    self.in_hand -= 1
+
+    def _finish(self, run) -> None:
+        if self._archive(run):
+            store = longterm.store_of(self.prometheus_url)
+            if store is not None:
+                if self.completer is None:
+                    self.completer = LongTermCompleter(self.prometheus_url, store)
+                self.completer.add(run.path, run.run_id)
+        if self.results is not None:
+            # Last: the record then holds the archived series and the completed summary. Without series (Prometheus
+            # away) the record is written all the same, with what the run directory has.
+            self.results.run_ended(run.path)
 
     def _archive(self, run) -> bool:
         """Saves the run's series and completes its stability profile; False when the series could not be saved."""
@@ -74,7 +92,8 @@ class RunArchiver:
         return True
 
     def collect(self):
-        for name, value in ((sm.RUNS_SAVED, self.saved), (sm.RUNS_SAVE_FAILURES, self.failed)):
+        for name, value in ((sm.RUNS_SAVED, self.saved), (sm.RUNS_SAVE_FAILURES, self.failed),
+                            (sm.RUNS_FINISHING, self.finishing())):
             f = sm.family(name)
             f.add_metric([], value)
             yield f
@@ -94,8 +113,14 @@ class LongTermCompleter:
         self.local, self.store, self.clock = local, store, clock
         self.due: list[tuple[float, int, str, str, int]] = []  # (when, order, path, run id, attempt)
         self.order = 0
+        self.working = False  # a run taken off ``due`` and being completed
         self.wake = threading.Condition()
         threading.Thread(target=self._work, daemon=True, name="long-term-completer").start()
+
+    def pending(self) -> int:
+        """Runs still to complete (waiting, or again later after a failure) or being completed."""
+        with self.wake:
+            return len(self.due) + self.working
 
     def add(self, path: str, run_id: str, attempt: int = 0, delay_s: float = 0.0) -> None:
         with self.wake:
@@ -108,6 +133,7 @@ class LongTermCompleter:
             while not self.due or self.due[0][0] > self.clock():
                 self.wake.wait(None if not self.due else max(0.0, self.due[0][0] - self.clock()))
             _, _, path, run_id, attempt = heapq.heappop(self.due)
+            self.working = True
             return path, run_id, attempt
 
     def _work(self) -> None:
@@ -123,3 +149,6 @@ class LongTermCompleter:
                     self.add(path, run_id, attempt + 1, self.RETRY_S[attempt])
                 else:
                     log.exception("could not complete run %s in the long-term store %s: given up", run_id, self.store)
+            finally:
+                with self.wake:
+                    self.working = False

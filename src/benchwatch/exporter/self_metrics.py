@@ -20,6 +20,7 @@ RW_DROPPED = "benchwatch_exporter_remote_write_dropped_samples_total"
 RW_PENDING = "benchwatch_exporter_remote_write_pending_samples"
 RUNS_SAVED = "benchwatch_exporter_run_series_saved_total"
 RUNS_SAVE_FAILURES = "benchwatch_exporter_run_series_save_failures_total"
+RUNS_FINISHING = "benchwatch_exporter_runs_finishing"
 ALERT_NOTIFICATIONS = "benchwatch_exporter_alert_notifications_total"
 RUNS_UNREADABLE = "benchwatch_exporter_unreadable_runs"
 RESULTS_WRITTEN = "benchwatch_exporter_results_runs_written_total"
@@ -42,6 +43,8 @@ SELF_METRICS = {
     RW_PENDING: ("gauge", "Samples waiting to be delivered (queued or being sent)."),
     RUNS_SAVED: ("counter", "Finished runs whose series were saved to their run directory."),
     RUNS_SAVE_FAILURES: ("counter", "Finished runs whose series could not be saved."),
+    RUNS_FINISHING: ("gauge", "Finished runs whose end is still being written: series archived, results-database record, "
+                              "long-term store completion (benchwatch flush waits for 0)."),
     ALERT_NOTIFICATIONS: ("counter", "Alerts received from Alertmanager's webhook, by status."),
     RUNS_UNREADABLE: ("gauge", "Run directories set aside (damaged meta.json, a run that could not be read): logged, "
                                "not followed; their raw output stays for import."),

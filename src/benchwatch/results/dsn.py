@@ -5,6 +5,7 @@ DSN's ``passfile``), never from argv or a log."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 # What `--results-dsn off` (or BENCHWATCH_RESULTS_DSN=off) means: no results database at all, not even the
 # stack's own (a throwaway stack of the tests, a host that keeps its runs to itself).
@@ -48,6 +49,14 @@ def with_passfile(dsn: str, passfile: str | None) -> str:
     if "passfile" in params:
         return dsn
     return conninfo.make_conninfo(dsn, passfile=os.path.abspath(passfile))
+
+
+def connect_options(dsn: str) -> dict[str, Any]:
+    """What a connection to ``dsn`` adds to it: for a DSN that names its passfile, an empty password, so that
+    libpq reads that file. Else PGPASSWORD in the environment would win over it (libpq takes the password from
+    the environment before any file), and PGPASSWORD is often the benchmark server's, not this database's
+    (docker-compose's benchwatch service has it; so may any shell that runs pgbench)."""
+    return {"password": ""} if "passfile" in _parse(dsn) else {}
 
 
 def public(dsn: str) -> str:

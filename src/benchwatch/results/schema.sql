@@ -120,4 +120,28 @@ CREATE TABLE IF NOT EXISTS sweep_reports (
     PRIMARY KEY (host, sweep, baseline)
 );
 
+-- A sweep as its host ran it (`benchwatch sweep`): its plan, written when it starts and again as each of its
+-- runs ends (the run ids that count, as they finish) and when it ends, so that `report NAME` on any host
+-- reads it. No secret: a dsn= variant's DSN is "(given)", the tool's arguments as the report shows them.
+CREATE TABLE IF NOT EXISTS sweeps (
+    host            text NOT NULL,
+    sweep           text NOT NULL,
+    state           text NOT NULL,
+    tool            text,
+    engine          text,
+    baseline        text,
+    variants        jsonb,
+    cells           jsonb,
+    repeat          integer,
+    runs_planned    integer,
+    runs_done       integer,
+    run_ids         jsonb,
+    plan            jsonb NOT NULL,
+    events          jsonb NOT NULL,
+    created_at      timestamptz,
+    written_at      timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (host, sweep)
+);
+CREATE INDEX IF NOT EXISTS sweeps_sweep ON sweeps (sweep);
+
 INSERT INTO benchwatch_schema (version) VALUES (2) ON CONFLICT (version) DO NOTHING;

@@ -10,9 +10,9 @@ from importlib import resources
 from typing import Any
 
 from benchwatch.results import record as rec
-from benchwatch.results.dsn import check
+from benchwatch.results.dsn import check, connect_options
 
-SCHEMA_VERSION = 2  # 2: sweep_verdicts and history_change_points (a version 1 database gets them in place)
+SCHEMA_VERSION = 2  # 2: sweep_verdicts, sweep_reports, sweeps, history_change_points (a version 1 database gets them in place)
 CONNECT_TIMEOUT_S = 5
 
 _RUN_COLUMNS = ("run_id", "host", "started_at", "ended_at", "state", "tool", "engine", "exit_code", "workload",
@@ -67,7 +67,8 @@ class Store:
         import psycopg
 
         if self._conn is None or self._conn.closed:
-            self._conn = psycopg.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S, application_name="benchwatch")
+            self._conn = psycopg.connect(self.dsn, connect_timeout=CONNECT_TIMEOUT_S, application_name="benchwatch",
+                                         **connect_options(self.dsn))
             self._schema_checked = False
         if not self._schema_checked:
             self.ensure_schema()
@@ -145,6 +146,45 @@ class Store:
                             "runs_planned = EXCLUDED.runs_planned, runs_done = EXCLUDED.runs_done, "
                             "report = EXCLUDED.report, reported_at = now()",
                             (host, sweep, baseline, runs.get("planned"), runs.get("done"), rec.jsonb_text(report)))
+
+    def write_sweep(self, row: Mapping[str, Any]) -> bool:
+        """A sweep's row (:data:`benchwatch.results.sweeps.COLUMNS`), replacing the one its host wrote before,
+        unless that one is newer (more of the same sweep's events: a pending row written late). Whether it was
+        written."""
+        from benchwatch.results.sweeps import COLUMNS, JSONB
+
+        conn = self.connect()
+        values = ", ".join("to_timestamp(%(" + c + ")s)" if c == "created_at" else f"%({c})s::jsonb" if c in JSONB
+                           else f"%({c})s" for c in COLUMNS)
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS if c not in ("host", "sweep"))
+        params = {c: rec.jsonb_text(row.get(c)) if c in JSONB else row.get(c) for c in COLUMNS}
+        with conn.transaction():
+            cur = conn.execute(
+                f"INSERT INTO sweeps ({', '.join(COLUMNS)}) VALUES ({values}) ON CONFLICT (host, sweep) DO UPDATE "
+                f"SET {updates}, written_at = now() WHERE sweeps.created_at IS DISTINCT FROM EXCLUDED.created_at "
+                "OR jsonb_array_length(sweeps.events) <= jsonb_array_length(EXCLUDED.events)", params)
+            return cur.rowcount == 1
+
+    def sweep_hosts(self, sweep: str) -> list[tuple[str, str, float | None]]:
+        """The hosts that have a sweep of this name: (host, state, when it was last written), by host."""
+        conn = self.connect()
+        rows = conn.execute("SELECT host, state, extract(epoch FROM written_at)::float8 FROM sweeps WHERE sweep = %s "
+                            "ORDER BY host", (sweep,)).fetchall()
+        conn.commit()
+        return [(r[0], r[1], r[2]) for r in rows]
+
+    def read_sweep(self, host: str, sweep: str) -> dict[str, Any] | None:
+        """The row of ``host``'s sweep, its jsonb columns parsed, created_at in epoch seconds; None."""
+        from benchwatch.results.sweeps import COLUMNS, JSONB
+
+        conn = self.connect()
+        select = ", ".join("extract(epoch FROM created_at)::float8" if c == "created_at" else f"{c}::text" if c in JSONB
+                           else c for c in COLUMNS)
+        row = conn.execute(f"SELECT {select} FROM sweeps WHERE host = %s AND sweep = %s", (host, sweep)).fetchone()
+        conn.commit()
+        if row is None:
+            return None
+        return {c: (json.loads(v) if c in JSONB and v is not None else v) for c, v in zip(COLUMNS, row)}
 
     def write_change_points(self, host: str, workload: str, metric: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """History's change points of ``workload`` in ``metric`` as found on ``host`` (rows of

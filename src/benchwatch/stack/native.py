@@ -536,7 +536,7 @@ class Stack(ProcessManager):
 
         try:
             with psycopg.connect(local(self.cfg.ports[RESULTS_DB], self._results_pgpass(), dbname="postgres"),
-                                 connect_timeout=2):
+                                 connect_timeout=2, password=""):  # its pgpass, not a PGPASSWORD of the environment
                 return True
         except psycopg.Error:
             return False
@@ -550,7 +550,7 @@ class Stack(ProcessManager):
 
         try:
             with psycopg.connect(local(self.cfg.ports[RESULTS_DB], self._results_pgpass(), dbname="postgres"),
-                                 autocommit=True, connect_timeout=5) as conn:
+                                 autocommit=True, connect_timeout=5, password="") as conn:
                 if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (RESULTS_DATABASE,)).fetchone() is None:
                     conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(RESULTS_DATABASE)))
             with Store(local(self.cfg.ports[RESULTS_DB], self._results_pgpass(), dbname=RESULTS_DATABASE)) as store:
@@ -571,10 +571,11 @@ class Stack(ProcessManager):
     def _results_status(self) -> dict:
         from benchwatch.results import dsn
         from benchwatch.results.pending import Pending
+        from benchwatch.results.sweeps import PendingSweeps
 
         target = self.cfg.results_target()
         return {"dsn": dsn.public(target) if target else None, "own": self.cfg.own_results_db and target is not None,
-                **Pending(self.cfg.runs_dir).summary(),
+                **Pending(self.cfg.runs_dir).summary(), **PendingSweeps(self.cfg.state_dir).summary(),
                 "long_term": {"write_url": self.cfg.long_term_write_url, "query_url": self.cfg.long_term_query_url}
                 if self.cfg.long_term_write_url else None}
 

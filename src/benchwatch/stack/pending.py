@@ -30,6 +30,7 @@ SAY_EVERY_S = 5.0  # what is left, said at most this often (a queue draining cha
 EXPORTER = "benchwatch_exporter"
 # benchwatch.exporter.self_metrics.RW_PENDING (the daemon's floor is above this one; a unit test keeps them equal)
 EXPORTER_PENDING = "benchwatch_exporter_remote_write_pending_samples"
+EXPORTER_FINISHING = "benchwatch_exporter_runs_finishing"  # self_metrics.RUNS_FINISHING
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Outstanding:
     def __str__(self) -> str:
         if self.left is None:
             return f"{self.what}: unknown ({self.why})"
-        return f"{self.what}: {self.left:,} {self.unit} left"
+        return f"{self.what}: {self.left:,} {self.unit} left" + (f" ({self.why})" if self.why else "")
 
 
 Source = Callable[["Stack"], "Outstanding | None"]
@@ -119,20 +120,49 @@ def metric_value(exposition: str, name: str) -> float | None:
     return None
 
 
-@source("the exporter's remote-write queue")
-def exporter_backlog(stack: Stack) -> Outstanding | None:
-    """The samples the stack's exporter holds for Prometheus (its gauge EXPORTER_PENDING): in its memory
-    only, so a runner deleted before they are delivered loses them."""
-    what = "the exporter's remote-write queue"
+def exporter_gauge(stack: Stack, what: str, name: str, unit: str) -> Outstanding | None:
+    """The count an exporter gauge says is left; None when the stack's exporter is not running."""
     if EXPORTER not in stack.components() or stack.pid(EXPORTER) is None:
         return None  # not running: it holds nothing (what it had not sent is resent from the run files on its start)
     try:
         status, body = net.http_get(stack.cfg.url(EXPORTER) + "/metrics", timeout=5.0)
     except OSError as e:
-        return Outstanding(what, None, why=f"its /metrics did not answer: {e}")
+        return Outstanding(what, None, unit, why=f"its /metrics did not answer: {e}")
     if status != 200:
-        return Outstanding(what, None, why=f"its /metrics answered HTTP {status}")
-    value = metric_value(body.decode("utf-8", "replace"), EXPORTER_PENDING)
+        return Outstanding(what, None, unit, why=f"its /metrics answered HTTP {status}")
+    value = metric_value(body.decode("utf-8", "replace"), name)
     if value is None:
-        return Outstanding(what, None, why=f"its /metrics has no {EXPORTER_PENDING}")
-    return Outstanding(what, int(value))
+        return Outstanding(what, None, unit, why=f"its /metrics has no {name}")
+    return Outstanding(what, int(value), unit)
+
+
+@source("the exporter's remote-write queue")
+def exporter_backlog(stack: Stack) -> Outstanding | None:
+    """The samples the stack's exporter holds for Prometheus (its gauge EXPORTER_PENDING): in its memory
+    only, so a runner deleted before they are delivered loses them."""
+    return exporter_gauge(stack, "the exporter's remote-write queue", EXPORTER_PENDING, "samples")
+
+
+@source("the exporter's finishing runs")
+def exporter_finishing(stack: Stack) -> Outstanding | None:
+    """Runs that ended and whose end the exporter is still writing (series archived, the results record, the
+    long-term store's completion, retried while that store is away: its gauge EXPORTER_FINISHING). Until
+    then neither the results database nor the long-term store has the whole run."""
+    return exporter_gauge(stack, "the exporter's finishing runs", EXPORTER_FINISHING, "runs")
+
+
+@source("the results database")
+def results_backlog(stack: Stack) -> Outstanding | None:
+    """Runs and sweeps written on this disk and not yet in the results database (their markers: the
+    exporter writes them through every 15 s while it runs), so a runner deleted first would lose them."""
+    from benchwatch.results.pending import Pending
+    from benchwatch.results.sweeps import PendingSweeps
+
+    if stack.cfg.results_target() is None:
+        return None  # no results database: nothing is written to one
+    runs = Pending(stack.cfg.runs_dir).summary()
+    sweeps = PendingSweeps(stack.cfg.state_dir).summary()
+    left = runs["pending_runs"] + sweeps["pending_sweeps"]
+    error = runs["last_error"] or sweeps["sweeps_last_error"]
+    return Outstanding("the results database", left, unit="runs and sweeps",
+                       why=f"last error: {error}" if left and error else "")
