@@ -259,7 +259,9 @@ def flush_refuses_to_pass_while_prometheus_does_not_answer(state_dir: str, env: 
                            timeout=120)
         assert r.returncode == 3, r.stderr
         assert "benchwatch: not flushed after 5 s: the exporter's remote-write queue: " in r.stderr, r.stderr
-        assert " samples left (deleting this machine now loses it)" in r.stderr
+        # the run's samples queued, and the run itself unfinished (its series cannot be archived from Prometheus)
+        assert " samples left" in r.stderr and "the exporter's finishing runs: 1 runs left" in r.stderr, r.stderr
+        assert "(deleting this machine now loses it)" in r.stderr, r.stderr
     finally:
         os.kill(pid, signal.SIGCONT)
     r = subprocess.run([throwaway.BENCHWATCH, "flush", "--timeout", "120"], env=env, capture_output=True, text=True,
