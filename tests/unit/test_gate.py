@@ -1,5 +1,6 @@
-"""The gate's exit codes and Markdown on the reports of a real sweep (tests/integration/test_ci_gate.py's: two
-builds, the candidate's with synchronous_commit=on, then two identical builds), and flush's wait on its sources."""
+"""The gate's exit codes and Markdown on the reports of a real sweep (tests/integration/test_team_stores.py's
+sweep gate: two builds, the candidate's with synchronous_commit=on, then two identical builds), and flush's wait
+on its sources."""
 
 from __future__ import annotations
 

@@ -166,6 +166,15 @@ def test_what_changed_between_two_runs():
     assert changed.diff(imported, b) == {}
 
 
+def test_where_the_server_listens_is_no_change():
+    """Runs pooled over hosts (history --all-hosts) come from servers on other ports and sockets: not a change in how
+    they run, so left out of what changed (the engine's address_settings, as report --comment leaves them out)."""
+    a = {"tool": "pgbench", "engine": "postgresql",
+         "server_settings": {"port": "5432", "unix_socket_directories": "/tmp/a", "synchronous_commit": "off"}}
+    b = {**a, "server_settings": {"port": "6432", "unix_socket_directories": "/tmp/b", "synchronous_commit": "on"}}
+    assert changed.diff(a, b) == {"synchronous_commit": ["off", "on"]}
+
+
 @pytest.mark.parametrize("metric", sorted(outcome.METRICS))
 def test_every_metric_has_a_direction(metric):
     assert outcome.METRICS[metric][1] in (1, -1)

@@ -228,7 +228,13 @@ def experiment_why(prom: str, runs_dir: str, engine_name: str,
         def pick(values: dict[str, float]) -> dict[str, float]:
             return {k: v for k, v in values.items() if k in host} if host_only else values
 
-        return side_by_side([pick(of_run(r)) for r in base_ids], [pick(of_run(r)) for r in variant_ids], units)
+        # A run none of whose evidence could be read (another host's under history --all-hosts: its meta.json is not
+        # here, nor its series in this Prometheus) is unknown, not zero: left out, and a side of unknowns compares nothing.
+        base = [pick(v) for v in map(of_run, base_ids) if v]
+        variant = [pick(v) for v in map(of_run, variant_ids) if v]
+        if not base or not variant:
+            return []
+        return side_by_side(base, variant, units)
 
     return why
 

@@ -1,7 +1,9 @@
 """What differs between two runs' metadata: the one place "what changed" is worked out.
 
 Compared: the server's version and every setting someone chose (``server_settings``; runs recorded before
-it existed have the fixed list ``settings``), the tool's version, the argv, the host's facts (CPU model,
+it existed have the fixed list ``settings``) but those that say where the server listens (its engine's
+``address_settings``: the runs of a workload pooled over hosts come from servers on other ports and sockets,
+which is no change in how they run), the tool's version, the argv, the host's facts (CPU model,
 cores, memory, kernel, disks) and the data directory's filesystem and mount options. A fact one run does
 not have (an imported run has no argv, no server facts: its meta.json "lacks" them) is not a change: it is
 unknown. A setting set in one run and at its default in the other is a change, to or from ``(default)``.
@@ -12,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from benchwatch import loadgens
+from benchwatch import engines, loadgens
+from benchwatch.record import replay
 
 DEFAULT = "(default)"  # a setting at its default: pg_settings' source 'default', absent from server_settings
 
@@ -61,6 +64,14 @@ def _settings(meta: Mapping[str, Any]) -> tuple[dict[str, str], bool] | None:
     return None
 
 
+def _address_settings(meta: Mapping[str, Any]) -> frozenset[str]:
+    """The settings of the run's engine that say where its server listens (none for an engine not known here)."""
+    try:
+        return frozenset(engines.get(replay.run_engine(meta)).address_settings)
+    except engines.UnknownEngine:
+        return frozenset()
+
+
 def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, list[Any]]:
     """name -> [before, after] for everything that differs between two runs' meta.json."""
     out: dict[str, list[Any]] = {}
@@ -73,7 +84,7 @@ def diff(before: Mapping[str, Any], after: Mapping[str, Any]) -> dict[str, list[
         (x, x_all), (y, y_all) = sa, sb
         # A setting missing from a complete list is at its default; from the fixed list, unknown.
         names = (x.keys() | y.keys()) if x_all and y_all else (x.keys() & y.keys())
-        for key in sorted(names):
+        for key in sorted(names - _address_settings(after)):
             if x.get(key) != y.get(key):
                 out[key] = [x.get(key, DEFAULT), y.get(key, DEFAULT)]
     return out
