@@ -267,3 +267,21 @@ def test_a_run_counts_as_finishing_until_its_record_is_written_and_its_completio
                                                                         "http://127.0.0.1:9"))
     completer.add(str(tmp_path), "r1", delay_s=3600)  # the store was away: again in an hour
     assert completer.pending() == 1
+
+
+def test_a_run_is_read_here_from_the_runs_directory_else_the_copy_fetched_from_the_results_database(tmp_path):
+    """What the why of report and of history's gate read another host's run through (commands.share.run_path)."""
+    from types import SimpleNamespace
+
+    from benchwatch.commands.share import run_path
+
+    runs, state = tmp_path / "runs", tmp_path / "state"
+    stack = SimpleNamespace(cfg=SimpleNamespace(runs_dir=str(runs), state_dir=str(state), results_target=lambda: None))
+    copy = state / "results" / "fetched" / "r2"
+    assert run_path(stack, "r2", fetch=False) == str(copy)  # not fetched: where it would be
+    assert run_path(stack, "r2") == str(runs / "r2")  # no database to fetch it from: nowhere, said by its readers
+    copy.mkdir(parents=True)
+    (copy / "meta.json").write_text("{}")
+    assert run_path(stack, "r2") == str(copy)  # fetched before: the copy, not fetched again
+    (runs / "r2").mkdir(parents=True)
+    assert run_path(stack, "r2") == str(runs / "r2")  # this host's own first

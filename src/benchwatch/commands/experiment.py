@@ -422,7 +422,8 @@ def cmd_report(ctx: Context) -> int:
     if why is not None:
         from benchwatch.evidence import dips_why as dips_evidence
 
-        dips_why = dips_evidence(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name)
+        dips_why = dips_evidence(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name,
+                                 path_of=lambda run_id: _run_path(stack, run_id))
     model = report.build(plan, events, figures, why, dips_why)
     profile_groups = _profile_groups(plan, figures, lambda run_id: _run_path(stack, run_id))
     profile_part = None
@@ -484,7 +485,7 @@ def _gate(ctx: Context, stack, model: dict, fail_on: tuple[str, ...], paths: lis
             if len(paths) > 1:
                 links["archive"] = paths[1]
         text = sweep.markdown(model, fail_on, found,
-                              sweep.server_changes(model, stack.cfg.runs_dir), links)
+                              sweep.server_changes(model, stack.cfg.runs_dir, lambda run_id: _run_path(stack, run_id)), links)
         from benchwatch.commands.share import write_comment
 
         if write_comment(ctx, stack, args.comment, text):
@@ -574,15 +575,18 @@ def _why(ctx: Context, stack):
         return None
     from benchwatch.experiment.figures import run_figures
 
-    return experiment_why(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name, run_figures)
+    # Another host's runs: the copies report.collect fetched from the results database (their series from the
+    # long-term store, where this Prometheus has none).
+    return experiment_why(stack.cfg.url("prometheus"), stack.cfg.runs_dir, stack.engine.name, run_figures,
+                          path_of=lambda run_id: _run_path(stack, run_id))
 
 
 def _run_path(stack, run_id: str) -> str:
-    """Where a run of the sweep is here: the runs directory, else the copy fetched from the results database."""
-    local = os.path.join(stack.cfg.runs_dir, run_id)
-    if os.path.isdir(local):
-        return local
-    return os.path.join(stack.cfg.state_dir, "results", "fetched", run_id)
+    """Where a run of the sweep is here: the runs directory, else the copy fetched from the results database
+    (report.collect fetched every run it lacked first)."""
+    from benchwatch.commands.share import run_path
+
+    return run_path(stack, run_id, fetch=False)
 
 
 def _stored_sweep(ctx: Context, stack, name: str, host: str | None):

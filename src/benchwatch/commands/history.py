@@ -249,14 +249,19 @@ def _evidence(stack):
     """The run-level evidence of the runs around a change point, from the stack's Prometheus (the module the
     experiment report's why uses; one reader per engine)."""
     from benchwatch import evidence
+    from benchwatch.commands.share import run_path
     from benchwatch.experiment.figures import run_figures
 
     readers: dict = {}
+    # Another host's run (history --all-hosts) is fetched from the results database only where its series can be
+    # read here too, from the long-term store: else it stays unknown, without a fetch for nothing.
+    fetch = bool(stack.cfg.long_term_query_url)
 
     def why(before: list[str], after: list[str], engine: str | None) -> list[dict]:
         if engine not in readers:
             readers[engine] = evidence.experiment_why(stack.cfg.url("prometheus"), stack.cfg.runs_dir, engine or "",
-                                                      figures_of=run_figures)
+                                                      figures_of=run_figures,
+                                                      path_of=lambda run_id: run_path(stack, run_id, fetch=fetch))
         return readers[engine](before, after)
 
     return why

@@ -90,6 +90,20 @@ def from_results(stack, run_id: str) -> rundir.RunDir | None:
     return fetch_run(stack.cfg.results_target(), run_id, os.path.join(stack.cfg.state_dir, "results", "fetched"))
 
 
+def run_path(stack, run_id: str, fetch: bool = True) -> str:
+    """Where a run is here: its directory in the runs directory, else the copy already fetched from the results
+    database, else (``fetch``) a copy fetched now; a path without a run in it when there is none (its readers
+    then know nothing of it, which is what they say)."""
+    local = os.path.join(stack.cfg.runs_dir, run_id)
+    if os.path.isdir(local):
+        return local
+    copy = os.path.join(stack.cfg.state_dir, "results", "fetched", run_id)
+    if os.path.isfile(os.path.join(copy, rundir.META)) or not fetch:
+        return copy
+    found = from_results(stack, run_id)
+    return found.path if found is not None else local
+
+
 def _find(stack, ref: str | None) -> rundir.RunDir | None:
     if ref and os.path.isfile(os.path.join(ref, rundir.META)):
         return rundir.RunDir(os.path.abspath(ref))

@@ -200,15 +200,19 @@ def transactions_of(figures: dict[str, Any]) -> float | None:
 
 
 def experiment_why(prom: str, runs_dir: str, engine_name: str,
-                   figures_of: Callable[[str], dict[str, Any]] | None = None) -> Callable[..., list[dict[str, Any]]]:
-    """The ``why`` of benchwatch.experiment.report.build: (baseline run ids, variant run ids, cell) -> rows."""
+                   figures_of: Callable[[str], dict[str, Any]] | None = None,
+                   path_of: Callable[[str], str] | None = None) -> Callable[..., list[dict[str, Any]]]:
+    """The ``why`` of benchwatch.experiment.report.build: (baseline run ids, variant run ids, cell) -> rows.
+    ``path_of``: where a run's directory is (default: ``runs_dir``/id; another host's run may be a copy
+    fetched from the results database, its series read from the long-term store)."""
     signals = signals_for(engine_name)
+    where = path_of or (lambda run_id: os.path.join(runs_dir, run_id))
     units = {s.name: s.unit for s in signals}
     cache: dict[str, dict[str, float]] = {}
 
     def of_run(run_id: str) -> dict[str, float]:
         if run_id not in cache:
-            path = os.path.join(runs_dir, run_id)
+            path = where(run_id)
             try:
                 meta = rundir.RunDir(path).read_meta()
             except (OSError, ValueError):
@@ -326,16 +330,18 @@ def _per_second_name(s: Signal) -> str:
     return f"{s.name} per second" if s.kind == "value" and _is_count(s) else s.name
 
 
-def dips_why(prom: str, runs_dir: str, engine_name: str) -> Callable[[list[str], bool], list[dict[str, Any]]]:
+def dips_why(prom: str, runs_dir: str, engine_name: str,
+             path_of: Callable[[str], str] | None = None) -> Callable[[list[str], bool], list[dict[str, Any]]]:
     """The ``dips_why`` of benchwatch.experiment.report.build: (run ids, host signals only) -> the signals
     that moved during those runs' dips against the rest of each run, [{"signal", "outside_dips",
     "during_dips", "change", "unit"}] ranked by the relative change of their medians over the runs (a
     count per second, a level as it is), changes below :data:`MIN_CHANGE` left out."""
     signals = signals_for(engine_name)
     host = {s.name for s in HOST_SIGNALS}
+    where = path_of or (lambda run_id: os.path.join(runs_dir, run_id))  # as experiment_why's
 
     def of_run(run_id: str, host_only: bool) -> tuple[dict[str, float], dict[str, float]]:
-        path = os.path.join(runs_dir, run_id)
+        path = where(run_id)
         try:
             meta = rundir.RunDir(path).read_meta()
             windows = dip_windows(path, meta)

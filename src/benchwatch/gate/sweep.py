@@ -6,7 +6,7 @@ benchwatch.experiment.report) as a gate. The verdicts are the report's own — d
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,10 +70,12 @@ def exit_code(found: Sequence[Failure]) -> int:
     return FAILED if found else PASSED
 
 
-def server_changes(model: Mapping[str, Any], runs_dir: str) -> dict[str, dict[str, list[Any]]]:
+def server_changes(model: Mapping[str, Any], runs_dir: str,
+                   path_of: Callable[[str], str] | None = None) -> dict[str, dict[str, list[Any]]]:
     """Per variant, what differs between its server and the baseline's as the runs recorded them (version,
     chosen settings, the data directory's filesystem): one run of each side in the same cell, as history's
-    "what changed" reads two runs."""
+    "what changed" reads two runs. ``path_of``: where a run's directory is (default ``runs_dir``/id)."""
+    where_run = path_of or (lambda run_id: os.path.join(runs_dir, run_id))
     first: dict[tuple[str, str], str] = {}
     for c in model["cells"]:
         if c["run_ids"]:
@@ -87,7 +89,7 @@ def server_changes(model: Mapping[str, Any], runs_dir: str) -> dict[str, dict[st
         for (name, cell), run_id in first.items():
             if name != v["name"] or (model["baseline"], cell) not in first:
                 continue
-            before, after = _meta(runs_dir, first[(model["baseline"], cell)]), _meta(runs_dir, run_id)
+            before, after = _meta(where_run(first[(model["baseline"], cell)])), _meta(where_run(run_id))
             if before and after:
                 out[v["name"]] = {k: w for k, w in changed.diff(before, after).items()
                                  if k != "argv" and k not in where}
@@ -95,9 +97,9 @@ def server_changes(model: Mapping[str, Any], runs_dir: str) -> dict[str, dict[st
     return out
 
 
-def _meta(runs_dir: str, run_id: str) -> dict[str, Any]:
+def _meta(path: str) -> dict[str, Any]:
     try:
-        return rundir.RunDir(os.path.join(runs_dir, run_id)).read_meta()
+        return rundir.RunDir(path).read_meta()
     except (rundir.CorruptMeta, OSError):
         return {}
 
