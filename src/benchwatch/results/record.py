@@ -135,7 +135,8 @@ def _is_int32(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and -2**31 <= value < 2**31
 
 
-def _read_json(path: str) -> dict[str, Any] | None:
+def read_json(path: str) -> dict[str, Any] | None:
+    """A JSON object from a file; None when it is missing, unreadable or not an object."""
     try:
         with open(path, "rb") as f:
             data = json.loads(f.read())
@@ -165,7 +166,7 @@ def read_run(path: str, host: str, index_entry: Mapping[str, Any] | None = None,
             data = f.read()
         files.append(RunFile(name, kind_of(name), GZIP, len(data), gzip.compress(data, GZIP_LEVEL, mtime=0)))
     entry = index_entry or {}
-    return RunRecord(run_id=run.run_id, host=host, meta=meta, summary=_read_json(run.file(outcome.SUMMARY)),
+    return RunRecord(run_id=run.run_id, host=host, meta=meta, summary=read_json(run.file(outcome.SUMMARY)),
                      files=files, workload=entry.get("workload"), pooled_workload=pooled_workload,
                      workload_key=entry.get("key"), figures=entry.get("figures"))
 

@@ -16,6 +16,9 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from benchwatch.results.record import read_json
+from benchwatch.util.private import write_private
+
 DIRNAME = ".results-pending"
 SWEEPS_DIR = "sweeps"
 
@@ -69,20 +72,12 @@ class PendingSweeps:
         path = self._path(str(row["sweep"]))
         old = self._read(path)
         since = old["since"] if old is not None and isinstance(old.get("since"), (int, float)) else time.time()
-        tmp = f"{path}.{os.getpid()}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(json.dumps({"row": row, "since": since, "error": error}, sort_keys=True))
-        os.replace(tmp, path)
+        write_private(path, json.dumps({"row": row, "since": since, "error": error}, sort_keys=True))
 
     @staticmethod
     def _read(path: str) -> dict[str, Any] | None:
-        try:
-            with open(path, "rb") as f:
-                data = json.loads(f.read())
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) and isinstance(data.get("row"), dict) else None
+        data = read_json(path)
+        return data if data is not None and isinstance(data.get("row"), dict) else None
 
     def row(self, name: str) -> dict[str, Any] | None:
         marker = self._read(self._path(name))
