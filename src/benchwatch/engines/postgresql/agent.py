@@ -15,9 +15,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from benchwatch import resources
 from benchwatch.engines import AgentPart
-from benchwatch.engines.postgresql import dsn, server
+from benchwatch.engines.postgresql import dsn, exporter_queries, server
 from benchwatch.engines.postgresql.server import POSTGRES_EXPORTER_FLAGS
 from benchwatch.util.errors import StackError
 
@@ -97,8 +96,10 @@ class PostgreSQLAgentPart(AgentPart):
         # password (pgpass, 0600), the database as PGDATABASE.
         params = self._params(inst)
         env = dict(self.agent.base_env(), **dsn.exporter_env(params, self._pgpass(inst, params)))
+        # An instance down now gets the file for every version; one upgraded later, at the agent's next start.
+        queries = exporter_queries.for_server(params, self.agent.path(f"{component}-queries.yaml"))
         self.agent.spawn(component, [self._program(), f"--web.listen-address={self.agent.address(component)}",
-                                     f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
+                                     f"--extend.query-path={queries}",
                                      *POSTGRES_EXPORTER_FLAGS], env=env)
 
     def _start_follower(self, component: str, inst: Any) -> None:

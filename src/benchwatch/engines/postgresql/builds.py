@@ -20,9 +20,8 @@ import subprocess
 import sys
 from typing import Any
 
-from benchwatch import resources
 from benchwatch.engines import HOST_ONLY, SERVER_AND_HOST, ServerControl, VariantServer
-from benchwatch.engines.postgresql import dsn
+from benchwatch.engines.postgresql import dsn, exporter_queries
 from benchwatch.engines.postgresql.control import PostgreSQLControl
 from benchwatch.engines.postgresql.server import EXPORTER, PG_SETTINGS, POSTGRES_EXPORTER_FLAGS, binary, init_data_dir, os_user
 from benchwatch.util import net, processes
@@ -90,8 +89,8 @@ class Watched(VariantServer):
         if program is None:
             raise StackError(f"{EXPORTER} is not installed: apt-get install prometheus-postgres-exporter")
         address = f"{net.LISTEN_HOST}:{net.free_port()}"
-        self._spawn(EXPORTER, [program, f"--web.listen-address={address}",
-                               f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
+        queries = exporter_queries.for_server(params, os.path.join(self.home, "exporter-queries.yaml"))
+        self._spawn(EXPORTER, [program, f"--web.listen-address={address}", f"--extend.query-path={queries}",
                                *POSTGRES_EXPORTER_FLAGS],
                     dict(self.stack.base_env(), **dsn.exporter_env(params, self.pgpass())), f"http://{address}/metrics")
         self.stack.add_scrape_targets(self.job, [{"targets": [address], "labels": {

@@ -10,9 +10,8 @@ import signal
 from collections.abc import Mapping
 from typing import Any
 
-from benchwatch import resources
 from benchwatch.engines import StackPart
-from benchwatch.engines.postgresql import dsn
+from benchwatch.engines.postgresql import dsn, exporter_queries
 from benchwatch.engines.postgresql.options import DSN
 from benchwatch.engines.postgresql.server import (
     EXPORTER,
@@ -224,8 +223,9 @@ class PostgreSQLPart(StackPart):
         pg_env = self.pg_env()
         if "PGPASSFILE" in pg_env:  # else lib/pq reads the user's ~/.pgpass
             env["PGPASSFILE"] = pg_env["PGPASSFILE"]
+        queries = exporter_queries.for_server(self.pg_params(), self.stack.path("pg", "exporter-queries.yaml"))
         self.stack.spawn(EXPORTER, [
             self.stack.installed(EXPORTER), f"--web.listen-address={self.stack.address(EXPORTER)}",
-            f"--extend.query-path={resources.path('exporters', 'postgres_exporter', 'queries.yaml')}",
+            f"--extend.query-path={queries}",
             *POSTGRES_EXPORTER_FLAGS,
         ], env=env)
