@@ -40,3 +40,14 @@ def start_prometheus(directory, config_text: str, extra_args=(), *, port: int | 
     return launch.start_prometheus(directory, config_text, [a for a in extra_args if a != launch.RECEIVER_FLAG],
                                    port=port, ready_timeout_s=ready_timeout_s, binary=binary,
                                    remote_write_receiver=launch.RECEIVER_FLAG in extra_args)
+
+
+def baseline_recorded(prometheus_url: str, run_id: str | None) -> bool:
+    """Whether PgbenchTPSDrop can fire for the run: its baseline is recorded (10 progress lines, then the
+    5 s group pgbench_baseline's next evaluation). Tests that make a drop wait for this, not for a count of lines."""
+    if not run_id:
+        return False
+    try:
+        return bool(query(prometheus_url, f'run_id:benchmark_progress_tps:baseline{{run_id="{run_id}"}}'))
+    except PrometheusError:
+        return False

@@ -24,7 +24,7 @@ import pytest
 from benchwatch.alerting.printer import AlertPrinter
 from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.util import net, processes
-from tests.helpers.prometheus import query
+from tests.helpers.prometheus import baseline_recorded, query
 from tests.helpers.throwaway import BENCHWATCH
 from tests.helpers.webhook import WebhookReceiver
 
@@ -173,7 +173,8 @@ def test_lock_fires_a_drop_alert_for_the_run_then_resolves(live_stack, webhook):
     lock = Lock(live_stack)
     try:
         # The baseline needs 10 lines (prometheus/rules/thresholds.yml); give it a few more.
-        assert processes.wait_until(lambda: run.progress_lines() >= 13, 40, 0.1), b"".join(run.stderr)
+        assert processes.wait_until(lambda: run.progress_lines() >= 10, 40, 0.1), b"".join(run.stderr)
+        assert processes.wait_until(lambda: baseline_recorded(live_stack.prometheus, run.run_id), 30, 0.2), run.run_id
         before = len(webhook.snapshot())
         locked = lock.acquire()
         fired = webhook.wait_for(lambda n: bool(run_alerts(n, run.run_id, "firing")), timeout=14, since=before)

@@ -19,7 +19,7 @@ import pytest
 from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.util import processes
 from tests.helpers.explain import busy_loops, dip_over, explain_finished
-from tests.helpers.prometheus import query
+from tests.helpers.prometheus import baseline_recorded, query
 from tests.helpers.throwaway import BENCHWATCH
 
 pytestmark = pytest.mark.integration
@@ -113,7 +113,8 @@ def test_lock_is_named_in_explain_the_alert_and_the_annotation(live_stack):
     run = Run(live, 30)
     session = Session(live)
     try:
-        run.wait_lines(13)  # PgbenchTPSDrop's baseline needs 10 lines
+        run.wait_lines(10)  # PgbenchTPSDrop's baseline needs 10 lines, then its group's next evaluation
+        assert processes.wait_until(lambda: baseline_recorded(live.prometheus, run.run_id), 30, 0.2), run.run_id
         session.run("BEGIN; LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE;")
         locked = time.time()
         # The alert names the lock while it fires (its text is rendered at each evaluation).

@@ -15,6 +15,7 @@ import pytest
 from benchwatch.query.prometheus import query
 from benchwatch.util.processes import wait_until
 from tests.helpers.explain import busy_loops, dip_over, explain_finished
+from tests.helpers.prometheus import baseline_recorded
 from tests.helpers.throwaway import BackgroundRun
 
 TABLES = ["--tables=2", "--table-size=10000"]
@@ -123,10 +124,12 @@ def progress_lines_in(live, before: set[str]) -> int:
 def test_table_lock_reads_zero_and_fires_the_tps_drop_alert(mariadb_stack, prepared):
     live = mariadb_stack
     before = run_dirs(live)
-    run = BackgroundRun(live, "sysbench", "oltp_read_write", *TABLES, "--threads=2", "--time=22", "--report-interval=1", "run")
+    run = BackgroundRun(live, "sysbench", "oltp_read_write", *TABLES, "--threads=2", "--time=24", "--report-interval=1", "run")
     try:
-        # A baseline first (10 lines, benchwatch:threshold:pgbench_tps_baseline_min_samples).
-        assert wait_until(lambda: progress_lines_in(live, before) >= 12, 60, interval=0.2)
+        # A baseline first (10 lines, benchwatch:threshold:pgbench_tps_baseline_min_samples, then the 5 s group
+        # pgbench_baseline's next evaluation): the lock's 5 s end at the 21st second at the latest.
+        assert wait_until(lambda: progress_lines_in(live, before) >= 10, 60, interval=0.2)
+        assert wait_until(lambda: baseline_recorded(live.prometheus, run.run_id), 30, interval=0.2), run.run_id
         live.mariadb("LOCK TABLES sbtest1 WRITE, sbtest2 WRITE; SELECT SLEEP(5); UNLOCK TABLES;", timeout=60)
     finally:
         code = run.wait(120)

@@ -24,6 +24,10 @@ FAST_ALERTS = {"PgbenchTPSDrop", "PgbenchStalled"}
 FAST_GROUPS = {"mysql_innodb"}
 # Constant series (rules/thresholds.yml): any evaluation within the lookback serves.
 CONSTANT = re.compile(r"^benchwatch:(threshold|setting):")
+# What a 1 s alert may read recorded every 5 s: a run's baseline, the higher of its TPS medians over one and five
+# minutes, which moves little in 5 s (alerts/pgbench.yml, group pgbench_baseline; issue 32: recorded every
+# second, those three rules were half of Prometheus' rule time).
+SLOW_BY_DESIGN = {"run_id:benchmark_progress_tps:baseline": 5.0}
 
 
 def seconds(duration: str) -> float:
@@ -59,7 +63,8 @@ def test_the_one_second_alerts_read_only_series_recorded_every_second():
                 continue
             assert i == 1, (r["alert"], i)
             for name in re.findall(r"[a-z_]+:[a-z0-9_]+:[a-z0-9_]+", r["expr"]):
-                assert CONSTANT.match(name) or interval[name] <= 1, (r["alert"], name, interval[name])
+                assert CONSTANT.match(name) or interval[name] <= SLOW_BY_DESIGN.get(name, 1), \
+                    (r["alert"], name, interval[name])
 
 
 def test_dashboards_read_no_recording_rule_slower_than_a_second():
