@@ -240,15 +240,25 @@ def checkpoint_starts(log_path: str, since: float, until: float) -> list[str]:
 
 def test_steady_run_with_checkpoints_notifies_nothing(live_stack, webhook):
     started = time.time()
-    run = Run(live_stack, "-n", "-c", "2", "-j", "1", "-P", "1", "-R", RATE, "-T", "130")
+    # 110 s are enough: the TPS baseline is recorded after 10 progress lines and the next evaluation of the 5 s
+    # group pgbench_baseline, 12-17 s in, and the ~95 s left hold at least two timed checkpoints
+    # (checkpoint_timeout is 30 s on the embedded server; one starts at least 30 s after the last one started,
+    # here up to ~40 s when the last one's writes and sync took long), each a dip the armed rules could take for
+    # a drop. Counted from the arming, not from the start: a checkpoint before it proves nothing about the rules.
+    # (At 85 s, one pass of three saw a single checkpoint after the arming.)
+    run = Run(live_stack, "-n", "-c", "2", "-j", "1", "-P", "1", "-R", RATE, "-T", "110")
     try:
-        assert run.wait(200) == 0, b"".join(run.stderr)
+        assert processes.wait_until(lambda: run.progress_lines() >= 10, 60, 0.1), b"".join(run.stderr)
+        assert processes.wait_until(lambda: baseline_recorded(live_stack.prometheus, run.run_id), 30, 0.2), run.run_id
+        armed = time.time()
+        assert run.wait(150) == 0, b"".join(run.stderr)
     finally:
         run.kill()
     ended = time.time()
-    # It was a run with checkpoints (checkpoint_timeout is 30 s on the embedded server).
-    starts = checkpoint_starts(live_stack.stack.log_file("postgres"), started, ended)
-    assert len(starts) >= 3, starts
+    # It was a run with checkpoints once its baseline was armed.
+    starts = checkpoint_starts(live_stack.stack.log_file("postgres"), armed, ended)
+    assert len(starts) >= 2, (starts, f"armed {armed - started:.1f} s in, ended {ended - started:.1f} s in",
+                              checkpoint_starts(live_stack.stack.log_file("postgres"), started, ended))
     # Its end reached Prometheus, and anything it could have fired had time to arrive.
     assert processes.wait_until(lambda: bool(query(live_stack.prometheus, f'benchmark_running{{run_id="{run.run_id}"}} == 0')), 30, 0.2)
     late = webhook.wait_for(lambda n: bool(n.matching(run_id=run.run_id)), timeout=5)

@@ -1,6 +1,7 @@
-"""benchwatch sweep and report on a real PostgreSQL 15 stack: the false-alarm check (A/A), a known effect
-(synchronous_commit on against off, with its why), resume after SIGKILL, bad input refused before any run,
-the report's bundle. One stack for the module, short runs (pgbench -T 3)."""
+"""benchwatch sweep and report on a real PostgreSQL 15 stack: the false-alarm check (A/A), resume after SIGKILL,
+bad input refused before any run, the report's bundle, two builds swept side by side. One stack for the module,
+short runs (pgbench -T 3). A known effect (synchronous_commit on against off, with its why, the bundle and the
+Experiment dashboard) is checked on test_profiled_sweeps.py's sweep: the same sweep, profiled."""
 
 from __future__ import annotations
 
@@ -8,12 +9,10 @@ import json
 import os
 import signal
 import subprocess
-import time
 
 import pytest
 
 from benchwatch.evidence import HOST_SIGNALS
-from benchwatch.query import grafana as gq
 from benchwatch.query.prometheus import query
 from benchwatch.util.processes import wait_until
 from tests.helpers import throwaway
@@ -92,61 +91,18 @@ def test_aa_shows_no_difference(live):
     # Ordinary runs: labelled in Prometheus like any run, with the sweep's labels beside the usual ones.
     labels = query(live.prometheus, 'count by (variant, cell, repeat) (benchmark_run_info{sweep="aa"})')
     assert len(labels) == 12
-
-
-def test_synchronous_commit_off_is_faster_and_the_why_names_wal_flushing(live, tmp_path):
-    assert live.psql("SHOW fsync") == "on", "the stack's server runs without fsync: this effect cannot show"
-    # One INSERT per transaction: the commit's WAL flush is most of its cost, so the effect stands out of a
-    # shared machine's noise; 5 rounds give Welch's t the degrees of freedom to show it in every cell.
-    script = tmp_path / "commit.sql"
-    script.write_text("INSERT INTO pgbench_history (tid, bid, aid, delta, mtime) VALUES (1, 1, 1, 1, now());\n")
-    r = sweep(live, "--name", "sync", "--variant", "on", "--variant", "off:synchronous_commit=off",
-              "--clients", "1,4", "--repeat", "5", "--", "pgbench", "-f", str(script), *SHORT)
+    # One verdict series and one row of the bundle's report per cell. (A known effect's verdict, why, bundle and
+    # Experiment dashboard: test_profiled_sweeps.py's synchronous_commit sweep.)
+    verdicts = query(live.prometheus, 'last_over_time(benchwatch_experiment_verdict{experiment="aa"}[15m])')
+    assert sorted(float(r["value"][1]) for r in verdicts) == [0.0, 0.0]
+    r = live.benchwatch("report", "aa", timeout=120)
     assert r.returncode == 0, r.stderr.decode()
-    assert "variant off: ALTER SYSTEM SET synchronous_commit = 'off'; pg_reload_conf()" in r.stderr.decode()
-    assert live.psql("SHOW synchronous_commit") == "on"  # restored
-    model = report(live, "sync")
-    assert "CHECKPOINT" in model["between_runs"] and "TRUNCATE pgbench_history" in model["between_runs"]
-    assert len(model["differences"]) == 2
-    for d in model["differences"]:
-        assert d["verdict"] == "faster", d
-        assert d["ratio"] > 1 and d["ratio_ci"][0] > 1
-        signals = " | ".join(w["signal"] for w in d["why"])
-        assert "WAL sync" in signals or "WALSync" in signals or "WALWrite" in signals, d["why"]
-        wal = [w for w in d["why"] if w["signal"] in ("WAL syncs per transaction", "WAL sync time per transaction")]
-        assert wal and all(w["variant"] < w["baseline"] for w in wal), d["why"]
-    # The bundle, its paths printed like compare's.
-    r = live.benchwatch("report", "sync", timeout=120)
-    assert r.returncode == 0, r.stderr.decode()
-    out = os.path.join(live.state_dir, "shares", "sweep-sync")
+    out = os.path.join(live.state_dir, "shares", "sweep-aa")
     assert r.stdout.decode().split() == [out, out + ".tar.gz"]
-    for name in ("index.html", "report.md", "report.json", "cells.csv", "differences.csv", "tps-by-clients.png"):
-        assert os.path.getsize(os.path.join(out, name)) > 0, name
+    assert os.path.getsize(os.path.join(out, "tps-by-clients.png")) > 0  # a figure of TPS by the clients swept
     with open(os.path.join(out, "report.md")) as f:
-        assert "| off | clients=4 |" in f.read()
-    # The Experiment dashboard: each of its queries answers for this experiment, from the series the report wrote.
-    with open(os.path.join(throwaway.REPO_ROOT, "dashboards", "experiment.json")) as f:
-        dash = json.load(f)
-    variables = {**gq.default_variables(dash), "experiment": "sync", "datasource": "benchwatch-prometheus"}
-    end = time.time()
-    for q in gq.dashboard_queries(dash):
-        if "stability" in q.expr:
-            continue  # runs of 3 s are too short for a stability profile (5 steady intervals): no series to draw
-        result = gq.run_query(live.prometheus, q, variables, end - 900, end)
-        assert result, f"{q.source}: no data for {gq.expand(q.expr, variables, 900)}"
-        if q.source == "variable experiment":
-            assert "sync" in {r["metric"].get("experiment") for r in result}
-    verdicts = query(live.prometheus, 'last_over_time(benchwatch_experiment_verdict{experiment="sync"}[15m])')
-    assert sorted(float(r["value"][1]) for r in verdicts) == [1.0, 1.0]
-    # The run dashboard draws the experiment's runs, each with its variant, cell and round.
-    with open(os.path.join(throwaway.REPO_ROOT, "dashboards", "pgbench-run.json")) as f:
-        run_dash = json.load(f)
-    (q,) = [q for q in gq.dashboard_queries(run_dash) if q.source == "annotation 'experiment runs (benchwatch sweep)'"]
-    drawn = gq.run_query(live.prometheus, q, {**gq.default_variables(run_dash), "datasource": "benchwatch-prometheus"},
-                         end - 900, end)
-    cells = {(r["metric"]["variant"], r["metric"]["cell"], r["metric"]["repeat"]) for r in drawn
-             if r["metric"].get("sweep") == "sync"}
-    assert {v for v, _, _ in cells} == {"on", "off"} and len(cells) >= 12, sorted(cells)
+        text = f.read()
+    assert "| B | clients=1 |" in text and "| B | clients=2 |" in text, text
 
 
 def test_resume_after_sigkill_runs_only_what_is_missing(live):
