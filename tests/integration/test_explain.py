@@ -117,8 +117,9 @@ def test_lock_is_named_in_explain_the_alert_and_the_annotation(live_stack):
     run = Run(live, 30)
     session = Session(live)
     try:
-        run.wait_lines(10)  # PgbenchTPSDrop's baseline needs 10 lines, then its group's next evaluation
-        assert processes.wait_until(lambda: baseline_recorded(live.prometheus, run.run_id), 30, 0.2), run.run_id
+        # PgbenchTPSDrop's baseline: 10 lines, then the 5 s group pgbench_baseline's next evaluation.
+        assert processes.wait_until(lambda: baseline_recorded(live.prometheus, run.run_id), 70, 0.2), \
+            (run.run_id, b"".join(run.stderr))
         session.run("BEGIN; LOCK TABLE pgbench_branches IN ACCESS EXCLUSIVE MODE;")
         locked = time.time()
         # The alert names the lock while it fires (its text is rendered at each evaluation).
