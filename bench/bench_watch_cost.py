@@ -84,6 +84,7 @@ VARIANTS = {
     "procs1": "ours with GOMAXPROCS=1 for Alertmanager and the two exporters: one scheduler thread for "
               "daemons that do one small thing at a time",
     "procs1all": "procs1 and Prometheus under GOMAXPROCS=1 too",
+    "scrape2s": "ours with the host's and the server's exporters (node, postgres) scraped every 2 s instead of 1 s",
 }
 GO_COMPONENTS = ("prometheus", "alertmanager", "node_exporter", "postgres_exporter")
 DEFAULT_VARIANTS = "bare,ours,stock"
@@ -159,6 +160,13 @@ def slow_self_scrapes(config: dict) -> None:
             job["scrape_timeout"] = "10s"
 
 
+def scrape_every_2s(config: dict) -> None:
+    for job in config["scrape_configs"]:
+        if job["job_name"] in ("node", "postgres"):
+            job["scrape_interval"] = "2s"
+            job["scrape_timeout"] = "2s"
+
+
 def write_config(link: str, config: dict) -> None:
     import yaml
 
@@ -187,12 +195,15 @@ class VariantStack(Stack):
 
     def _write_prometheus_config(self) -> str:
         path = super()._write_prometheus_config()
-        if self.variant.startswith("lean"):
+        if self.variant.startswith("lean") or self.variant == "scrape2s":
             import yaml
 
             with open(path, encoding="utf-8") as f:
                 config = yaml.safe_load(f)
-            slow_self_scrapes(config)
+            if self.variant == "scrape2s":
+                scrape_every_2s(config)
+            else:
+                slow_self_scrapes(config)
             if self.variant == "lean-norules":
                 no_rules(config)
             write_config(path, config)
