@@ -37,6 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import yaml
 
 import _live
+from bench_watch_cost import pg_exporter_env
 from benchwatch.engines.postgresql import exporter_queries
 from benchwatch.engines.postgresql.server import POSTGRES_EXPORTER_FLAGS
 from benchwatch.model.samples import sample
@@ -44,8 +45,6 @@ from benchwatch.sink.wire import compress, encode_write_request
 from benchwatch.stack.config import LISTEN_HOST
 from benchwatch.stack.native import NODE_EXPORTER_FLAGS, NODE_FAST_COLLECTORS, binary
 from benchwatch.util import net, processes
-
-from bench_watch_cost import pg_exporter_env
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
