@@ -85,6 +85,8 @@ VARIANTS = {
               "daemons that do one small thing at a time",
     "procs1all": "procs1 and Prometheus under GOMAXPROCS=1 too",
     "scrape2s": "ours with the host's and the server's exporters (node, postgres) scraped every 2 s instead of 1 s",
+    "hostread": "ours with BENCHWATCH_HOST_READER=exporter: the benchwatch exporter reads the host every second "
+                "(its host collector) and node_exporter is scraped only every 15 s (node_inventory)",
 }
 GO_COMPONENTS = ("prometheus", "alertmanager", "node_exporter", "postgres_exporter")
 DEFAULT_VARIANTS = "bare,ours,stock"
@@ -181,6 +183,9 @@ class VariantStack(Stack):
 
     variant = "ours"
 
+    def reads_host(self) -> bool:
+        return self.variant == "hostread" or super().reads_host()
+
     def spawn(self, component, argv, env=None, user=None):
         if self.variant == "stock":
             argv = stock_argv(component, argv)
@@ -238,7 +243,7 @@ class CostBench:
         self.current = variant
 
     def wait_scraped(self) -> None:
-        jobs = {"prometheus", "alertmanager", "node", "postgres", "benchwatch"}
+        jobs = {"prometheus", "alertmanager", "node_inventory" if self.stack.reads_host() else "node", "postgres", "benchwatch"}
 
         def all_up() -> bool:
             try:

@@ -107,16 +107,19 @@ class ThrowawayStack:
 
 
 def start(scale: int = 2, engine: str = "postgres", results_dsn: str | None = "off",
-          host: str | None = None, long_term: dict[str, str | None] | None = None) -> ThrowawayStack:
+          host: str | None = None, long_term: dict[str, str | None] | None = None,
+          host_reader: str | None = None) -> ThrowawayStack:
     """Up, with pgbench tables at ``scale`` (PostgreSQL); on any failure nothing is left running.
 
     ``results_dsn``: the results database's DSN; None: the stack's own; "off" (the default here): none, since its
     initdb and start cost every test stack about ~3 s (docs/results.md) and only the tests of the results database
-    look at it. ``host``: up --host. ``long_term``: up's --long-term-* flags (load_config's LONG_TERM_KEYS)."""
+    look at it. ``host``: up --host. ``long_term``: up's --long-term-* flags (load_config's LONG_TERM_KEYS).
+    ``host_reader``: BENCHWATCH_HOST_READER's value."""
     state_dir = make_state_dir()
-    stack = Stack(load_config(state_dir, free_ports(), engine=engine, results_dsn=results_dsn, host=host,
-                              long_term=long_term),
-                  out=lambda m: print(m, file=sys.stderr))
+    cfg = load_config(state_dir, free_ports(), engine=engine, results_dsn=results_dsn, host=host, long_term=long_term)
+    if host_reader is not None:
+        cfg.host_reader = host_reader  # as BENCHWATCH_HOST_READER would; up keeps it in stack.json
+    stack = Stack(cfg, out=lambda m: print(m, file=sys.stderr))
     live = ThrowawayStack(stack, state_dir)
     live.bring_up(scale)
     return live

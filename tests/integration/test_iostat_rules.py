@@ -71,7 +71,9 @@ import pytest
 
 from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.grafana import rules as grafana_rules
+from benchwatch.stack.config import HOST_READERS
 from benchwatch.util import processes
+from tests.helpers import throwaway
 from tests.helpers.prometheus import query
 from tests.helpers.tools import require_tool
 
@@ -356,8 +358,27 @@ def combined_figures(disk: dict) -> dict[str, float]:
     return {"await": ticks / ios, "areq-sz": (disk["rkB/s"] + disk["wkB/s"] + disk["dkB/s"]) / ios}
 
 
+@pytest.fixture(scope="module")
+def other_reader_stack(live_stack):
+    """A stack whose host is read the other way than the session's (BENCHWATCH_HOST_READER): node_exporter
+    scraped every second, or the benchwatch exporter's host collector remote-writing the same series."""
+    other = next(r for r in HOST_READERS if r != live_stack.stack.cfg.host_reader)
+    live = throwaway.start(scale=2, host_reader=other)
+    try:
+        yield live
+    finally:
+        left = live.close()
+        assert not left, f"still running after down: {left}"
+
+
+@pytest.fixture(params=HOST_READERS)
+def host_stack(request, live_stack):
+    """A stack whose host is read by each of HOST_READERS in turn: the session's, and one started for the other."""
+    return live_stack if live_stack.stack.cfg.host_reader == request.param else request.getfixturevalue("other_reader_stack")
+
+
 @pytest.fixture
-def busy_disk(live_stack, tmp_path):
+def busy_disk(host_stack, tmp_path):
     """pgbench and two direct-I/O dd loops on the disk under tmp_path, for the duration of the test;
     yields that disk's kernel name."""
     if shutil.which("dd") is None:
@@ -370,7 +391,7 @@ def busy_disk(live_stack, tmp_path):
                           capture_output=True, timeout=120)
     assert prep.returncode == 0, prep.stderr
     pgbench = subprocess.Popen([os.path.join(pg_bindir(), "pgbench"), "-n", "-c", "2", "-j", "1", "-T", str(REPORTS + 12)],
-                               env=live_stack.pg_env(), stdin=subprocess.DEVNULL,
+                               env=host_stack.pg_env(), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     writer = spawn_loop(f"dd if=/dev/zero of={tmp_path / 'write.bin'} bs=1M count=32 oflag=direct conv=notrunc status=none")
     reader = spawn_loop(f"dd if={read_file} of=/dev/null bs=64k iflag=direct status=none")
@@ -387,10 +408,15 @@ def busy_disk(live_stack, tmp_path):
         assert pgbench.returncode in (0, -signal.SIGINT), err
 
 
-def test_rules_match_iostat(live_stack, busy_disk):
+def test_rules_match_iostat(host_stack, busy_disk):
     require_tool("iostat")
     device = busy_disk
-    prom = live_stack.prometheus
+    prom = host_stack.prometheus
+    # Who read the host: node_exporter's every-second scrape, or the exporter alone (no node job at all), once
+    # Prometheus scrapes its targets (the 15 s inventory job's first scrape is up to 15 s away).
+    assert processes.wait_until(lambda: bool(query(prom, 'up{job="node_inventory"}')), 30, 0.2)
+    scraped = query(prom, 'up{job="node"}')
+    assert bool(scraped) == (host_stack.stack.cfg.host_reader == "node_exporter"), scraped
     rules = loaded_rules(prom, "rules/node.yml")
     for name, _, _ in list(DISK_COLUMNS.values()) + list(COMBINED_COLUMNS.values()):
         assert name in rules, f"{name} not loaded from prometheus/rules/node.yml"

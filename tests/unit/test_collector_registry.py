@@ -59,7 +59,7 @@ def test_load_collectors_gives_a_fresh_registry_of_the_daemons_and_each_engines_
     one, two = load_collectors(), load_collectors()
     assert one is not two and list(one) == list(two)
     # The order pinned by tests/golden/exporter.prom and docs/metrics.md.
-    assert list(one) == ["pgbench_runs", "checkpoints", "dips", "processes", "statements"]
+    assert list(one) == ["pgbench_runs", "host", "checkpoints", "dips", "processes", "statements"]
     own = {f"benchwatch.exporter.{m}" for m in COLLECTOR_MODULES}
     for name in one:
         module = one.module_of(name)

@@ -126,8 +126,9 @@ def test_live_exposition_passes_promtool(exporter):
 def test_golden_file_covers_every_collector_and_self_metric():
     with open(GOLDEN, encoding="utf-8") as f:
         text = f.read()
-    for name in load_collectors():
-        assert f'benchwatch_exporter_collector_success{{collector="{name}"}} 1.0' in text
+    for name, spec in load_collectors().items():
+        # The golden file is the daemon as started without flags: every collector on by default is in it.
+        assert (f'benchwatch_exporter_collector_success{{collector="{name}"}} 1.0' in text) == spec.default, name
     for family in ("benchmark_running", "pg_checkpoints_completed_total", "benchwatch_exporter_checkpoints_log_present",
                    "benchwatch_exporter_collector_duration_seconds", "benchwatch_exporter_collector_errors_total",
                    "benchwatch_exporter_remote_write_samples_total", "benchwatch_exporter_remote_write_failed_requests_total",
@@ -223,13 +224,14 @@ def test_collector_flags_come_from_the_registry():
     parser = server.build_parser()
     base = ["--runs-dir", "r", "--remote-write-url", "http://127.0.0.1:9/api/v1/write"]
     assert enabled_collectors(parser.parse_args(base)) == {name: spec.default for name, spec in load_collectors().items()}
-    assert list(load_collectors()) == ["pgbench_runs", "checkpoints", "dips", "processes", "statements"]
+    assert list(load_collectors()) == ["pgbench_runs", "host", "checkpoints", "dips", "processes", "statements"]
     args = parser.parse_args(base + ["--no-collector.checkpoints", "--collector.pgbench_runs"])
-    assert enabled_collectors(args) == {"pgbench_runs": True, "checkpoints": False, "dips": True, "processes": True,
-                                        "statements": True}
-    args = parser.parse_args(base + ["--no-collector.pgbench_runs", "--no-collector.dips", "--no-collector.processes"])
-    assert enabled_collectors(args) == {"pgbench_runs": False, "checkpoints": True, "dips": False, "processes": False,
-                                        "statements": True}
+    assert enabled_collectors(args) == {"pgbench_runs": True, "host": False, "checkpoints": False, "dips": True,
+                                        "processes": True, "statements": True}
+    args = parser.parse_args(base + ["--no-collector.pgbench_runs", "--no-collector.dips", "--no-collector.processes",
+                                     "--collector.host"])
+    assert enabled_collectors(args) == {"pgbench_runs": False, "host": True, "checkpoints": True, "dips": False,
+                                        "processes": False, "statements": True}
 
 
 def test_collector_flags_in_the_daemon_help():

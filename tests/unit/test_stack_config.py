@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -16,6 +17,7 @@ from benchwatch.stack.native import Stack
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
     for name in ("BENCHWATCH_ENGINE", "BENCHWATCH_STATE_DIR", "BENCHWATCH_PG_DSN", "BENCHWATCH_PROMETHEUS_RETENTION",
+                 "BENCHWATCH_HOST_READER",
                  "BENCHWATCH_ALERT_WEBHOOK_URL", "BENCHWATCH_GRAFANA_ADMIN_PASSWORD", "BENCHWATCH_GRAFANA_HOME",
                  *(f"BENCHWATCH_{c.upper()}_PORT" for c in DEFAULT_PORTS)):
         monkeypatch.delenv(name, raising=False)
@@ -136,3 +138,37 @@ def test_up_without_pg_dsn_on_a_stopped_stack_forgets_an_earlier_one(tmp_path):
     Stack(load_config(str(tmp_path), starting=True), out=said.append).server.choose_server(False)
     assert Stack(load_config(str(tmp_path))).server.external_dsn() is None
     assert said and "embedded" in said[0]
+
+
+def test_who_reads_the_host_comes_from_the_environment_and_stays_in_stack_json(tmp_path, monkeypatch):
+    from benchwatch.stack.config import check_host_reader
+
+    cfg = load_config(str(tmp_path))
+    assert cfg.host_reader == "node_exporter" and check_host_reader(cfg) is None
+    monkeypatch.setenv("BENCHWATCH_HOST_READER", "exporter")
+    cfg = load_config(str(tmp_path), starting=True)
+    assert cfg.host_reader == "exporter"
+    cfg.save()
+    monkeypatch.delenv("BENCHWATCH_HOST_READER")
+    assert load_config(str(tmp_path)).host_reader == "exporter"  # the supervisor, status, down: as up started it
+    monkeypatch.setenv("BENCHWATCH_HOST_READER", "node-exporter")
+    assert check_host_reader(load_config(str(tmp_path))) == \
+        "BENCHWATCH_HOST_READER must be one of node_exporter, exporter, not 'node-exporter'"
+
+
+@pytest.mark.parametrize("reader", ["node_exporter", "exporter"])
+def test_the_exporter_reading_the_host_drops_node_exporters_1s_job_and_turns_its_collector_on(tmp_path, reader):
+    import yaml
+
+    cfg = load_config(str(tmp_path))
+    cfg.host_reader = reader
+    stack = Stack(cfg)
+    path = stack._write_prometheus_config()
+    with open(path, encoding="utf-8") as f:
+        jobs = [j["job_name"] for j in yaml.safe_load(f)["scrape_configs"]]
+    # node_exporter stays for the host's size and load every 15 s either way.
+    assert "node_inventory" in jobs and ("node" in jobs) == (reader == "node_exporter")
+    assert os.path.islink(path) == (reader == "node_exporter")  # a copy only when it differs from the repository's
+    if reader == "exporter":
+        assert os.stat(path).st_mode & 0o777 == 0o600
+    assert stack.reads_host() == (reader == "exporter")

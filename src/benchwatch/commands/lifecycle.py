@@ -9,7 +9,7 @@ from typing import TextIO
 
 from benchwatch import engines
 from benchwatch.commands import Context, command
-from benchwatch.stack.config import check_long_term
+from benchwatch.stack.config import check_host_reader, check_long_term
 from benchwatch.stack.native import StackError
 
 
@@ -36,7 +36,7 @@ def cmd_up(ctx: Context) -> int:
     stack = ctx.starting_stack()
     if stack is None:
         return 1
-    wrong = check_long_term(stack.cfg)
+    wrong = check_long_term(stack.cfg) or check_host_reader(stack.cfg)
     if wrong:
         ctx.say(wrong)
         return 2

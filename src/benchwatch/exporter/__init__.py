@@ -29,7 +29,7 @@ __all__ = ["COLLECTOR_MODULES", "Collector", "CollectorSpec", "DuplicateCollecto
 
 # The daemon's own collector modules; each engine adds its own (their place in the polling order is
 # each collector's ``order``).
-COLLECTOR_MODULES = ("pgbench_runs", "dips", "processes")
+COLLECTOR_MODULES = ("pgbench_runs", "dips", "processes", "host")
 
 
 def collector_modules() -> list[str]:

@@ -87,6 +87,9 @@ class Config:
     long_term_write_url: str | None = None      # --long-term-write-url, BENCHWATCH_LONG_TERM_WRITE_URL
     long_term_query_url: str | None = None      # --long-term-query-url, BENCHWATCH_LONG_TERM_QUERY_URL
     long_term_bearer_token_file: str | None = None  # --long-term-bearer-token-file, BENCHWATCH_LONG_TERM_BEARER_TOKEN_FILE
+    # Who reads the host's CPU, disks and pressure every second (BENCHWATCH_HOST_READER, kept in stack.json):
+    # node_exporter, scraped every second, or the benchwatch exporter's host collector (HOST_READERS).
+    host_reader: str = "node_exporter"
 
     def option(self, key: str) -> Any:
         """An engine's stack option (its StackOption.key); None when no engine has it."""
@@ -147,6 +150,17 @@ def _engine_name(name: str) -> str:
 LONG_TERM_KEYS = ("long_term_write_url", "long_term_query_url", "long_term_bearer_token_file")
 
 
+# What BENCHWATCH_HOST_READER may say: node_exporter scraped every second (the default), or the benchwatch
+# exporter's host collector reading the same files at a quarter of the CPU (docs/metrics.md).
+HOST_READERS = ("node_exporter", "exporter")
+
+
+def check_host_reader(cfg: Config) -> str | None:
+    if cfg.host_reader not in HOST_READERS:
+        return f"BENCHWATCH_HOST_READER must be one of {', '.join(HOST_READERS)}, not {cfg.host_reader!r}"
+    return None
+
+
 def check_long_term(cfg: Config) -> str | None:
     """What is wrong with the long-term store's settings (None: nothing): http(s) URLs without user info
     (a password would land in stack.json and Prometheus' argv-visible config), a token file only its owner reads."""
@@ -195,6 +209,7 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.target_name = saved.get("target_name", cfg.target_name)
         cfg.host = saved.get("host") or cfg.host
         cfg.results_dsn = saved.get("results_dsn") or None
+        cfg.host_reader = saved.get("host_reader") or cfg.host_reader
         if not starting:
             for key in LONG_TERM_KEYS:
                 setattr(cfg, key, saved.get(key) or None)
@@ -223,6 +238,7 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
             cfg.results_dsn = given_dsn if given_dsn == dsn.OFF else dsn.with_passfile(dsn.check(given_dsn),
                                                                                        os.environ.get("PGPASSFILE"))
     cfg.prometheus_retention = os.environ.get("BENCHWATCH_PROMETHEUS_RETENTION") or cfg.prometheus_retention
+    cfg.host_reader = os.environ.get("BENCHWATCH_HOST_READER") or cfg.host_reader
     cfg.alert_webhook_url = os.environ.get("BENCHWATCH_ALERT_WEBHOOK_URL") or None
     cfg.grafana_admin_password = os.environ.get("BENCHWATCH_GRAFANA_ADMIN_PASSWORD") or None
     cfg.grafana_home = os.environ.get("BENCHWATCH_GRAFANA_HOME") or None

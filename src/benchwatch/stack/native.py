@@ -402,6 +402,8 @@ class Stack(ProcessManager):
             link = os.path.join(etc, "prometheus.yml")
             os.unlink(link)
             write_private(link, render_remote_write(text, remote))
+        if self.reads_host():
+            self._drop_job(os.path.join(etc, "prometheus.yml"), "node")
         self._link_rule_files(os.path.join(etc, "rules"))
         targets = {
             "prometheus": ("prometheus", {}),
@@ -420,6 +422,24 @@ class Stack(ProcessManager):
             with open(os.path.join(etc, "targets", f"{name}.json"), "w", encoding="utf-8") as f:
                 json.dump(entries, f, indent=2)
         return os.path.join(etc, "prometheus.yml")
+
+    @staticmethod
+    def _drop_job(path: str, job: str) -> None:
+        """The config at ``path`` (a link to the repository's file, or a copy) as a copy without scrape job ``job``
+        (0600: it may name the long-term store)."""
+        import yaml
+
+        with open(path, encoding="utf-8") as f:
+            config = yaml.safe_load(f)
+        config["scrape_configs"] = [j for j in config["scrape_configs"] if j.get("job_name") != job]
+        os.unlink(path)
+        write_private(path, "# benchwatch's prometheus/prometheus.yml without the job " + repr(job) + "\n"
+                      + yaml.safe_dump(config, sort_keys=False))
+
+    def reads_host(self) -> bool:
+        """Whether the benchwatch exporter reads the host's CPU, disks and pressure every second (its host
+        collector, BENCHWATCH_HOST_READER=exporter) instead of Prometheus scraping node_exporter every second."""
+        return self.cfg.host_reader == "exporter"
 
     def _link_rule_files(self, rules_dir: str) -> None:
         """A link per recording-rule file, leaving out the rules of an engine this stack does not run:
@@ -475,6 +495,8 @@ class Stack(ProcessManager):
                 f"--listen={LISTEN_HOST}:{self.cfg.ports['benchwatch_exporter']}",
                 f"--runs-dir={self.cfg.runs_dir}", f"--remote-write-url={self.cfg.remote_write_url}"]
         argv += self.server.exporter_args()  # the server log it follows, its labels
+        if self.reads_host():
+            argv.append("--collector.host")  # the host's 1 s series, instead of node_exporter's 1 s scrape
         for key in LONG_TERM_KEYS:  # the store's URLs and its token's file (a path: the token is in no argv)
             if getattr(self.cfg, key):
                 argv.append(f"--{key.replace('_', '-')}={getattr(self.cfg, key)}")
