@@ -87,6 +87,8 @@ VARIANTS = {
     "scrape2s": "ours with the host's and the server's exporters (node, postgres) scraped every 2 s instead of 1 s",
     "hostread": "ours with BENCHWATCH_HOST_READER=exporter: the benchwatch exporter reads the host every second "
                 "(its host collector) and node_exporter is scraped only every 15 s (node_inventory)",
+    "node1s": "ours with BENCHWATCH_HOST_READER=node_exporter: node_exporter scraped every second, whatever the "
+              "stack's default",
 }
 GO_COMPONENTS = ("prometheus", "alertmanager", "node_exporter", "postgres_exporter")
 DEFAULT_VARIANTS = "bare,ours,stock"
@@ -184,7 +186,7 @@ class VariantStack(Stack):
     variant = "ours"
 
     def reads_host(self) -> bool:
-        return self.variant == "hostread" or super().reads_host()
+        return self.variant != "node1s" and (self.variant == "hostread" or super().reads_host())
 
     def spawn(self, component, argv, env=None, user=None):
         if self.variant == "stock":

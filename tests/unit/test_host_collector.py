@@ -109,3 +109,17 @@ def test_the_collector_reads_on_the_second_in_its_thread_and_hands_the_samples_t
 def test_it_is_off_by_default_and_has_its_flag():
     spec = load_collectors()["host"]
     assert spec.default is False
+
+
+def test_a_wait_that_ends_early_never_gives_two_readings_in_one_second():
+    collector = host.HostCollector(lambda samples: None, root=FIXTURE)
+    try:
+        assert collector.next_reading(100.2, None) == 101.0
+        # The wait for 101.0 ended at 100.9999 (monotonic against wall clock): the next is 102, not 101 again.
+        assert collector.next_reading(100.9999, 101.0) == 102.0
+        assert collector.next_reading(101.0003, 101.0) == 102.0
+        assert collector.next_reading(101.6, 101.0) == 102.0
+        # A reading that took long, or a stopped process: the next whole second, one skipped at most.
+        assert collector.next_reading(103.2, 102.0) == 104.0
+    finally:
+        collector.reader.close()

@@ -192,11 +192,24 @@ class HostCollector:
             self._outbox.extend(got)
         return len(got)
 
+    def next_reading(self, now: float, last: float | None) -> float:
+        """When the next reading is due: the next whole second after ``now``, and never within half a second of
+        the last one's due time. A wait measured on the monotonic clock can end a little before the wall-clock
+        second it aimed at; reading again at once would give a second sample within the same millisecond, which
+        Prometheus refuses (a duplicate with another value) together with the whole batch it came in, the
+        run's lines included."""
+        due = (now // EVERY_S + 1) * EVERY_S
+        if last is not None and due - last < EVERY_S / 2:
+            due += EVERY_S
+        return due
+
     def _loop(self) -> None:
+        last: float | None = None
         while True:
             # On the second: readings EVERY_S apart whatever a reading took, as node_exporter's scrapes were.
             now = self.clock()
-            if self._stop.wait(EVERY_S - now % EVERY_S):
+            last = self.next_reading(now, last)
+            if self._stop.wait(max(0.0, last - now)):
                 return
             cpu0 = time.thread_time()
             self.read_once()
