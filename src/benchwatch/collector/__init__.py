@@ -15,11 +15,12 @@ the registry (:func:`add_collector_flags`).
 from __future__ import annotations
 
 import argparse
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
@@ -91,6 +92,30 @@ class ExporterOptions:
 
 
 Factory = Callable[[ExporterOptions], Collector | None]
+
+
+T = TypeVar("T")
+
+
+class Outbox(Generic[T]):
+    """Samples a collector's own thread read, waiting for the daemon's poll to hand them to the sink: the sink
+    (the remote-write queue's batches) is the poll loop's, whatever thread read the samples."""
+
+    def __init__(self) -> None:
+        self._samples: list[T] = []
+        self._lock = threading.Lock()
+
+    def put(self, samples: Sequence[T]) -> None:
+        with self._lock:
+            self._samples.extend(samples)
+
+    def send(self, sink: Callable[[list[T]], None]) -> int:
+        """Everything waiting, to ``sink`` (not called when nothing waits); how many samples."""
+        with self._lock:
+            ready, self._samples = self._samples, []
+        if ready:
+            sink(ready)
+        return len(ready)
 
 
 @dataclass(frozen=True)

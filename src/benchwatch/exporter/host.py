@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from benchwatch.collector import ORDER_BEFORE_DIPS, ExporterOptions, MetricsDoc, register_collector
+from benchwatch.collector import ORDER_BEFORE_DIPS, ExporterOptions, MetricsDoc, Outbox, register_collector
 from benchwatch.model.samples import Sample, sample
 
 EVERY_S = 1.0
@@ -182,14 +182,12 @@ class HostCollector:
         self.reader = HostReader(root)
         self.thread_cpu_seconds = 0.0
         self._stop = threading.Event()
-        self._outbox: list[Sample] = []
-        self._lock = threading.Lock()
+        self.outbox: Outbox[Sample] = Outbox()
         self.thread: threading.Thread | None = None
 
     def read_once(self) -> int:
         got = self.reader.samples(self.labels, round(self.clock() * 1000))
-        with self._lock:
-            self._outbox.extend(got)
+        self.outbox.put(got)
         return len(got)
 
     def next_reading(self, now: float, last: float | None) -> float:
@@ -219,11 +217,7 @@ class HostCollector:
         if self.thread is None:
             self.thread = threading.Thread(target=self._loop, daemon=True, name="host")
             self.thread.start()
-        with self._lock:
-            ready, self._outbox = self._outbox, []
-        if ready:
-            self.sink(ready)
-        return len(ready)
+        return self.outbox.send(self.sink)
 
     def stop(self) -> None:
         self._stop.set()

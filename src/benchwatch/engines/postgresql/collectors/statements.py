@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchwatch.collector import ExporterOptions, MetricsDoc, register_collector
+from benchwatch.collector import ExporterOptions, MetricsDoc, Outbox, register_collector
 from benchwatch.model.samples import STALE_NAN, Sample, sample
 from benchwatch.util import sqltext
 from benchwatch.util.sqltext import TEXT_CHARS
@@ -388,8 +388,7 @@ class StatementsCollector:
         self.thread_cpu_seconds = 0.0  # the sampling thread's CPU (the exporter's per-collector self-metric)
         if on_possibly_low is not None:
             on_possibly_low(self.schedule.hurry)
-        self._outbox: list[Sample] = []
-        self._outbox_lock = threading.Lock()
+        self.outbox: Outbox[Sample] = Outbox()
         self.thread: threading.Thread | None = None
         self.failing = False
 
@@ -432,8 +431,7 @@ class StatementsCollector:
             log.info("statements collector: reading the server again")
         self.failing = False
         if got:
-            with self._outbox_lock:
-                self._outbox.extend(got)
+            self.outbox.put(got)
         return self.schedule.step()
 
     def _loop(self) -> None:
@@ -448,11 +446,7 @@ class StatementsCollector:
         if self.thread is None:
             self.thread = threading.Thread(target=self._loop, daemon=True, name="statements")
             self.thread.start()
-        with self._outbox_lock:
-            ready, self._outbox = self._outbox, []
-        if ready:
-            self.sink(ready)
-        return len(ready)
+        return self.outbox.send(self.sink)
 
     def stop(self) -> None:
         self._stop.set()
