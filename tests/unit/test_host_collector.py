@@ -123,3 +123,14 @@ def test_a_wait_that_ends_early_never_gives_two_readings_in_one_second():
         assert collector.next_reading(103.2, 102.0) == 104.0
     finally:
         collector.reader.close()
+
+
+def test_a_file_longer_than_one_read_is_read_whole(monkeypatch):
+    monkeypatch.setattr(host, "READ_CHUNK", 64)  # /proc/stat's interrupt line can pass 64 KiB on a big host
+    reader = host.HostReader(FIXTURE)
+    try:
+        for name in ("stat", "diskstats"):
+            with open(os.path.join(FIXTURE, name), encoding="ascii") as f:
+                assert reader.text(name) == f.read()
+    finally:
+        reader.close()

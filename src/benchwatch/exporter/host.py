@@ -31,6 +31,7 @@ from benchwatch.collector import ORDER_BEFORE_DIPS, ExporterOptions, MetricsDoc,
 from benchwatch.model.samples import Sample, sample
 
 EVERY_S = 1.0
+READ_CHUNK = 1 << 16
 USER_HZ = 100  # /proc/stat counts in USER_HZ, 100 on every Linux architecture node_exporter reads it on
 CPU_MODES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
 # node_exporter 1.5's --collector.diskstats.device-exclude default: partitions, RAM disks, loop devices.
@@ -96,8 +97,15 @@ class HostReader:
         fd = self.fds.get(name)
         if fd is None:
             return ""
+        # 64 KiB at a time, not one large read: os.pread allocates the whole size asked for at every call, and
+        # /proc/stat's interrupt line alone can pass 64 KiB on a big host.
+        chunks: list[bytes] = []
         try:
-            return os.pread(fd, 1 << 20, 0).decode("ascii", "replace")
+            while True:
+                chunk = os.pread(fd, READ_CHUNK, sum(map(len, chunks)))
+                chunks.append(chunk)
+                if len(chunk) < READ_CHUNK:
+                    return b"".join(chunks).decode("ascii", "replace")
         except OSError:
             return ""
 
