@@ -120,6 +120,21 @@ def test_remote_write_round_trip_and_errors(prometheus):
     (kept,) = query(prometheus.url, "bwtest_beside_old", time=now_ms / 1000)
     assert kept["value"][1] == "7"
 
+    # A second value at a series' last millisecond: Prometheus refuses the whole request ("duplicate
+    # sample for timestamp"); the buffered writer halves it until the duplicate is alone and stores the rest.
+    then = now_ms - 30_000
+    buffered.enqueue([sample("bwtest_host", {}, 1.0, then)])
+    assert buffered.flush() == 1
+    with pytest.raises(RemoteWriteError) as info:
+        writer.send([sample("bwtest_host", {}, 2.0, then)])
+    assert "duplicate sample for timestamp" in info.value.body and info.value.retryable is False
+    lines = [sample("bwtest_lines", {"i": str(i)}, float(i), then + 1) for i in range(40)]
+    buffered.enqueue(lines[:13] + [sample("bwtest_host", {}, 2.0, then)] + lines[13:])
+    assert buffered.flush() == 40
+    assert buffered.rejected_samples == 1 + 1
+    stored = query(prometheus.url, "bwtest_lines", time=(then + 1) / 1000)
+    assert sorted(int(s["metric"]["i"]) for s in stored) == list(range(40))
+
     # Unknown endpoint: a 4xx, not retryable.
     with pytest.raises(RemoteWriteError) as info:
         RemoteWriter(prometheus.url + "/api/v1/nonexistent").send(samples[:1])

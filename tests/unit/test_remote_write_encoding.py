@@ -232,18 +232,23 @@ def test_encoding_100k_samples_is_fast():
 
 class StubEndpoint:
     """A local HTTP server recording remote-write requests; answers with the
-    queued (status, body) responses, then 204."""
+    queued (status, body) responses, then with what ``refuse`` says of the
+    request's decoded series (a (status, body), or None), then 204."""
 
     def __init__(self):
         self.requests: list[dict] = []
         self.responses: list[tuple[int, str]] = []
+        self.refuse = None
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 stub.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                status, text, *extra = stub.responses.pop(0) if stub.responses else (204, "")
+                verdict = None
+                if not stub.responses and stub.refuse is not None:
+                    verdict = stub.refuse(decode_write_request(bytes(cramjam.snappy.decompress_raw(body))))
+                status, text, *extra = stub.responses.pop(0) if stub.responses else verdict or (204, "")
                 data = text.encode()
                 self.send_response(status)
                 for name, value in (extra[0] if extra else {}).items():
@@ -385,13 +390,55 @@ def test_buffered_writer_keeps_retryable_and_bounds_queue(stub, caplog):
 
 def test_buffered_writer_drops_rejected_and_invalid_never_raises(stub):
     w = BufferedRemoteWriter(stub.url, max_batch=2)
-    stub.responses.append((400, "out of order sample"))
+    # The first batch, then each of its halves: every sample of it refused for its order.
+    stub.responses += [(400, "out of order sample")] * 3
     w.enqueue([sample("m", {}, 1, T0), sample("m", {}, 2, T0 + 1), sample("m", {}, 3, T0 + 2)])
     assert w.flush() == 1  # first batch rejected for good, second delivered
-    assert (w.rejected_samples, w.sent_samples, w.pending, w.failed_requests) == (2, 1, 0, 1)
+    assert (w.rejected_samples, w.sent_samples, w.pending, w.failed_requests) == (2, 1, 0, 1 + 2)
     w.enqueue([Sample("bad name", (), 1.0, T0), sample("ok", {}, 5, T0)])
     assert w.flush() == 1
     assert w.rejected_samples == 3 and w.pending == 0
+
+
+def test_buffered_writer_halves_a_batch_until_its_duplicate_sample_is_alone(stub):
+    """Prometheus 2.42 refuses a whole request (400 "duplicate sample for timestamp") for one sample
+    that gives a series a second value at the millisecond of its last stored sample: the run's progress
+    lines sent beside it would be lost. The refused batch is halved until the duplicate is alone; only
+    it is dropped. (Within one batch the last value wins before sending: group_by_series.)"""
+    last: dict[tuple, tuple] = {}
+
+    def refuse(series):
+        for s in series:
+            key = tuple(s["labels"])
+            for v, t in s["samples"]:
+                if key in last and last[key][1] == t and last[key][0] != v:
+                    return (400, "duplicate sample for timestamp")
+        for s in series:
+            last[tuple(s["labels"])] = s["samples"][-1]
+        return None
+
+    stub.refuse = refuse
+    lines = [sample("benchmark_progress_tps", {"run_id": "r"}, 100 + i, T0 + i * 1000) for i in range(40)]
+    host = [sample("node_cpu_seconds_total", {"cpu": "0"}, i, T0 + i * 1000) for i in range(40)]
+    twice = sample("node_cpu_seconds_total", {"cpu": "0"}, 99.5, T0 + 19 * 1000)  # read again in that ms
+    w = BufferedRemoteWriter(stub.url)
+    w.enqueue(lines[:20] + host[:20])
+    assert w.flush() == 40
+    w.enqueue([twice] + lines[20:] + host[20:])
+    assert w.flush() == 40
+    assert (w.sent_samples, w.rejected_samples, w.pending) == (80, 1, 0)
+    # log2(41) levels of two requests each, at most.
+    assert 1 <= w.failed_requests <= 6 and len(stub.requests) <= 2 + 2 * 6
+
+    # Past its budget of requests (8 per bit of its size) a batch stops halving: every sample refused
+    # costs at most that many requests, not two per sample.
+    stub.requests.clear()
+    w.enqueue([sample("m", {"s": str(i)}, 1, T0 + 5_000) for i in range(64)])
+    stub.responses += [(400, "out of order sample")] * 1000
+    assert w.flush() == 0
+    assert w.rejected_samples == 1 + 64
+    assert len(stub.requests) <= 1 + 8 * (64).bit_length()
+    stub.responses.clear()
 
 
 def test_buffered_writer_sends_apart_what_a_too_old_sample_would_take_down(stub):

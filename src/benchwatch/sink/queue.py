@@ -16,25 +16,39 @@ from benchwatch.sink.client import RemoteWriteError, RemoteWriter
 # Errors that refuse a request for some of its samples (their age or order), not its form. Prometheus
 # then stores none of the request (2.42 rolls back the whole append), so current samples sent beside
 # one too old are lost with it unless sent apart.
-_PER_SAMPLE_MARKERS = ("too old sample", "out of bounds", "out of order sample")
+_PER_SAMPLE_MARKERS = ("too old sample", "out of bounds", "out of order sample", "duplicate sample for timestamp")
+# Of those, the ones about one sample against its own series (a second value at a millisecond already
+# stored, a sample older than its series' last): the rest of a batch is not suspect, so a refused batch
+# is halved by count until the refused samples are alone. "Too old" and "out of bounds" are about an
+# age, shared by neighbours in time: halving those would only resend what is refused again.
+_ONE_SAMPLE_MARKERS = ("out of order sample", "duplicate sample for timestamp")
 # A refused batch spanning more than this is cut in two at the middle of its time span and each half
 # sent again: a replayed run from long ago and the processes collector's samples at now are apart by
 # years, so one cut separates them; samples minutes apart are refused (or taken) together.
 SPLIT_SPAN_MS = 10 * 60 * 1000
+# Requests a refused batch may spend on halves, per bit of its size: finding one refused sample among n
+# takes about 2·log2(n) requests, so this finds about four; past it the parts still refused are dropped.
+SPLIT_REQUESTS_PER_BIT = 8
 
 
-def split_by_age(batch: Sequence[Sample], exc: RemoteWriteError) -> tuple[list[Sample], list[Sample]] | None:
-    """The older and the newer half (by the middle of its time span) of a batch refused for the age or
-    order of some of its samples, worth sending apart; None when the error is about the request, or the
-    batch's samples are too close in time for their ages to differ."""
-    if len(batch) < 2 or not any(m in exc.body.lower() for m in _PER_SAMPLE_MARKERS):
+def split_refused(batch: Sequence[Sample], exc: RemoteWriteError) -> tuple[list[Sample], list[Sample]] | None:
+    """Two parts of a batch refused for the age or order of some of its samples, worth sending apart:
+    the older and the newer half by the middle of its time span when it spans more than
+    ``SPLIT_SPAN_MS``; the first and the second half by count when the refusal is about one sample of
+    one series (a duplicate, an out-of-order sample). None when the error is about the request, or its
+    samples are too close in time for their ages to differ."""
+    body = exc.body.lower()
+    if len(batch) < 2 or not any(m in body for m in _PER_SAMPLE_MARKERS):
         return None
     first = min(s.timestamp_ms for s in batch)
     last = max(s.timestamp_ms for s in batch)
-    if last - first <= SPLIT_SPAN_MS:
-        return None
-    middle = (first + last) // 2
-    return [s for s in batch if s.timestamp_ms <= middle], [s for s in batch if s.timestamp_ms > middle]
+    if last - first > SPLIT_SPAN_MS:
+        middle = (first + last) // 2
+        return [s for s in batch if s.timestamp_ms <= middle], [s for s in batch if s.timestamp_ms > middle]
+    if any(m in body for m in _ONE_SAMPLE_MARKERS):
+        half = len(batch) // 2
+        return list(batch[:half]), list(batch[half:])
+    return None
 
 
 @dataclass(frozen=True)
@@ -165,6 +179,7 @@ class BufferedRemoteWriter:
                 budget = len(self._pending)
             # Parts of a batch refused for the age of some of its samples, sent before the queue (last first).
             parts: list[list[Sample]] = []
+            split_requests = 0  # what the batch the parts came from may still spend on halves
             while budget > 0 or parts:
                 with self._lock:
                     if parts:
@@ -176,16 +191,18 @@ class BufferedRemoteWriter:
                         popleft = self._pending.popleft
                         batch = [popleft() for _ in range(take)]
                         budget -= take
+                        split_requests = SPLIT_REQUESTS_PER_BIT * take.bit_length()
                     self._in_flight = len(batch) + sum(map(len, parts))
                 try:
                     self.writer.send_batch(batch)
                 except RemoteWriteError as exc:
-                    halves = None if exc.retryable else split_by_age(batch, exc)
+                    halves = None if exc.retryable or split_requests < 2 else split_refused(batch, exc)
                     with self._lock:
                         self.failed_requests += 1
                         self.last_error = exc
                         if halves:
                             parts += [halves[1], halves[0]]
+                            split_requests -= 2
                         elif exc.retryable:
                             # This batch and the parts still to send, in their order, back in front.
                             again = batch + [s for part in reversed(parts) for s in part]
@@ -197,7 +214,7 @@ class BufferedRemoteWriter:
                             self._resolved_total += len(batch)
                         self._in_flight = sum(map(len, parts))
                     if halves:
-                        self.logger.info("%s; sending its %d older and %d newer samples apart", exc,
+                        self.logger.info("%s; sending its two parts (%d and %d samples) apart", exc,
                                          len(halves[0]), len(halves[1]))
                         continue
                     if exc.retryable:

@@ -9,7 +9,7 @@ the work, one job each:
 from __future__ import annotations
 
 from benchwatch.sink.client import RemoteWriteError, RemoteWriter, is_retryable, redact_url
-from benchwatch.sink.queue import SPLIT_SPAN_MS, BufferedRemoteWriter, QueueStats, split_by_age
+from benchwatch.sink.queue import SPLIT_SPAN_MS, BufferedRemoteWriter, QueueStats, split_refused
 from benchwatch.sink.wire import compress, encode_write_request
 
 __all__ = [
@@ -22,5 +22,5 @@ __all__ = [
     "encode_write_request",
     "is_retryable",
     "redact_url",
-    "split_by_age",
+    "split_refused",
 ]
