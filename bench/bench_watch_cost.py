@@ -85,10 +85,10 @@ VARIANTS = {
               "daemons that do one small thing at a time",
     "procs1all": "procs1 and Prometheus under GOMAXPROCS=1 too",
     "scrape2s": "ours with the host's and the server's exporters (node, postgres) scraped every 2 s instead of 1 s",
-    "hostread": "ours with BENCHWATCH_HOST_READER=exporter (the default since 2026-11-29): the benchwatch exporter "
-                "reads the host every second (its host collector), node_exporter is scraped only every 15 s",
-    "node1s": "ours with BENCHWATCH_HOST_READER=node_exporter: node_exporter scraped every second (the default "
-              "before 2026-11-29), the exporter's host collector off",
+    "hostread": "ours with BENCHWATCH_HOST_READER=exporter: the benchwatch exporter reads the host every second "
+                "(its host collector) and node_exporter is scraped only every 15 s (node_inventory)",
+    "node1s": "ours with BENCHWATCH_HOST_READER=node_exporter: node_exporter scraped every second, whatever the "
+              "stack's default",
 }
 GO_COMPONENTS = ("prometheus", "alertmanager", "node_exporter", "postgres_exporter")
 DEFAULT_VARIANTS = "bare,ours,stock"

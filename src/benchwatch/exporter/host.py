@@ -15,9 +15,8 @@ reads them as they read the scraped ones:
 - ``node_pressure_{cpu,io,memory}_waiting_seconds_total`` and ``node_pressure_{io,memory}_stalled_seconds_total``.
 
 They carry ``job="node"`` (what queries of node_exporter's series select by) and the exporter's ``target``
-and ``host``. The daemon's flag is off by default (``--collector.host``: an agent's followers have a
-node_exporter of their own); the stack turns it on (``BENCHWATCH_HOST_READER=exporter``, its default) and
-then no longer scrapes node_exporter every second (docs/metrics.md).
+and ``host``. Off by default (``--collector.host``): the stack turns it on with ``BENCHWATCH_HOST_READER=exporter``
+and then no longer scrapes node_exporter every second (docs/metrics.md).
 """
 
 from __future__ import annotations
@@ -68,11 +67,10 @@ METRICS: dict[str, tuple[str, str]] = {
 }
 
 METRICS_DOC_SECTION = """
-## The host, read by the exporter (`host` collector)
+## The host, read by the exporter (`host` collector, off by default)
 
-The stack does not scrape node_exporter every second: the benchwatch exporter reads the same files once a
-second instead (`BENCHWATCH_HOST_READER=exporter`, the default; `node_exporter` scrapes it as before),
-remote-writing them under node_exporter
+With `BENCHWATCH_HOST_READER=exporter` the stack stops scraping node_exporter every second and the
+benchwatch exporter reads the same files once a second instead, remote-writing them under node_exporter
 1.5's names, units, labels (`cpu`, `mode`, `device`) and device filter, with `job="node"` and its `target`
 and `host`: the rules, panels and `benchwatch explain` read them unchanged. node_exporter stays, scraped every
 15 s for the host's size and load (the `node_inventory` job). It costs about a third of node_exporter's CPU

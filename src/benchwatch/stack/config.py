@@ -88,9 +88,8 @@ class Config:
     long_term_query_url: str | None = None      # --long-term-query-url, BENCHWATCH_LONG_TERM_QUERY_URL
     long_term_bearer_token_file: str | None = None  # --long-term-bearer-token-file, BENCHWATCH_LONG_TERM_BEARER_TOKEN_FILE
     # Who reads the host's CPU, disks and pressure every second (BENCHWATCH_HOST_READER, kept in stack.json):
-    # the benchwatch exporter's host collector (the default: about 2 ms of CPU a second less), or node_exporter
-    # scraped every second (HOST_READERS).
-    host_reader: str = "exporter"
+    # node_exporter, scraped every second, or the benchwatch exporter's host collector (HOST_READERS).
+    host_reader: str = "node_exporter"
 
     def option(self, key: str) -> Any:
         """An engine's stack option (its StackOption.key); None when no engine has it."""
@@ -151,8 +150,8 @@ def _engine_name(name: str) -> str:
 LONG_TERM_KEYS = ("long_term_write_url", "long_term_query_url", "long_term_bearer_token_file")
 
 
-# What BENCHWATCH_HOST_READER may say: node_exporter scraped every second, or the benchwatch exporter's host
-# collector (the default) reading the same files at about a third of the CPU (docs/metrics.md).
+# What BENCHWATCH_HOST_READER may say: node_exporter scraped every second (the default), or the benchwatch
+# exporter's host collector reading the same files at a quarter of the CPU (docs/metrics.md).
 HOST_READERS = ("node_exporter", "exporter")
 
 
@@ -210,9 +209,8 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.target_name = saved.get("target_name", cfg.target_name)
         cfg.host = saved.get("host") or cfg.host
         cfg.results_dsn = saved.get("results_dsn") or None
+        cfg.host_reader = saved.get("host_reader") or cfg.host_reader
         if not starting:
-            # A stack.json without the key was saved before the exporter could read the host.
-            cfg.host_reader = saved.get("host_reader") or "node_exporter"
             for key in LONG_TERM_KEYS:
                 setattr(cfg, key, saved.get(key) or None)
             cfg.engine = _engine_name(saved.get("engine", cfg.engine))
