@@ -151,6 +151,11 @@ def test_who_reads_the_host_comes_from_the_environment_and_stays_in_stack_json(t
     cfg.save()
     monkeypatch.delenv("BENCHWATCH_HOST_READER")
     assert load_config(str(tmp_path)).host_reader == "exporter"  # the supervisor, status, down: as up started it
+    assert load_config(str(tmp_path), starting=True).host_reader == "node_exporter"  # a new up: the default again
+    saved = json.loads((tmp_path / "stack.json").read_text())
+    del saved["host_reader"]
+    (tmp_path / "stack.json").write_text(json.dumps(saved))
+    assert load_config(str(tmp_path)).host_reader == "node_exporter"  # saved before the exporter could read the host
     monkeypatch.setenv("BENCHWATCH_HOST_READER", "node-exporter")
     assert check_host_reader(load_config(str(tmp_path))) == \
         "BENCHWATCH_HOST_READER must be one of node_exporter, exporter, not 'node-exporter'"

@@ -209,8 +209,9 @@ def load_config(state_dir: str | None = None, port_overrides: dict[str, int] | N
         cfg.target_name = saved.get("target_name", cfg.target_name)
         cfg.host = saved.get("host") or cfg.host
         cfg.results_dsn = saved.get("results_dsn") or None
-        cfg.host_reader = saved.get("host_reader") or cfg.host_reader
         if not starting:
+            # What the running stack was started with (a stack.json without the key: node_exporter, all there was).
+            cfg.host_reader = saved.get("host_reader") or "node_exporter"
             for key in LONG_TERM_KEYS:
                 setattr(cfg, key, saved.get(key) or None)
             cfg.engine = _engine_name(saved.get("engine", cfg.engine))
