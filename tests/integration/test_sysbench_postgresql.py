@@ -22,7 +22,7 @@ from benchwatch.engines.postgresql.server import pg_bindir
 from benchwatch.query import grafana as gq
 from benchwatch.query.prometheus import query, query_range
 from benchwatch.util.processes import wait_until
-from tests.helpers.dashboards import autovacuum_annotation, other_commands_annotation
+from tests.helpers.dashboards import autovacuum_annotation, other_commands_annotation, read_from_disk
 from tests.helpers.tools import require_tool
 from tests.integration.test_dashboards import DASHBOARDS
 
@@ -49,10 +49,15 @@ def pgsql_run(live_stack):
         subprocess.run([os.path.join(pg_bindir(), "psql"), "-X", "-qc", "CHECKPOINT"], env=env, capture_output=True)
 
     t = threading.Thread(target=checkpoint_later)
+    # The r_await panel needs reads that reach the device during the run: the tables are all in the page cache
+    # (CI saw none in one run).
+    reads = threading.Thread(target=read_from_disk, args=(os.path.join(live.state_dir, "pg"), 2.0, 7))
     t.start()
+    reads.start()
     r = live.benchwatch("run", "--", "sysbench", "oltp_read_write", "--db-driver=pgsql", *TABLES,
                         "--threads=2", "--time=10", "--report-interval=1", "run")
     t.join()
+    reads.join()
     assert r.returncode == 0, r.stderr.decode()
     run_id = re.search(rb"benchwatch: run (\S+):", r.stderr).group(1).decode()
     assert wait_until(lambda: bool(query(live.prometheus, f'benchmark_running{{run_id="{run_id}"}} == 0')), 30, 0.2)
