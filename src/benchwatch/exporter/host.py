@@ -100,10 +100,12 @@ class HostReader:
         # 64 KiB at a time, not one large read: os.pread allocates the whole size asked for at every call, and
         # /proc/stat's interrupt line alone can pass 64 KiB on a big host.
         chunks: list[bytes] = []
+        offset = 0
         try:
             while True:
-                chunk = os.pread(fd, READ_CHUNK, sum(map(len, chunks)))
+                chunk = os.pread(fd, READ_CHUNK, offset)
                 chunks.append(chunk)
+                offset += len(chunk)
                 if len(chunk) < READ_CHUNK:
                     return b"".join(chunks).decode("ascii", "replace")
         except OSError:
@@ -202,8 +204,8 @@ class HostCollector:
         """When the next reading is due: the next whole second after ``now``, and never within half a second of
         the last one's due time. A wait measured on the monotonic clock can end a little before the wall-clock
         second it aimed at; reading again at once would give a second sample within the same millisecond, which
-        Prometheus refuses (a duplicate with another value) together with the whole batch it came in, the
-        run's lines included."""
+        Prometheus refuses (a duplicate with another value) together with the whole request it came in (the
+        remote-write queue then halves the batch until that sample is alone: sink.queue.split_refused)."""
         due = (now // EVERY_S + 1) * EVERY_S
         if last is not None and due - last < EVERY_S / 2:
             due += EVERY_S

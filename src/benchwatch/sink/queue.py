@@ -177,7 +177,8 @@ class BufferedRemoteWriter:
             max_batch = self.writer.max_batch
             with self._lock:
                 budget = len(self._pending)
-            # Parts of a batch refused for the age of some of its samples, sent before the queue (last first).
+            # Parts of a batch refused for the age or order of some of its samples (split_refused), sent before
+            # the queue (last first).
             parts: list[list[Sample]] = []
             split_requests = 0  # what the batch the parts came from may still spend on halves
             while budget > 0 or parts:
